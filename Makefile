@@ -1,0 +1,34 @@
+# The README's two commands (`make run`, `make test`) set everything up themselves.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+export SLS_TELEMETRY_DISABLED := 1
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: run test bench soak lint clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+run: $(VENV)/.installed
+	$(VENV)/bin/lambda-kit run
+
+test: $(VENV)/.installed node_modules/.installed
+	$(VENV)/bin/ruff check lambda_kit handlers tests bench
+	$(PY) -m pytest -n 2 -p no:cacheprovider
+
+bench: $(VENV)/.installed
+	$(PY) -m bench
+
+soak: $(VENV)/.installed
+	$(VENV)/bin/lambda-kit soak
+
+clean:
+	rm -rf $(VENV) node_modules .serverless .lambda-kit

@@ -1,0 +1,48 @@
+"""lambda_kit: one decorator per event source, trace ids, JSON logs, failure routing.
+
+Light at import (cold start matters): names are loaded on first access, and boto3, botocore,
+datadog, Powertools and orjson only when a feature that needs them is first used.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+TYPE_CHECKING = False  # the typing module is not imported for this (cold start)
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "sqs_handler": "decorators",
+    "sns_handler": "decorators",
+    "stream_handler": "decorators",
+    "api_handler": "decorators",
+    "HTTPError": "errors",
+    "get_logger": "log",
+    "propagate": "propagation",
+    "current_record": "trace",
+    "current_trace_id": "trace",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lambda_kit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
+
+if TYPE_CHECKING:
+    from .decorators import api_handler, sns_handler, sqs_handler, stream_handler
+    from .errors import HTTPError
+    from .log import get_logger
+    from .propagation import propagate
+    from .trace import current_record, current_trace_id

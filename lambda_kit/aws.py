@@ -1,0 +1,28 @@
+"""boto3 clients for lambda_kit's own calls (requeue, dead letters), created on first use.
+
+boto3 costs ~150 ms to import, so nothing here runs at ``import lambda_kit``. Clients honour
+``AWS_ENDPOINT_URL`` (boto3 reads it), so a local endpoint needs no code.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+_clients: dict[tuple[str, str | None, str | None], Any] = {}
+_lock = threading.Lock()
+
+
+def client(service: str) -> Any:
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    key = (service, os.environ.get("AWS_ENDPOINT_URL"), region)
+    found = _clients.get(key)
+    if found is None:
+        with _lock:
+            found = _clients.get(key)
+            if found is None:
+                import boto3
+
+                found = _clients[key] = boto3.client(service, region_name=region)
+    return found

@@ -1,0 +1,269 @@
+"""One decorator per event source: a source adapter bound to the record loop with options.
+
+Each works bare (``@sqs_handler``) and with options (``@sqs_handler(json=False)``), keeps the
+function's metadata, and returns a plain Lambda handler ``(event, context)``. The decorated
+function carries ``__lambda_kit__`` (its source and options) for ``lambda-kit check``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable
+from time import perf_counter
+from typing import Any, TypeVar
+
+from . import log, metrics
+from .errors import HTTPError
+from .loop import Options, Outcome, record_loop, set_powertools_correlation, warn_rejected_trace_id
+from .record import Record
+from .sources import event_records
+from .sources import api as api_source
+from .sources.dynamodb import DynamoDBSource
+from .sources.kinesis import KinesisSource
+from .sources.sns import SnsSource
+from .sources.sqs import SqsSource
+from .trace import _record
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXPECTED_EVENT = {"sqs": "an SQS", "sns": "an SNS", "stream": "a Kinesis or DynamoDB Streams"}
+
+
+def _invocation_of(context: Any) -> tuple[str | None, str | None]:
+    name = getattr(context, "function_name", None) or os.environ.get("AWS_LAMBDA_FUNCTION_NAME")
+    return name, getattr(context, "aws_request_id", None)
+
+
+def _run_batch(
+    kind: str,
+    adapter_for: Callable[[list[Any]], Any],
+    fn: Callable[[Any, Any], Any],
+    options: Options,
+    event: Any,
+    context: Any,
+) -> Any:
+    invocation = _invocation_of(context)
+    token = log._invocation.set(invocation)
+    outcome = Outcome()
+    adapter: Any = None
+    try:
+        raw_records = event_records(event)
+        if raw_records is None:
+            log.emit(
+                "ERROR",
+                f"event has no Records list; this function expects {EXPECTED_EVENT[kind]} event",
+                None,
+                {"event": log.clean(event)},
+            )
+            return {"batchItemFailures": []} if kind != "sns" else None
+        adapter = adapter_for(raw_records)
+        outcome = record_loop(adapter.records(raw_records), fn, context, options, adapter)
+        return adapter.response(outcome.failures, outcome.skipped)
+    finally:
+        if adapter is not None and metrics.enabled(options.metrics):
+            metrics.count(invocation[0], adapter.name, outcome.processed, len(outcome.failures), outcome.retried)
+        log.flush()
+        log._invocation.reset(token)
+
+
+def _batch_decorator(kind: str, fn: Any, options: Options, adapter_for: Callable[[list[Any]], Any], marks: dict[str, Any]) -> Any:
+    def decorate(function: F) -> F:
+        @functools.wraps(function)
+        def handler(event: Any, context: Any = None) -> Any:
+            return _run_batch(kind, adapter_for, function, options, event, context)
+
+        handler.__lambda_kit__ = {"source": kind, **marks}  # type: ignore[attr-defined]
+        return handler  # type: ignore[return-value]
+
+    return decorate if fn is None else decorate(fn)
+
+
+def sqs_handler(
+    fn: F | None = None,
+    /,
+    *,
+    json: bool = True,
+    log_event: bool = True,
+    log_result: bool = True,
+    logger: Any = None,
+    metrics: bool | None = None,
+) -> Any:
+    """Call ``fn(message, context)`` once per SQS record; report failures as ``batchItemFailures``."""
+    options = Options(json, log_event, log_result, logger, metrics)
+    source = SqsSource(json=json)
+    return _batch_decorator("sqs", fn, options, lambda records: source, {"json": json})
+
+
+def sns_handler(
+    fn: F | None = None,
+    /,
+    *,
+    json: bool = True,
+    log_event: bool = True,
+    log_result: bool = True,
+    logger: Any = None,
+    metrics: bool | None = None,
+) -> Any:
+    """Call ``fn(message, context)`` once per SNS record; a failure is logged and re-raised."""
+    options = Options(json, log_event, log_result, logger, metrics)
+    source = SnsSource(json=json)
+    return _batch_decorator("sns", fn, options, lambda records: source, {"json": json})
+
+
+ON_FAILURE = ("stop", "requeue")
+
+
+def stream_handler(
+    fn: F | None = None,
+    /,
+    *,
+    json: bool = True,
+    log_event: bool = True,
+    log_result: bool = True,
+    logger: Any = None,
+    metrics: bool | None = None,
+    on_failure: str = "stop",
+    max_attempts: int = 3,
+    dead_letter: str | Callable[[], str | None] | None = None,
+) -> Any:
+    """Call ``fn(payload, context)`` once per Kinesis or DynamoDB Streams record, in order.
+
+    ``on_failure="stop"`` (default) stops at the first failing record and reports it;
+    ``"requeue"`` (Kinesis) puts it back on its stream and dead-letters it after ``max_attempts``.
+    """
+    if on_failure not in ON_FAILURE:
+        raise ValueError(f"stream_handler: on_failure must be one of {ON_FAILURE}, not {on_failure!r}")
+    if max_attempts < 1:
+        raise ValueError("stream_handler: max_attempts must be at least 1")
+    options = Options(json, log_event, log_result, logger, metrics)
+    kinesis = KinesisSource(json=json, on_failure=on_failure, max_attempts=max_attempts, dead_letter=dead_letter)
+    dynamodb = DynamoDBSource()
+
+    def adapter_for(records: list[Any]) -> Any:
+        first = records[0] if records and isinstance(records[0], dict) else {}
+        return dynamodb if first.get("eventSource") == "aws:dynamodb" or "dynamodb" in first else kinesis
+
+    marks = {"json": json, "on_failure": on_failure, "max_attempts": max_attempts}
+    return _batch_decorator("stream", fn, options, adapter_for, marks)
+
+
+DEFAULT_MAX_BODY = 1024 * 1024
+
+
+def api_handler(
+    fn: F | None = None,
+    /,
+    *,
+    trace_header: str = "X-Trace-Id",
+    log_event: bool = True,
+    log_result: bool = True,
+    logger: Any = None,
+    metrics: bool | None = None,
+    max_body: int | None = DEFAULT_MAX_BODY,
+) -> Any:
+    """Call ``fn(request, context)`` once per API Gateway (v1 or v2) request.
+
+    ``HTTPError(status, message)`` answers that status; any other exception answers 500 without
+    its text. Every response carries the trace id in ``trace_header``; bodies larger than
+    ``max_body`` bytes answer 413.
+    """
+    options = Options(True, log_event, log_result, logger, metrics)
+
+    def decorate(function: F) -> F:
+        @functools.wraps(function)
+        def handler(event: Any, context: Any = None) -> Any:
+            return _run_api(function, options, trace_header, max_body, event, context)
+
+        handler.__lambda_kit__ = {"source": "api", "trace_header": trace_header}  # type: ignore[attr-defined]
+        return handler  # type: ignore[return-value]
+
+    return decorate if fn is None else decorate(fn)
+
+
+def _run_api(
+    fn: Callable[[Any, Any], Any],
+    options: Options,
+    trace_header: str,
+    max_body: int | None,
+    event: Any,
+    context: Any,
+) -> dict[str, Any]:
+    invocation = _invocation_of(context)
+    invocation_token = log._invocation.set(invocation)
+    started = perf_counter()
+    request = api_source.Request(event, trace_header)
+    trace_id, rejected = api_source.trace_of(request, trace_header)
+    request.trace_id = trace_id
+    record = Record("api", api_source.request_id(event, context), trace_id, request, event, None, 0, rejected)
+    token = _record.set(record)
+    failed = False
+    try:
+        if rejected is not None:
+            warn_rejected_trace_id(record)
+        if options.logger is not None:
+            set_powertools_correlation(options.logger, trace_id)
+        if options.log_event and log.enabled(20):
+            log.emit("INFO", "request received", trace_id, _request_fields(request, record))
+        try:
+            if max_body is not None and len(request.body.encode("utf-8", "surrogatepass")) > max_body:
+                raise HTTPError(413, f"request body is larger than {max_body} bytes")
+            response = api_source.shape_response(fn(request, context), trace_id, trace_header)
+        except HTTPError as exc:
+            status = exc.status if 400 <= exc.status <= 599 else 500
+            response = api_source.error_response(status, exc.message, trace_id, trace_header, exc.headers)
+            failed = status >= 500
+            level = "ERROR" if failed else "WARNING"
+            if log.enabled(log.LEVELS[level]):
+                log.emit(level, "request failed", trace_id, _result_fields(record, response, started, exc.message))
+            return response
+        except Exception as exc:
+            failed = True
+            response = api_source.error_response(500, "Internal Server Error", trace_id, trace_header)
+            fields = _result_fields(record, response, started, None)
+            fields.update(log.error_fields(exc))
+            log.emit("ERROR", "request failed", trace_id, fields)
+            return response
+        if options.log_result and log.enabled(20):
+            fields = _result_fields(record, response, started, None)
+            fields["result"] = log.clean(response.get("body"))
+            log.emit("INFO", "request processed", trace_id, fields)
+        return response
+    finally:
+        _record.reset(token)
+        if metrics.enabled(options.metrics):
+            metrics.count(invocation[0], "api", 0 if failed else 1, 1 if failed else 0, 0)
+        log.flush()
+        log._invocation.reset(invocation_token)
+
+
+def _request_fields(request: api_source.Request, record: Record) -> dict[str, Any]:
+    body: Any = request.body
+    if body[:1] in ("{", "["):
+        try:
+            body = request.json
+        except HTTPError:
+            pass
+    return {
+        "source": "api",
+        "record_id": record.id,
+        "method": log.clean(request.method),
+        "path": log.clean(request.path),
+        "query": log.clean(request.query),
+        "headers": log.clean(request.headers),
+        "body": log.clean(body),
+    }
+
+
+def _result_fields(record: Record, response: dict[str, Any], started: float, error: str | None) -> dict[str, Any]:
+    status = response.get("statusCode")
+    fields: dict[str, Any] = {
+        "source": "api",
+        "record_id": record.id,
+        "status": status,
+        "outcome": "ok" if isinstance(status, int) and status < 400 else "client_error" if isinstance(status, int) and status < 500 else "server_error",
+        "duration_ms": round((perf_counter() - started) * 1000, 3),
+    }
+    if error is not None:
+        fields["error"] = log.clean(error)
+    return fields

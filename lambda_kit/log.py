@@ -1,0 +1,313 @@
+"""Structured JSON logs: one object per line on standard output, carrying the current trace id.
+
+Every line passes through the same small steps (the structlog idea, without its per-line cost):
+``clean`` masks secrets, cuts long values and bounds nesting; ``encode`` serializes with the
+codec and falls back to a sanitizing path only when the fast path cannot encode a value; the sink
+writes one line. The decorators call ``emit`` directly (the hot path); ``get_logger`` gives a
+standard ``logging.Logger`` whose lines take the same route.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+import traceback
+from itertools import islice
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from typing import Any
+
+from . import codec
+from .trace import _record
+
+MAX_VALUE_CHARS = 8_192
+MAX_LINE_CHARS = 64 * 1024
+MAX_DEPTH = 24
+MASK = "***"
+SECRET_KEY_PARTS = (
+    "authorization",
+    "cookie",
+    "api-key",
+    "api_key",
+    "apikey",
+    "password",
+    "passwd",
+    "token",
+    "secret",
+    "credential",
+    "private_key",
+    "private-key",
+)
+
+LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}
+
+
+def _level_from_env() -> int:
+    for var in ("LAMBDA_KIT_LOG_LEVEL", "LOG_LEVEL", "AWS_LAMBDA_LOG_LEVEL"):
+        value = os.environ.get(var, "").upper()
+        if value in LEVELS:
+            return LEVELS[value]
+    return LEVELS["INFO"]
+
+
+_threshold = _level_from_env()
+
+# (function_name, request_id) of the invocation being served.
+_invocation: ContextVar[tuple[str | None, str | None]] = ContextVar(
+    "lambda_kit_invocation", default=(os.environ.get("AWS_LAMBDA_FUNCTION_NAME"), None)
+)
+
+
+def set_level(level: str | int) -> None:
+    """Set the level below which lambda_kit's own lines (and ``get_logger`` loggers) are dropped."""
+    global _threshold
+    _threshold = LEVELS[level.upper()] if isinstance(level, str) else int(level)
+    for logger in _loggers:
+        logger.setLevel(_threshold)
+
+
+def enabled(levelno: int) -> bool:
+    return levelno >= _threshold
+
+
+# --- the sink ------------------------------------------------------------------------------
+
+def _stdout_write(line: str) -> None:
+    sys.stdout.write(line)
+
+
+_sink: Callable[[str], None] = _stdout_write
+
+
+def set_sink(write: Callable[[str], None] | None) -> None:
+    """Send every line to ``write`` instead of standard output (the local stack's log file)."""
+    global _sink
+    _sink = write or _stdout_write
+
+
+def flush() -> None:
+    if _sink is _stdout_write:
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+
+
+# --- clean: mask, cut, bound ---------------------------------------------------------------
+
+_secret_cache: dict[str, bool] = {}
+
+
+def is_secret_key(key: str) -> bool:
+    hit = _secret_cache.get(key)
+    if hit is None:
+        lowered = key.lower()
+        hit = any(part in lowered for part in SECRET_KEY_PARTS)
+        if len(_secret_cache) < 4_096:
+            _secret_cache[key] = hit
+    return hit
+
+
+def cut(text: str, limit: int = MAX_VALUE_CHARS) -> str:
+    return f"{text[:limit]}...[truncated {len(text) - limit} chars]"
+
+
+_SCALARS = (int, float, bool, type(None))
+
+
+def clean(value: Any, depth: int = 0) -> Any:
+    """``value`` ready to log: secrets masked, long strings cut, nesting bounded.
+
+    Returns ``value`` itself when nothing needs changing, so the common small payload costs a
+    walk and no copy.
+    """
+    kind = type(value)
+    if kind is str:
+        return value if len(value) <= MAX_VALUE_CHARS else cut(value)
+    if kind in _SCALARS:
+        if kind is int and not -(2**63) <= value < 2**64:
+            return str(value)
+        return value
+    if depth >= MAX_DEPTH:
+        return "[nested too deep]"
+    if isinstance(value, dict):
+        return _clean_dict(value, depth)
+    if isinstance(value, Mapping):
+        cleaned = _clean_dict(dict(value), depth)
+        return cleaned if cleaned is not value else dict(value)
+    if kind is list or kind is tuple:
+        changed = None
+        for index, item in enumerate(value):
+            new = clean(item, depth + 1)
+            if new is not item:
+                if changed is None:
+                    changed = list(value)
+                changed[index] = new
+        if changed is not None:
+            return changed
+        return value if kind is list else list(value)
+    if isinstance(value, set | frozenset):
+        return [clean(item, depth + 1) for item in sorted(value, key=repr)]
+    if isinstance(value, bytes | bytearray):
+        return clean(bytes(value).decode("utf-8", "backslashreplace"))
+    if isinstance(value, str):
+        return clean(str.__str__(value))
+    if kind.__name__ == "Decimal":
+        return int(value) if value == value.to_integral_value() else float(value)
+    try:
+        return clean(str(value))
+    except Exception:  # a __str__ that raises must not cost the line
+        return f"<unprintable {kind.__name__}>"
+
+
+def _clean_dict(value: dict[Any, Any], depth: int) -> dict[Any, Any]:
+    out: dict[Any, Any] | None = None
+    for index, (key, item) in enumerate(value.items()):
+        if type(key) is str:
+            new = MASK if item is not None and is_secret_key(key) else clean(item, depth + 1)
+            if out is None:
+                if new is item:
+                    continue
+                out = dict(islice(value.items(), index))
+        else:
+            new = clean(item, depth + 1)
+            key = clean(str(key))
+            if out is None:
+                out = dict(islice(value.items(), index))
+        out[key] = new
+    return value if out is None else out
+
+
+# --- encode ---------------------------------------------------------------------------------
+
+def _sanitize(value: Any) -> Any:
+    """Make a cleaned value encodable by any codec: lone surrogates escaped, odd keys as text."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_sanitize(str(k)): _sanitize(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_sanitize(v) for v in value]
+    if isinstance(value, float) and value != value:
+        return "NaN"
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return str(value)
+    return value
+
+
+def encode(line: dict[str, Any]) -> str:
+    try:
+        text = codec.dumps(line)
+    except Exception:
+        text = codec.dumps(_sanitize(line))
+    if len(text) > MAX_LINE_CHARS:
+        # Cut the largest fields until the line fits; the marker says how much went.
+        budget = MAX_LINE_CHARS // 4
+        for key in sorted(line, key=lambda k: -len(codec.dumps(_sanitize(line[k])))):
+            if key in ("timestamp", "level", "trace_id"):
+                continue
+            field = codec.dumps(_sanitize(line[key]))
+            if len(field) > budget:
+                line[key] = cut(field, budget)
+            text = codec.dumps(_sanitize(line))
+            if len(text) <= MAX_LINE_CHARS:
+                break
+    return text + "\n"
+
+
+# --- emit -----------------------------------------------------------------------------------
+
+_ts_cache: list[Any] = [0, ""]
+
+
+def _timestamp(now: float) -> str:
+    second = int(now)
+    if second != _ts_cache[0]:
+        _ts_cache[0] = second
+        _ts_cache[1] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+    return f"{_ts_cache[1]}.{int((now - second) * 1000):03d}Z"
+
+
+def emit(
+    level: str,
+    message: str,
+    trace_id: str | None = None,
+    fields: dict[str, Any] | None = None,
+    now: float | None = None,
+) -> None:
+    """Write one line. ``fields`` must already be cleaned (``clean``) by the caller."""
+    function_name, request_id = _invocation.get()
+    line: dict[str, Any] = {
+        "timestamp": _timestamp(time.time() if now is None else now),
+        "level": level,
+        "message": message,
+        "function_name": function_name,
+        "request_id": request_id,
+    }
+    if trace_id is not None:
+        line["trace_id"] = trace_id
+    if fields:
+        line.update(fields)
+    _sink(encode(line))
+
+
+def error_fields(exc: BaseException) -> dict[str, Any]:
+    return {
+        "error_type": type(exc).__name__,
+        "error": clean(_safe_str(exc)),
+        "traceback": clean("".join(traceback.format_exception(type(exc), exc, exc.__traceback__))),
+    }
+
+
+def _safe_str(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:
+        return f"<unprintable {type(exc).__name__}>"
+
+
+# --- the logging.Logger face ----------------------------------------------------------------
+
+_STANDARD_ATTRS = frozenset(
+    vars(logging.LogRecord("", 0, "", 0, "", None, None)).keys() | {"message", "asctime", "taskName"}
+)
+
+
+class JsonLogHandler(logging.Handler):
+    """Formats ``logging`` records as lambda_kit JSON lines (trace id included)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            fields: dict[str, Any] = {"logger": record.name}
+            for key, value in record.__dict__.items():
+                if key not in _STANDARD_ATTRS:
+                    fields[key] = MASK if is_secret_key(key) else clean(value)
+            if record.exc_info and record.exc_info[1] is not None:
+                fields.update(error_fields(record.exc_info[1]))
+            current = _record.get()
+            emit(
+                record.levelname,
+                clean(record.getMessage()),
+                current.trace_id if current is not None else None,
+                fields,
+                now=record.created,
+            )
+        except Exception:
+            self.handleError(record)
+
+
+_loggers: list[logging.Logger] = []
+
+
+def get_logger(name: str | None = None) -> logging.Logger:
+    """A standard ``logging.Logger`` writing lambda_kit JSON lines with the current trace id."""
+    logger = logging.getLogger(name)
+    if not any(isinstance(h, JsonLogHandler) for h in logger.handlers):
+        logger.addHandler(JsonLogHandler())
+        logger.propagate = False
+        if logger.level == logging.NOTSET:
+            logger.setLevel(_threshold)
+        _loggers.append(logger)
+    return logger

@@ -1,0 +1,39 @@
+"""The normalized record every source adapter produces and the record loop consumes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class Record:
+    """One unit of work: what the wrapped function receives, plus what the loop needs to route it.
+
+    ``id`` is the identifier the source's own failure report uses; ``error`` is set when the
+    record could not be decoded (it then fails without reaching the function);
+    ``rejected_trace_id`` keeps an invalid trace id that was found and not used.
+    """
+
+    __slots__ = ("source", "id", "trace_id", "payload", "raw", "error", "attempt", "rejected_trace_id")
+
+    def __init__(
+        self,
+        source: str,
+        id: Any,
+        trace_id: str,
+        payload: Any = None,
+        raw: Any = None,
+        error: str | None = None,
+        attempt: int = 0,
+        rejected_trace_id: Any = None,
+    ) -> None:
+        self.source = source
+        self.id = id
+        self.trace_id = trace_id
+        self.payload = payload
+        self.raw = raw
+        self.error = error
+        self.attempt = attempt
+        self.rejected_trace_id = rejected_trace_id
+
+    def __repr__(self) -> str:
+        return f"Record(source={self.source!r}, id={self.id!r}, trace_id={self.trace_id!r})"

@@ -1,0 +1,48 @@
+"""Source adapters: one small module per event source.
+
+Each knows how to read records out of its event (payload decoding, where the trace id lives,
+the record's identity) and how to turn per-record outcomes into what that source's retry
+machinery expects. Adapters never import each other.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..record import Record
+from ..trace import is_valid_id, stable_id
+
+
+def event_records(event: Any) -> list[Any] | None:
+    """The event's ``Records`` list, or None when the event has none (the caller logs why)."""
+    if isinstance(event, dict):
+        records = event.get("Records")
+        if isinstance(records, list):
+            return records
+    return None
+
+
+def pick_trace_id(found: Any, fallback: Any) -> tuple[str, Any]:
+    """(trace id, rejected value): ``found`` when it is a valid id, else the stable fallback."""
+    if found is None:
+        return stable_id(fallback), None
+    if is_valid_id(found):
+        return found, None
+    return stable_id(fallback), found
+
+
+def malformed(source: str, raw: Any, why: str) -> Record:
+    """A record that cannot be read at all: it fails with ``why`` and reports an empty id,
+    which Lambda treats as a failure of the whole batch (nothing is lost)."""
+    return Record(source, "", stable_id(repr(raw)[:512]), None, raw, why)
+
+
+def reason(exc: BaseException) -> str:
+    """A decoding error's message, short enough for one log field."""
+    text = str(exc)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+def batch_item_failures(failures: list[tuple[Record, BaseException]]) -> dict[str, Any]:
+    """The partial batch response SQS, Kinesis and DynamoDB Streams event source mappings read."""
+    return {"batchItemFailures": [{"itemIdentifier": record.id} for record, _ in failures]}

@@ -1,0 +1,85 @@
+"""DynamoDB Streams: images deserialized to plain Python, trace id in the image's ``trace_id``
+attribute; a failure stops the batch at that record (Lambda resumes from its sequence number)."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from ..record import Record
+from . import batch_item_failures, malformed, pick_trace_id, reason
+
+
+def _number(text: str) -> int | float:
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+def deserialize(value: Any) -> Any:
+    """One DynamoDB attribute value (``{"S": "x"}``, ``{"N": "1"}``, ...) as plain Python."""
+    (kind, inner), = value.items()
+    if kind == "S":
+        return inner
+    if kind == "N":
+        return _number(inner)
+    if kind == "BOOL":
+        return bool(inner)
+    if kind == "NULL":
+        return None
+    if kind == "M":
+        return {key: deserialize(item) for key, item in inner.items()}
+    if kind == "L":
+        return [deserialize(item) for item in inner]
+    if kind == "SS":
+        return set(inner)
+    if kind == "NS":
+        return {_number(item) for item in inner}
+    if kind == "B":
+        return base64.b64decode(inner) if isinstance(inner, str) else bytes(inner)
+    if kind == "BS":
+        return {base64.b64decode(item) if isinstance(item, str) else bytes(item) for item in inner}
+    raise ValueError(f"unknown DynamoDB attribute type {kind!r}")
+
+
+def deserialize_image(image: Any) -> dict[str, Any] | None:
+    if image is None:
+        return None
+    return {key: deserialize(item) for key, item in image.items()}
+
+
+class DynamoDBSource:
+    name = "dynamodb"
+    stop_at_first_failure = True
+    requeueing = False
+
+    def records(self, raw_records: list[Any]) -> list[Record]:
+        return [self.record(raw) for raw in raw_records]
+
+    def record(self, raw: Any) -> Record:
+        change = raw.get("dynamodb") if type(raw) is dict else None
+        if type(change) is not dict:
+            return malformed("dynamodb", raw, "record has no dynamodb object")
+        sequence_number = change.get("SequenceNumber")
+        if not isinstance(sequence_number, str) or not sequence_number:
+            return malformed("dynamodb", raw, "record has no dynamodb.SequenceNumber")
+        event_name = raw.get("eventName")
+        fallback = raw.get("eventID") or sequence_number
+        try:
+            payload = {
+                "event_name": event_name,
+                "keys": deserialize_image(change.get("Keys")) or {},
+                "new_image": deserialize_image(change.get("NewImage")),
+                "old_image": deserialize_image(change.get("OldImage")),
+            }
+        except Exception as exc:
+            trace_id, _ = pick_trace_id(None, fallback)
+            return Record("dynamodb", sequence_number, trace_id, None, raw, f"stream image is malformed ({reason(exc)})")
+        image = payload["old_image"] if event_name == "REMOVE" else payload["new_image"]
+        found = image.get("trace_id") if image else None
+        trace_id, rejected = pick_trace_id(found, fallback)
+        return Record("dynamodb", sequence_number, trace_id, payload, raw, None, 0, rejected)
+
+    def response(self, failures: list[tuple[Record, BaseException]], skipped: list[Record]) -> dict[str, Any]:
+        return batch_item_failures(failures)

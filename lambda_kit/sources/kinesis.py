@@ -1,0 +1,168 @@
+"""Kinesis: base64 + JSON ``data``, trace id in the payload's ``trace_id`` field.
+
+By default a failure stops the batch at that record and reports its sequence number (Lambda
+resumes from there, in order). With ``on_failure="requeue"`` the failed record is put back on
+its stream (partition key = trace id) wrapped with an attempt count, the batch goes on, and after
+``max_attempts`` the record goes to the dead-letter destination instead of looping forever.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+from collections.abc import Callable
+from typing import Any
+
+from .. import aws, codec
+from ..record import Record
+from . import batch_item_failures, malformed, pick_trace_id, reason
+
+REQUEUE_KEY = "lambda_kit_requeue"
+
+
+class KinesisSource:
+    name = "kinesis"
+
+    def __init__(
+        self,
+        json: bool = True,
+        on_failure: str = "stop",
+        max_attempts: int = 3,
+        dead_letter: str | Callable[[], str | None] | None = None,
+    ) -> None:
+        self.json = json
+        self.requeueing = on_failure == "requeue"
+        self.stop_at_first_failure = not self.requeueing
+        self.max_attempts = max_attempts
+        self._dead_letter = dead_letter
+
+    def records(self, raw_records: list[Any]) -> list[Record]:
+        return [self.record(raw) for raw in raw_records]
+
+    def record(self, raw: Any) -> Record:
+        kinesis = raw.get("kinesis") if type(raw) is dict else None
+        if type(kinesis) is not dict:
+            return malformed("kinesis", raw, "record has no kinesis object")
+        sequence_number = kinesis.get("sequenceNumber")
+        if not isinstance(sequence_number, str) or not sequence_number:
+            return malformed("kinesis", raw, "record has no kinesis.sequenceNumber")
+        fallback = raw.get("eventID") or sequence_number
+        payload: Any = None
+        error = None
+        attempt = 0
+        found = None
+        try:
+            data = base64.b64decode(kinesis.get("data"), validate=True)
+        except (binascii.Error, TypeError, ValueError) as exc:
+            data, error = None, f"kinesis.data is not valid base64 ({reason(exc)})"
+        if data is not None:
+            try:
+                payload = codec.loads(data) if self.json or data[:1] == b"{" else data
+            except Exception as exc:
+                if self.json:
+                    error = f"kinesis.data is not valid JSON ({reason(exc)})"
+                else:
+                    payload = data
+            if type(payload) is dict and type(payload.get(REQUEUE_KEY)) is dict:
+                payload, attempt, error = self._unwrap(payload)
+            if type(payload) is dict:
+                found = payload.get("trace_id")
+            elif not self.json and isinstance(payload, dict | list) and error is None:
+                payload = data
+        trace_id, rejected = pick_trace_id(found, fallback)
+        return Record("kinesis", sequence_number, trace_id, payload, raw, error, attempt, rejected)
+
+    def _unwrap(self, envelope: dict[str, Any]) -> tuple[Any, int, str | None]:
+        meta = envelope[REQUEUE_KEY]
+        attempt = meta.get("attempt") if type(meta.get("attempt")) is int else 1
+        try:
+            original = base64.b64decode(envelope.get("data"), validate=True)
+        except (binascii.Error, TypeError, ValueError) as exc:
+            return None, attempt, f"requeued record's data is not valid base64 ({reason(exc)})"
+        if not self.json:
+            return original, attempt, None
+        try:
+            payload = codec.loads(original)
+        except Exception as exc:
+            return None, attempt, f"kinesis.data is not valid JSON ({reason(exc)})"
+        if type(payload) is dict and "trace_id" not in payload and "trace_id" in envelope:
+            payload = {**payload, "trace_id": envelope["trace_id"]}
+        return payload, attempt, None
+
+    # --- failure routing ---------------------------------------------------------------------
+
+    def requeue(self, record: Record, error: BaseException) -> str:
+        """Put ``record`` back on its stream, or dead-letter it after ``max_attempts``.
+
+        Returns the outcome (``"requeued"`` or ``"dead_lettered"``); raises when AWS refused,
+        in which case the record is reported as a batch failure like any other.
+        """
+        raw = record.raw
+        original_data = raw["kinesis"].get("data")
+        try:  # a record requeued before: put back what the producer sent, not our wrapper
+            outer = codec.loads(base64.b64decode(original_data))
+            if type(outer) is dict and type(outer.get(REQUEUE_KEY)) is dict:
+                original_data = outer.get("data")
+        except Exception:
+            pass
+        attempt = record.attempt + 1
+        if attempt >= self.max_attempts:
+            self._dead_letter_send(record, error, original_data, attempt)
+            return "dead_lettered"
+        envelope = {
+            "trace_id": record.trace_id,
+            REQUEUE_KEY: {"attempt": attempt, "error_type": type(error).__name__},
+            "data": original_data,
+        }
+        aws.client("kinesis").put_record(
+            StreamName=_stream_name(raw.get("eventSourceARN")),
+            Data=codec.dumps(envelope).encode(),
+            PartitionKey=record.trace_id,
+        )
+        return "requeued"
+
+    def dead_letter(self) -> str | None:
+        target = self._dead_letter() if callable(self._dead_letter) else self._dead_letter
+        return target or os.environ.get("LAMBDA_KIT_DEAD_LETTER") or None
+
+    def _dead_letter_send(self, record: Record, error: BaseException, data: Any, attempts: int) -> None:
+        target = self.dead_letter()
+        if not target:
+            raise RuntimeError(
+                "on_failure='requeue' reached max_attempts but no dead_letter is configured "
+                "(pass dead_letter= or set LAMBDA_KIT_DEAD_LETTER); the record is reported as failed"
+            )
+        kinesis = record.raw["kinesis"]
+        body = codec.dumps(
+            {
+                "source": "kinesis",
+                "trace_id": record.trace_id,
+                "stream": record.raw.get("eventSourceARN"),
+                "sequence_number": record.id,
+                "partition_key": kinesis.get("partitionKey"),
+                "attempts": attempts,
+                "error_type": type(error).__name__,
+                "error": str(error)[:1000],
+                "data": data,
+            }
+        )
+        trace = {"trace_id": {"DataType": "String", "StringValue": record.trace_id}}
+        if target.startswith("arn:aws:sns:"):
+            aws.client("sns").publish(TopicArn=target, Message=body, MessageAttributes=trace)
+            return
+        sqs = aws.client("sqs")
+        queue_url = target
+        if target.startswith("arn:aws:sqs:"):
+            parts = target.split(":")
+            queue_url = sqs.get_queue_url(QueueName=parts[5], QueueOwnerAWSAccountId=parts[4])["QueueUrl"]
+        sqs.send_message(QueueUrl=queue_url, MessageBody=body, MessageAttributes=trace)
+
+    def response(self, failures: list[tuple[Record, BaseException]], skipped: list[Record]) -> dict[str, Any]:
+        return batch_item_failures(failures)
+
+
+def _stream_name(arn: Any) -> str:
+    if not isinstance(arn, str) or "stream/" not in arn:
+        raise ValueError(f"cannot requeue: eventSourceARN {arn!r} is not a Kinesis stream ARN")
+    return arn.split("stream/", 1)[1].split("/", 1)[0]

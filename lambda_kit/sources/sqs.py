@@ -1,0 +1,85 @@
+"""SQS: JSON bodies (SNS envelopes unwrapped), trace id in the ``trace_id`` message attribute,
+failures reported as ``batchItemFailures`` so only failed messages come back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import codec
+from ..record import Record
+from . import batch_item_failures, malformed, pick_trace_id, reason
+
+
+def _is_sns_envelope(doc: Any) -> bool:
+    return (
+        type(doc) is dict
+        and doc.get("Type") == "Notification"
+        and "TopicArn" in doc
+        and "Message" in doc
+    )
+
+
+def _envelope_trace_id(doc: dict[str, Any]) -> Any:
+    attributes = doc.get("MessageAttributes")
+    if isinstance(attributes, dict):
+        attribute = attributes.get("trace_id")
+        if isinstance(attribute, dict):
+            return attribute.get("Value")
+    return None
+
+
+class SqsSource:
+    name = "sqs"
+    stop_at_first_failure = False
+
+    def __init__(self, json: bool = True) -> None:
+        self.json = json
+
+    def records(self, raw_records: list[Any]) -> list[Record]:
+        return [self.record(raw) for raw in raw_records]
+
+    def record(self, raw: Any) -> Record:
+        if type(raw) is not dict:
+            return malformed("sqs", raw, "record is not a JSON object")
+        message_id = raw.get("messageId")
+        if not isinstance(message_id, str) or not message_id:
+            return malformed("sqs", raw, "record has no messageId")
+        found = None
+        attributes = raw.get("messageAttributes")
+        if type(attributes) is dict:
+            attribute = attributes.get("trace_id")
+            if type(attribute) is dict:
+                found = attribute.get("stringValue")
+        attempt = 0
+        system = raw.get("attributes")
+        if type(system) is dict:
+            count = system.get("ApproximateReceiveCount")
+            if isinstance(count, str) and count.isdigit():
+                attempt = max(int(count) - 1, 0)
+        body = raw.get("body")
+        payload: Any = body
+        error = None
+        if not isinstance(body, str):
+            error = "message body is missing or not a string"
+        elif self.json or '"TopicArn"' in body:
+            try:
+                doc = codec.loads(body)
+            except Exception as exc:
+                doc, error = None, f"message body is not valid JSON ({reason(exc)})" if self.json else None
+            if _is_sns_envelope(doc):
+                if found is None:
+                    found = _envelope_trace_id(doc)
+                payload = doc["Message"]
+                if self.json:
+                    try:
+                        payload = codec.loads(payload)
+                    except Exception as exc:
+                        payload, error = None, f"SNS message in the body is not valid JSON ({reason(exc)})"
+            elif self.json and error is None:
+                payload = doc
+        trace_id, rejected = pick_trace_id(found, message_id)
+        return Record("sqs", message_id, trace_id, None if error else payload, raw, error, attempt, rejected)
+
+    def response(self, failures: list[tuple[Record, BaseException]], skipped: list[Record]) -> dict[str, Any]:
+        return batch_item_failures(failures)
+

@@ -1,0 +1,348 @@
+"""Event factories for every source and a fake Lambda context, for your tests and ours.
+
+Shapes follow AWS's documented sample events; every record gets a unique id. Payloads that are
+not ``str``/``bytes`` are JSON-encoded for you.
+
+    from lambda_kit.testing import sqs_event, lambda_context
+    response = handler(sqs_event({"url": "a"}, {"url": "b"}, trace_id="T"), lambda_context())
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import itertools
+import json as _json
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from decimal import Decimal
+from typing import Any
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"
+_sequence = itertools.count(1)
+
+
+def _text(payload: Any) -> str:
+    if isinstance(payload, bytes):
+        return payload.decode("utf-8")
+    return payload if isinstance(payload, str) else _json.dumps(payload)
+
+
+def _per_record(value: Any, count: int) -> list[Any]:
+    """A single value for every record, or one value per record."""
+    if isinstance(value, list | tuple):
+        if len(value) != count:
+            raise ValueError(f"expected {count} values, one per record, got {len(value)}")
+        return list(value)
+    return [value] * count
+
+
+class LambdaContext:
+    """A stand-in for the Lambda context object (``function_name``, ``aws_request_id``, ...)."""
+
+    def __init__(self, function_name: str = "test-function", timeout: float = 30.0, memory_mb: int = 128) -> None:
+        self.function_name = function_name
+        self.function_version = "$LATEST"
+        self.invoked_function_arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{function_name}"
+        self.memory_limit_in_mb = memory_mb
+        self.aws_request_id = str(uuid.uuid4())
+        self.log_group_name = f"/aws/lambda/{function_name}"
+        self.log_stream_name = time.strftime("%Y/%m/%d/[$LATEST]") + uuid.uuid4().hex
+        self._deadline = time.monotonic() + timeout
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+def lambda_context(function_name: str = "test-function", timeout: float = 30.0) -> LambdaContext:
+    return LambdaContext(function_name, timeout)
+
+
+# --- SQS ------------------------------------------------------------------------------------
+
+def sqs_record(
+    body: Any,
+    *,
+    trace_id: str | None = None,
+    message_id: str | None = None,
+    queue: str = "views-queue",
+    receive_count: int = 1,
+    message_attributes: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    text = _text(body)
+    attributes = dict(message_attributes or {})
+    if trace_id is not None:
+        attributes["trace_id"] = trace_id
+    now = str(int(time.time() * 1000))
+    return {
+        "messageId": message_id or str(uuid.uuid4()),
+        "receiptHandle": base64.b64encode(uuid.uuid4().bytes * 4).decode(),
+        "body": text,
+        "attributes": {
+            "ApproximateReceiveCount": str(receive_count),
+            "SentTimestamp": now,
+            "SenderId": "AIDAIENQZJOLO23YVJ4VO",
+            "ApproximateFirstReceiveTimestamp": now,
+        },
+        "messageAttributes": {
+            name: {"stringValue": value, "stringListValues": [], "binaryListValues": [], "dataType": "String"}
+            for name, value in attributes.items()
+        },
+        "md5OfBody": hashlib.md5(text.encode()).hexdigest(),
+        "eventSource": "aws:sqs",
+        "eventSourceARN": f"arn:aws:sqs:{REGION}:{ACCOUNT}:{queue}",
+        "awsRegion": REGION,
+    }
+
+
+def sqs_event(*bodies: Any, trace_id: str | Sequence[str | None] | None = None, **options: Any) -> dict[str, Any]:
+    """An SQS event with one record per body. ``trace_id``: one for all, or one per record."""
+    trace_ids = _per_record(trace_id, len(bodies))
+    return {"Records": [sqs_record(body, trace_id=tid, **options) for body, tid in zip(bodies, trace_ids, strict=True)]}
+
+
+def sns_envelope(message: Any, *, trace_id: str | None = None, topic: str = "milestones", subject: str | None = None) -> str:
+    """The SQS body of an SNS notification delivered without raw message delivery."""
+    envelope: dict[str, Any] = {
+        "Type": "Notification",
+        "MessageId": str(uuid.uuid4()),
+        "TopicArn": f"arn:aws:sns:{REGION}:{ACCOUNT}:{topic}",
+        "Subject": subject,
+        "Message": _text(message),
+        "Timestamp": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
+        "SignatureVersion": "1",
+        "Signature": "EXAMPLE",
+        "SigningCertURL": "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-0000000000000000000000.pem",
+        "UnsubscribeURL": "https://sns.us-east-1.amazonaws.com/?Action=Unsubscribe",
+    }
+    if trace_id is not None:
+        envelope["MessageAttributes"] = {"trace_id": {"Type": "String", "Value": trace_id}}
+    return _json.dumps(envelope)
+
+
+# --- SNS ------------------------------------------------------------------------------------
+
+def sns_record(
+    message: Any,
+    *,
+    trace_id: str | None = None,
+    subject: str | None = None,
+    topic: str = "milestones",
+    message_id: str | None = None,
+) -> dict[str, Any]:
+    topic_arn = f"arn:aws:sns:{REGION}:{ACCOUNT}:{topic}"
+    attributes = {} if trace_id is None else {"trace_id": {"Type": "String", "Value": trace_id}}
+    return {
+        "EventVersion": "1.0",
+        "EventSubscriptionArn": f"{topic_arn}:{uuid.uuid4()}",
+        "EventSource": "aws:sns",
+        "Sns": {
+            "SignatureVersion": "1",
+            "Timestamp": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
+            "Signature": "EXAMPLE",
+            "SigningCertUrl": "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-0000000000000000000000.pem",
+            "MessageId": message_id or str(uuid.uuid4()),
+            "Message": _text(message),
+            "MessageAttributes": attributes,
+            "Type": "Notification",
+            "UnsubscribeUrl": "https://sns.us-east-1.amazonaws.com/?Action=Unsubscribe",
+            "TopicArn": topic_arn,
+            "Subject": subject,
+        },
+    }
+
+
+def sns_event(*messages: Any, trace_id: str | Sequence[str | None] | None = None, **options: Any) -> dict[str, Any]:
+    """An SNS event (Lambda delivers one record per invocation; more are allowed here)."""
+    trace_ids = _per_record(trace_id, len(messages))
+    return {"Records": [sns_record(m, trace_id=t, **options) for m, t in zip(messages, trace_ids, strict=True)]}
+
+
+# --- Kinesis --------------------------------------------------------------------------------
+
+def kinesis_record(
+    payload: Any,
+    *,
+    stream: str = "clickstream",
+    partition_key: str | None = None,
+    sequence_number: str | None = None,
+    raw_data: str | None = None,
+) -> dict[str, Any]:
+    """``raw_data`` (already base64 or deliberately broken) overrides the encoded payload."""
+    sequence_number = sequence_number or f"49590338271490256608559692538361571095921575989136588{next(_sequence):04d}"
+    data = raw_data if raw_data is not None else base64.b64encode(
+        payload if isinstance(payload, bytes) else _text(payload).encode()
+    ).decode()
+    return {
+        "kinesis": {
+            "kinesisSchemaVersion": "1.0",
+            "partitionKey": partition_key or uuid.uuid4().hex,
+            "sequenceNumber": sequence_number,
+            "data": data,
+            "approximateArrivalTimestamp": time.time(),
+        },
+        "eventSource": "aws:kinesis",
+        "eventVersion": "1.0",
+        "eventID": f"shardId-000000000000:{sequence_number}",
+        "eventName": "aws:kinesis:record",
+        "invokeIdentityArn": f"arn:aws:iam::{ACCOUNT}:role/lambda-role",
+        "awsRegion": REGION,
+        "eventSourceARN": f"arn:aws:kinesis:{REGION}:{ACCOUNT}:stream/{stream}",
+    }
+
+
+def kinesis_event(*payloads: Any, **options: Any) -> dict[str, Any]:
+    """A Kinesis event; the trace id travels in each payload's ``trace_id`` field."""
+    return {"Records": [kinesis_record(payload, **options) for payload in payloads]}
+
+
+# --- DynamoDB Streams -----------------------------------------------------------------------
+
+def to_dynamodb(value: Any) -> dict[str, Any]:
+    """A plain Python value as a DynamoDB attribute value (``{"S": ...}``, ``{"N": ...}``, ...)."""
+    if value is None:
+        return {"NULL": True}
+    if isinstance(value, bool):
+        return {"BOOL": value}
+    if isinstance(value, int | float | Decimal):
+        return {"N": str(value)}
+    if isinstance(value, str):
+        return {"S": value}
+    if isinstance(value, bytes):
+        return {"B": base64.b64encode(value).decode()}
+    if isinstance(value, set | frozenset):
+        items = list(value)
+        if all(isinstance(i, str) for i in items):
+            return {"SS": items}
+        if all(isinstance(i, bytes) for i in items):
+            return {"BS": [base64.b64encode(i).decode() for i in items]}
+        return {"NS": [str(i) for i in items]}
+    if isinstance(value, dict):
+        return {"M": {k: to_dynamodb(v) for k, v in value.items()}}
+    if isinstance(value, Iterable):
+        return {"L": [to_dynamodb(v) for v in value]}
+    raise TypeError(f"cannot represent {type(value).__name__} as a DynamoDB attribute")
+
+
+def dynamodb_record(
+    event_name: str = "INSERT",
+    keys: dict[str, Any] | None = None,
+    new_image: dict[str, Any] | None = None,
+    old_image: dict[str, Any] | None = None,
+    *,
+    table: str = "ViewStats",
+    sequence_number: str | None = None,
+) -> dict[str, Any]:
+    keys = keys if keys is not None else {k: v for k, v in (new_image or old_image or {}).items() if k in ("PK", "SK")}
+    change: dict[str, Any] = {
+        "ApproximateCreationDateTime": int(time.time()),
+        "Keys": {k: to_dynamodb(v) for k, v in keys.items()},
+        "SequenceNumber": sequence_number or f"{next(_sequence):021d}",
+        "SizeBytes": 26,
+        "StreamViewType": "NEW_AND_OLD_IMAGES",
+    }
+    if new_image is not None:
+        change["NewImage"] = {k: to_dynamodb(v) for k, v in new_image.items()}
+    if old_image is not None:
+        change["OldImage"] = {k: to_dynamodb(v) for k, v in old_image.items()}
+    return {
+        "eventID": uuid.uuid4().hex,
+        "eventName": event_name,
+        "eventVersion": "1.1",
+        "eventSource": "aws:dynamodb",
+        "awsRegion": REGION,
+        "dynamodb": change,
+        "eventSourceARN": f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{table}/stream/2022-03-28T13:17:23.000",
+    }
+
+
+def dynamodb_stream_event(*records: dict[str, Any]) -> dict[str, Any]:
+    """A DynamoDB Streams event from ``dynamodb_record(...)`` records (or dicts of its arguments)."""
+    built = [r if "dynamodb" in r else dynamodb_record(**r) for r in records]
+    return {"Records": built}
+
+
+# --- API Gateway ----------------------------------------------------------------------------
+
+def api_event(
+    method: str = "GET",
+    path: str = "/",
+    *,
+    body: Any = None,
+    headers: dict[str, str] | None = None,
+    query: dict[str, str] | None = None,
+    path_params: dict[str, str] | None = None,
+    version: str = "v2",
+    base64_body: bool = False,
+    multi_value_headers: dict[str, list[str]] | None = None,
+    route: str | None = None,
+) -> dict[str, Any]:
+    """An HTTP API (``version="v2"``, payload format 2.0) or REST API (``"v1"``) event."""
+    text = None if body is None else _text(body)
+    if text is not None and base64_body:
+        text = base64.b64encode(text.encode()).decode()
+    request_id = uuid.uuid4().hex[:20]
+    headers = dict(headers or {})
+    now = time.gmtime()
+    if version == "v2":
+        raw_query = "&".join(f"{k}={v}" for k, v in (query or {}).items())
+        return {
+            "version": "2.0",
+            "routeKey": route or f"{method.upper()} {path}",
+            "rawPath": path,
+            "rawQueryString": raw_query,
+            "headers": {"content-type": "application/json", "user-agent": "lambda-kit-tests", **headers},
+            "queryStringParameters": dict(query) if query else None,
+            "requestContext": {
+                "accountId": ACCOUNT,
+                "apiId": "api-id",
+                "domainName": "api-id.execute-api.us-east-1.amazonaws.com",
+                "domainPrefix": "api-id",
+                "http": {
+                    "method": method.upper(),
+                    "path": path,
+                    "protocol": "HTTP/1.1",
+                    "sourceIp": "192.0.2.1",
+                    "userAgent": "lambda-kit-tests",
+                },
+                "requestId": request_id,
+                "routeKey": route or f"{method.upper()} {path}",
+                "stage": "$default",
+                "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", now),
+                "timeEpoch": int(time.time() * 1000),
+            },
+            "pathParameters": path_params,
+            "body": text,
+            "isBase64Encoded": base64_body,
+            "stageVariables": None,
+        }
+    if version != "v1":
+        raise ValueError("version must be 'v1' (REST API) or 'v2' (HTTP API)")
+    return {
+        "resource": route or path,
+        "path": path,
+        "httpMethod": method.upper(),
+        "headers": {"Content-Type": "application/json", "User-Agent": "lambda-kit-tests", **headers} if multi_value_headers is None else None,
+        "multiValueHeaders": multi_value_headers
+        or {k: [v] for k, v in {"Content-Type": "application/json", **headers}.items()},
+        "queryStringParameters": dict(query) if query else None,
+        "multiValueQueryStringParameters": {k: [v] for k, v in query.items()} if query else None,
+        "pathParameters": path_params,
+        "stageVariables": None,
+        "requestContext": {
+            "accountId": ACCOUNT,
+            "apiId": "api-id",
+            "httpMethod": method.upper(),
+            "path": f"/prod{path}",
+            "protocol": "HTTP/1.1",
+            "requestId": request_id,
+            "resourcePath": route or path,
+            "stage": "prod",
+            "requestTimeEpoch": int(time.time() * 1000),
+            "identity": {"sourceIp": "192.0.2.1", "userAgent": "lambda-kit-tests"},
+        },
+        "body": text,
+        "isBase64Encoded": base64_body,
+    }

@@ -1,0 +1,41 @@
+"""The trace scope: the record being processed, its trace id, id validation and generation."""
+
+from __future__ import annotations
+
+import os
+import re
+from contextvars import ContextVar
+from typing import Any
+
+_VALID_ID = re.compile(r"[A-Za-z0-9\-_.:=;/+]{1,128}")
+
+_record: ContextVar[Any] = ContextVar("lambda_kit_record", default=None)
+
+
+def is_valid_id(value: object) -> bool:
+    """A trace id is 1-128 letters, digits or ``-_.:=;/+``; anything else is never used as one."""
+    return isinstance(value, str) and _VALID_ID.fullmatch(value) is not None
+
+
+def new_id() -> str:
+    return os.urandom(16).hex()
+
+
+def stable_id(value: object) -> str:
+    """An id derived from ``value``: itself when valid, else a digest (stable across retries)."""
+    if is_valid_id(value):
+        return value  # type: ignore[return-value]
+    import hashlib  # rare path: only for ids that are not valid trace ids
+
+    return "h-" + hashlib.sha1(repr(value).encode("utf-8", "backslashreplace")).hexdigest()
+
+
+def current_record() -> Any:
+    """The record being processed (``source``, ``id``, ``trace_id``, ``payload``, ``raw``), else None."""
+    return _record.get()
+
+
+def current_trace_id() -> str | None:
+    """The trace id of the record being processed, else None."""
+    record = _record.get()
+    return None if record is None else record.trace_id
