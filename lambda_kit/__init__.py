@@ -41,8 +41,8 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from .decorators import api_handler, sns_handler, sqs_handler, stream_handler
-    from .errors import HTTPError
-    from .log import get_logger
-    from .propagation import propagate
-    from .trace import current_record, current_trace_id
+    from .decorators import api_handler, sns_handler, sqs_handler, stream_handler  # noqa: F401
+    from .errors import HTTPError  # noqa: F401
+    from .log import get_logger  # noqa: F401
+    from .propagation import propagate  # noqa: F401
+    from .trace import current_record, current_trace_id  # noqa: F401

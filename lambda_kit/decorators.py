@@ -13,12 +13,12 @@ from collections.abc import Callable
 from time import perf_counter
 from typing import Any, TypeVar
 
-from . import log, metrics
+from . import codec, log, metrics
 from .errors import HTTPError
 from .loop import Options, Outcome, record_loop, set_powertools_correlation, warn_rejected_trace_id
 from .record import Record
-from .sources import event_records
 from .sources import api as api_source
+from .sources import event_records
 from .sources.dynamodb import DynamoDBSource
 from .sources.kinesis import KinesisSource
 from .sources.sns import SnsSource
@@ -88,11 +88,18 @@ def sqs_handler(
     log_result: bool = True,
     logger: Any = None,
     metrics: bool | None = None,
+    commit: Callable[[list[tuple[Record, Any]]], Any] | None = None,
 ) -> Any:
-    """Call ``fn(message, context)`` once per SQS record; report failures as ``batchItemFailures``."""
-    options = Options(json, log_event, log_result, logger, metrics)
+    """Call ``fn(message, context)`` once per SQS record; report failures as ``batchItemFailures``.
+
+    ``commit``, when given, is called once after every record ran, with ``(record, returned
+    value)`` for each record the function accepted: the place to write a whole batch at once
+    (e.g. ``Counter.increment_many``). If it raises, those records fail; if it returns records
+    (or record ids), just those fail.
+    """
+    options = Options(json, log_event, log_result, logger, metrics, commit)
     source = SqsSource(json=json)
-    return _batch_decorator("sqs", fn, options, lambda records: source, {"json": json})
+    return _batch_decorator("sqs", fn, options, lambda records: source, {"json": json, "commit": commit is not None})
 
 
 def sns_handler(
@@ -126,17 +133,19 @@ def stream_handler(
     on_failure: str = "stop",
     max_attempts: int = 3,
     dead_letter: str | Callable[[], str | None] | None = None,
+    commit: Callable[[list[tuple[Record, Any]]], Any] | None = None,
 ) -> Any:
     """Call ``fn(payload, context)`` once per Kinesis or DynamoDB Streams record, in order.
 
     ``on_failure="stop"`` (default) stops at the first failing record and reports it;
     ``"requeue"`` (Kinesis) puts it back on its stream and dead-letters it after ``max_attempts``.
+    ``commit`` works as for ``sqs_handler``.
     """
     if on_failure not in ON_FAILURE:
         raise ValueError(f"stream_handler: on_failure must be one of {ON_FAILURE}, not {on_failure!r}")
     if max_attempts < 1:
         raise ValueError("stream_handler: max_attempts must be at least 1")
-    options = Options(json, log_event, log_result, logger, metrics)
+    options = Options(json, log_event, log_result, logger, metrics, commit)
     kinesis = KinesisSource(json=json, on_failure=on_failure, max_attempts=max_attempts, dead_letter=dead_letter)
     dynamodb = DynamoDBSource()
 
@@ -226,7 +235,7 @@ def _run_api(
             return response
         if options.log_result and log.enabled(20):
             fields = _result_fields(record, response, started, None)
-            fields["result"] = log.clean(response.get("body"))
+            fields["result"] = log.clean(_body_for_log(response.get("body")))
             log.emit("INFO", "request processed", trace_id, fields)
         return response
     finally:
@@ -237,13 +246,23 @@ def _run_api(
         log._invocation.reset(invocation_token)
 
 
+def _body_for_log(body: Any) -> Any:
+    """A JSON body decoded, so its secrets are masked like any payload's; else as it is."""
+    if isinstance(body, str) and body[:1] in ("{", "["):
+        try:
+            return codec.loads(body)
+        except Exception:
+            pass
+    return body
+
+
 def _request_fields(request: api_source.Request, record: Record) -> dict[str, Any]:
     body: Any = request.body
     if body[:1] in ("{", "["):
         try:
             body = request.json
         except HTTPError:
-            pass
+            body = _body_for_log(body)
     return {
         "source": "api",
         "record_id": record.id,

@@ -14,16 +14,16 @@ import os
 import sys
 import time
 import traceback
-from itertools import islice
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
+from itertools import islice
 from typing import Any
 
 from . import codec
 from .trace import _record
 
 MAX_VALUE_CHARS = 8_192
-MAX_LINE_CHARS = 64 * 1024
+MAX_LINE_CHARS = 64 * 1024  # bytes of UTF-8, newline not counted
 MAX_DEPTH = 24
 MASK = "***"
 SECRET_KEY_PARTS = (
@@ -126,17 +126,22 @@ def clean(value: Any, depth: int = 0) -> Any:
     kind = type(value)
     if kind is str:
         return value if len(value) <= MAX_VALUE_CHARS else cut(value)
+    if kind is dict:  # the common payload, checked early
+        return _clean_dict(value, depth) if depth < MAX_DEPTH else "[nested too deep]"
     if kind in _SCALARS:
         if kind is int and not -(2**63) <= value < 2**64:
-            return str(value)
+            return _int_text(value)
         return value
     if depth >= MAX_DEPTH:
         return "[nested too deep]"
     if isinstance(value, dict):
         return _clean_dict(value, depth)
     if isinstance(value, Mapping):
-        cleaned = _clean_dict(dict(value), depth)
-        return cleaned if cleaned is not value else dict(value)
+        try:
+            plain = dict(value)
+        except Exception:  # a mapping that cannot be read is logged as its text
+            return clean(_text_of(value))
+        return _clean_dict(plain, depth)
     if kind is list or kind is tuple:
         changed = None
         for index, item in enumerate(value):
@@ -149,31 +154,73 @@ def clean(value: Any, depth: int = 0) -> Any:
             return changed
         return value if kind is list else list(value)
     if isinstance(value, set | frozenset):
-        return [clean(item, depth + 1) for item in sorted(value, key=repr)]
+        return [clean(item, depth + 1) for item in sorted(value, key=_text_of)]
     if isinstance(value, bytes | bytearray):
         return clean(bytes(value).decode("utf-8", "backslashreplace"))
     if isinstance(value, str):
         return clean(str.__str__(value))
     if kind.__name__ == "Decimal":
-        return int(value) if value == value.to_integral_value() else float(value)
+        return _decimal(value)
+    return clean(_text_of(value))
+
+
+def _text_of(value: Any) -> str:
+    try:
+        text = str(value)
+        return text if type(text) is str else str.__str__(text)
+    except Exception:  # a __str__ that raises must not cost the line
+        return f"<unprintable {type(value).__name__}>"
+
+
+def _int_text(value: int) -> str:
     try:
         return clean(str(value))
-    except Exception:  # a __str__ that raises must not cost the line
-        return f"<unprintable {kind.__name__}>"
+    except ValueError:  # more digits than Python converts to text
+        return f"<int of {value.bit_length()} bits>"
+
+
+def _decimal(value: Any) -> Any:
+    """A Decimal as a JSON number when it fits one, else as text (NaN, Infinity, 1E+400)."""
+    try:
+        if value.is_finite() and value.adjusted() < 40:
+            return clean(int(value)) if value == value.to_integral_value() else float(value)
+    except Exception:
+        pass
+    return clean(_text_of(value))
+
+
+def _key_text(key: Any) -> str:
+    """A non-``str`` dict key as the text a JSON line can hold (bytes decoded, objects as str)."""
+    text = clean(key)
+    return text if type(text) is str else _text_of(text)
+
+
+_PLAIN = (float, bool, type(None))  # scalars ``clean`` returns unchanged at any depth
 
 
 def _clean_dict(value: dict[Any, Any], depth: int) -> dict[Any, Any]:
     out: dict[Any, Any] | None = None
+    secret_of = _secret_cache.get
     for index, (key, item) in enumerate(value.items()):
         if type(key) is str:
-            new = MASK if item is not None and is_secret_key(key) else clean(item, depth + 1)
+            if item is not None and (secret_of(key) or (key not in _secret_cache and is_secret_key(key))):
+                new = MASK
+            else:
+                # Inline fast path for the common values (same result as ``clean``), no call.
+                kind = type(item)
+                if kind is str:
+                    new = item if len(item) <= MAX_VALUE_CHARS else cut(item)
+                elif kind in _PLAIN:
+                    new = item
+                else:
+                    new = clean(item, depth + 1)
             if out is None:
                 if new is item:
                     continue
                 out = dict(islice(value.items(), index))
         else:
-            new = clean(item, depth + 1)
-            key = clean(str(key))
+            key = _key_text(key)
+            new = MASK if item is not None and is_secret_key(key) else clean(item, depth + 1)
             if out is None:
                 out = dict(islice(value.items(), index))
         out[key] = new
@@ -183,43 +230,85 @@ def _clean_dict(value: dict[Any, Any], depth: int) -> dict[Any, Any]:
 # --- encode ---------------------------------------------------------------------------------
 
 def _sanitize(value: Any) -> Any:
-    """Make a cleaned value encodable by any codec: lone surrogates escaped, odd keys as text."""
+    """Make any value encodable by any codec: lone surrogates escaped, odd keys and objects as
+    text, numbers JSON cannot hold as text. Total: whatever it is given, the codec can encode it."""
     if isinstance(value, str):
         return value.encode("utf-8", "backslashreplace").decode("utf-8")
     if isinstance(value, dict):
-        return {_sanitize(str(k)): _sanitize(v) for k, v in value.items()}
-    if isinstance(value, list):
+        return {_sanitize(k if type(k) is str else _key_text(k)): _sanitize(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
         return [_sanitize(v) for v in value]
-    if isinstance(value, float) and value != value:
-        return "NaN"
-    if isinstance(value, float) and value in (float("inf"), float("-inf")):
-        return str(value)
-    return value
+    if isinstance(value, bool) or value is None:
+        return bool(value) if value is not None else None
+    if isinstance(value, float):
+        return float(value) if value - value == 0 else str(value)  # NaN and infinities as text
+    if isinstance(value, int):
+        return int(value) if -(2**63) <= value < 2**64 else _sanitize(_int_text(value))
+    cleaned = clean(value)  # sets, bytes, Decimal, objects: what ``clean`` makes of them
+    return _sanitize(cleaned if type(cleaned) is not type(value) else _text_of(value))
+
+
+def _utf8_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+_UNCUT = ("timestamp", "level", "trace_id")
+_BASE = ("timestamp", "level", "message", "function_name", "request_id", "trace_id")
+
+
+_UNICODE_NEWLINES = (("\x85", "\\u0085"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
+
+
+def _dumps(value: Any) -> str:
+    """The codec's JSON with the Unicode line breaks escaped: legal raw in JSON, yet they split
+    a line for ``str.splitlines`` and some log viewers."""
+    text = codec.dumps(value)
+    if not text.isascii():
+        for char, escape in _UNICODE_NEWLINES:
+            if char in text:
+                text = text.replace(char, escape)
+    return text
+
+
+def _fit(line: dict[str, Any]) -> str:
+    """Cut the largest fields (with the marker) until the line is at most MAX_LINE_CHARS bytes."""
+    texts = {key: value if type(value) is str else codec.dumps(value) for key, value in line.items()}
+    sizes = {key: _utf8_size(_dumps(text)) for key, text in texts.items()}
+    order = sorted(sizes, key=sizes.__getitem__, reverse=True)
+    budget = MAX_LINE_CHARS // 4
+    while budget >= 256:
+        for key in order:
+            if sizes[key] <= budget:
+                break
+            if key not in _UNCUT:
+                line[key] = cut(texts[key], budget)  # always cut from the original: one marker
+        text = _dumps(line)
+        if _utf8_size(text) <= MAX_LINE_CHARS:
+            return text
+        budget //= 4
+    # Too many fields to fit even cut short: keep the line's own keys and say how many went.
+    kept = {key: line[key] for key in _BASE if key in line}
+    for key, value in kept.items():
+        if type(value) is str and len(value) > 1024:
+            kept[key] = cut(value, 1024)
+    kept["fields_dropped"] = len(line) - len(kept)
+    return _dumps(kept)
 
 
 def encode(line: dict[str, Any]) -> str:
     try:
-        text = codec.dumps(line)
+        text = _dumps(line)
     except Exception:
-        text = codec.dumps(_sanitize(line))
-    if len(text) > MAX_LINE_CHARS:
-        # Cut the largest fields until the line fits; the marker says how much went.
-        budget = MAX_LINE_CHARS // 4
-        for key in sorted(line, key=lambda k: -len(codec.dumps(_sanitize(line[k])))):
-            if key in ("timestamp", "level", "trace_id"):
-                continue
-            field = codec.dumps(_sanitize(line[key]))
-            if len(field) > budget:
-                line[key] = cut(field, budget)
-            text = codec.dumps(_sanitize(line))
-            if len(text) <= MAX_LINE_CHARS:
-                break
+        text = _dumps(_sanitize(line))
+    if len(text) > MAX_LINE_CHARS // 4 and _utf8_size(text) > MAX_LINE_CHARS:
+        text = _fit(_sanitize(line))
     return text + "\n"
 
 
 # --- emit -----------------------------------------------------------------------------------
 
 _ts_cache: list[Any] = [0, ""]
+_MILLIS = tuple(f".{ms:03d}Z" for ms in range(1000))  # ".000Z" ... ".999Z", no per-line format
 
 
 def _timestamp(now: float) -> str:
@@ -227,7 +316,10 @@ def _timestamp(now: float) -> str:
     if second != _ts_cache[0]:
         _ts_cache[0] = second
         _ts_cache[1] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-    return f"{_ts_cache[1]}.{int((now - second) * 1000):03d}Z"
+    millis = int((now - second) * 1000)
+    if 0 <= millis < 1000:
+        return _ts_cache[1] + _MILLIS[millis]
+    return f"{_ts_cache[1]}.{millis:03d}Z"
 
 
 def emit(
@@ -281,12 +373,16 @@ class JsonLogHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             fields: dict[str, Any] = {"logger": record.name}
+            current = _record.get()
             for key, value in record.__dict__.items():
                 if key not in _STANDARD_ATTRS:
+                    if type(key) is not str:
+                        key = _key_text(key)
+                    if key in _BASE and (key != "trace_id" or current is not None):
+                        key = f"extra_{key}"  # extra fields never replace the line's own keys
                     fields[key] = MASK if is_secret_key(key) else clean(value)
             if record.exc_info and record.exc_info[1] is not None:
                 fields.update(error_fields(record.exc_info[1]))
-            current = _record.get()
             emit(
                 record.levelname,
                 clean(record.getMessage()),

@@ -24,7 +24,7 @@ class UndecodableRecord(ValueError):
 class Options:
     """What every decorator takes: payload decoding, what to log, Powertools logger, metrics."""
 
-    __slots__ = ("json", "log_event", "log_result", "logger", "metrics")
+    __slots__ = ("json", "log_event", "log_result", "logger", "metrics", "commit")
 
     def __init__(
         self,
@@ -33,12 +33,18 @@ class Options:
         log_result: bool = True,
         logger: Any = None,
         metrics: bool | None = None,
+        commit: Callable[[list[tuple[Record, Any]]], Any] | None = None,
     ) -> None:
         self.json = json
         self.log_event = log_event
         self.log_result = log_result
         self.logger = logger
         self.metrics = metrics
+        self.commit = commit
+
+
+class CommitFailed(RuntimeError):
+    """The batch's ``commit`` reported this record as failed."""
 
 
 class Outcome:
@@ -84,6 +90,8 @@ def record_loop(
     requeue = getattr(adapter, "requeue", None) if getattr(adapter, "requeueing", False) else None
     emit, clean = log.emit, log.clean
     set_record, reset_record = _record.set, _record.reset
+    commit = options.commit
+    pending: list[tuple[Record, Any, float]] = []
 
     for index, record in enumerate(records):
         token = set_record(record)
@@ -109,6 +117,9 @@ def record_loop(
                 except Exception as exc:
                     error: BaseException = exc
                 else:
+                    if commit is not None:
+                        pending.append((record, result, started))
+                        continue
                     outcome.processed += 1
                     if log_result:
                         emit(
@@ -127,16 +138,12 @@ def record_loop(
             else:
                 error = UndecodableRecord(record.error)
             result_of_failure = "failed"
+            routing_failure = None
             if requeue is not None and record.id:
                 try:
                     result_of_failure = requeue(record, error)
-                except Exception as routing_error:
-                    emit(
-                        "ERROR",
-                        "could not requeue the failed record; reporting it as a batch failure",
-                        trace_id,
-                        {"source": record.source, "record_id": record.id, **log.error_fields(routing_error)},
-                    )
+                except Exception as routing_error:  # reported as a batch failure, on the same line
+                    routing_failure = f"{type(routing_error).__name__}: {log._safe_str(routing_error)}"
             fields = {
                 "source": record.source,
                 "record_id": record.id,
@@ -145,6 +152,8 @@ def record_loop(
                 "duration_ms": round((perf_counter() - started) * 1000, 3),
                 **log.error_fields(error),
             }
+            if routing_failure is not None:
+                fields["requeue_error"] = clean(routing_failure)
             if record.error is not None:
                 fields["payload"] = clean(_raw_payload(record.raw))
                 fields.pop("traceback")
@@ -163,7 +172,50 @@ def record_loop(
                     break
         finally:
             reset_record(token)
+    if pending:
+        _commit(pending, commit, outcome, log_result)
     return outcome
+
+
+def _commit(
+    pending: list[tuple[Record, Any, float]],
+    commit: Callable[[list[tuple[Record, Any]]], Any],
+    outcome: Outcome,
+    log_result: bool,
+) -> None:
+    """Run the batch's commit over every record the function accepted, then log each outcome.
+
+    A commit that raises fails all of them (their source retries them); one that returns records
+    (or record ids) fails just those.
+    """
+    failed_ids: set[Any] | None = None
+    error: BaseException | None = None
+    try:
+        reported = commit([(record, result) for record, result, _ in pending])
+        if reported:
+            failed_ids = {getattr(item, "id", item) for item in reported}
+    except Exception as exc:
+        error = exc
+    for record, result, started in pending:
+        token = _record.set(record)
+        try:
+            fields: dict[str, Any] = {
+                "source": record.source,
+                "record_id": record.id,
+                "duration_ms": round((perf_counter() - started) * 1000, 3),
+            }
+            if error is None and (failed_ids is None or record.id not in failed_ids):
+                outcome.processed += 1
+                if log_result:
+                    fields.update(outcome="ok", result=log.clean(result))
+                    log.emit("INFO", "record processed", record.trace_id, fields)
+                continue
+            record_error = error or CommitFailed("the batch commit reported this record as failed")
+            fields.update(outcome="failed", attempt=record.attempt + 1, **log.error_fields(record_error))
+            log.emit("ERROR", "record failed at commit", record.trace_id, fields)
+            outcome.failures.append((record, record_error))
+        finally:
+            _record.reset(token)
 
 
 def _raw_payload(raw: Any) -> Any:

@@ -134,12 +134,32 @@ def trace_of(request: Request, trace_header: str) -> tuple[str, Any]:
     return new_id(), found
 
 
+def _set_header(headers: dict[str, Any], name: str, value: str) -> None:
+    """Set ``name`` replacing any spelling of it, so a response never holds it twice."""
+    lowered = name.lower()
+    for key in [k for k in headers if isinstance(k, str) and k.lower() == lowered]:
+        del headers[key]
+    headers[name] = value
+
+
 def error_response(status: int, message: str, trace_id: str, trace_header: str, headers: Any = None) -> dict[str, Any]:
-    return {
-        "statusCode": status,
-        "headers": {**(headers or {}), "Content-Type": "application/json", trace_header: trace_id},
-        "body": codec.dumps({"error": message, "trace_id": trace_id}),
-    }
+    try:
+        merged = dict(headers or {})
+    except (TypeError, ValueError):
+        merged = {}
+    _set_header(merged, "Content-Type", "application/json")
+    _set_header(merged, trace_header, trace_id)
+    try:
+        body = codec.dumps({"error": message, "trace_id": trace_id})
+    except Exception:  # a message JSON cannot hold (an object, lone surrogates): say it safely
+        if isinstance(message, str):
+            text = message.encode("utf-8", "replace").decode("utf-8")
+        else:
+            from http import HTTPStatus
+
+            text = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "Error"
+        body = codec.dumps({"error": text, "trace_id": trace_id})
+    return {"statusCode": status, "headers": merged, "body": body}
 
 
 def shape_response(result: Any, trace_id: str, trace_header: str) -> dict[str, Any]:
@@ -152,7 +172,7 @@ def shape_response(result: Any, trace_id: str, trace_header: str) -> dict[str, A
             response["body"] = codec.dumps(body)
             if not any(k.lower() == "content-type" for k in headers):
                 headers["Content-Type"] = "application/json"
-        headers[trace_header] = trace_id
+        _set_header(headers, trace_header, trace_id)
         response["headers"] = headers
         return response
     return {

@@ -17,6 +17,15 @@ def _number(text: str) -> int | float:
         return float(text)
 
 
+def _binary(inner: Any) -> bytes:
+    """A binary attribute: base64 text (or bytes). Never ``bytes(n)``: {"B": 10**9} is 1 GB."""
+    if isinstance(inner, str):
+        return base64.b64decode(inner)
+    if isinstance(inner, bytes | bytearray | memoryview):
+        return bytes(inner)
+    raise ValueError(f"binary attribute holds {type(inner).__name__}, not base64 text")
+
+
 def deserialize(value: Any) -> Any:
     """One DynamoDB attribute value (``{"S": "x"}``, ``{"N": "1"}``, ...) as plain Python."""
     (kind, inner), = value.items()
@@ -37,9 +46,9 @@ def deserialize(value: Any) -> Any:
     if kind == "NS":
         return {_number(item) for item in inner}
     if kind == "B":
-        return base64.b64decode(inner) if isinstance(inner, str) else bytes(inner)
+        return _binary(inner)
     if kind == "BS":
-        return {base64.b64decode(item) if isinstance(item, str) else bytes(item) for item in inner}
+        return {_binary(item) for item in inner}
     raise ValueError(f"unknown DynamoDB attribute type {kind!r}")
 
 

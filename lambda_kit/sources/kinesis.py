@@ -16,6 +16,7 @@ from typing import Any
 
 from .. import aws, codec
 from ..record import Record
+from ..trace import is_valid_id
 from . import batch_item_failures, malformed, pick_trace_id, reason
 
 REQUEUE_KEY = "lambda_kit_requeue"
@@ -65,10 +66,13 @@ class KinesisSource:
                 else:
                     payload = data
             if type(payload) is dict and type(payload.get(REQUEUE_KEY)) is dict:
+                # A requeued record keeps the trace id of its first try (its eventID is new).
+                if is_valid_id(payload.get("trace_id")):
+                    fallback = payload["trace_id"]
                 payload, attempt, error = self._unwrap(payload)
             if type(payload) is dict:
                 found = payload.get("trace_id")
-            elif not self.json and isinstance(payload, dict | list) and error is None:
+            if not self.json and isinstance(payload, dict | list) and error is None:
                 payload = data
         trace_id, rejected = pick_trace_id(found, fallback)
         return Record("kinesis", sequence_number, trace_id, payload, raw, error, attempt, rejected)
@@ -86,8 +90,6 @@ class KinesisSource:
             payload = codec.loads(original)
         except Exception as exc:
             return None, attempt, f"kinesis.data is not valid JSON ({reason(exc)})"
-        if type(payload) is dict and "trace_id" not in payload and "trace_id" in envelope:
-            payload = {**payload, "trace_id": envelope["trace_id"]}
         return payload, attempt, None
 
     # --- failure routing ---------------------------------------------------------------------

@@ -1,0 +1,178 @@
+"""JSON log lines through the public API: format, extra fields, masking, truncation, Powertools."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from _logs import of_level, read_lines, with_message
+
+from lambda_kit import get_logger, sqs_handler, stream_handler
+from lambda_kit.testing import kinesis_event, lambda_context, sqs_event
+
+log = get_logger("tests.views")
+
+SECRETS = {
+    "authorization": "Bearer s3cr3t-auth",
+    "Cookie": "session=s3cr3t-cookie",
+    "x-api-key": "s3cr3t-apikey",
+    "password": "s3cr3t-password",
+    "refresh_token": "s3cr3t-token",
+    "client_secret": "s3cr3t-secret",
+}
+
+
+def test_every_line_has_the_base_keys_and_the_record_trace_id(capfd):
+    context = lambda_context("count-views")
+
+    @sqs_handler
+    def handler(message, ctx):
+        log.info("counting", extra={"url": message["url"], "views": 3})
+        log.warning("slow\nsecond line")
+
+    handler(sqs_event({"url": "/a"}, {"url": "/b"}, trace_id=["t-a", "t-b"]), context)
+    raw = capfd.readouterr().out
+    lines = [json.loads(text) for text in raw.splitlines()]
+    assert len(lines) == 8
+    for line in lines:
+        assert line["function_name"] == "count-views"
+        assert line["request_id"] == context.aws_request_id
+        assert line["timestamp"].endswith("Z") and "T" in line["timestamp"]
+        assert line["trace_id"] in ("t-a", "t-b")
+    counting = with_message(lines, "counting")
+    assert [(c["trace_id"], c["url"], c["views"], c["level"]) for c in counting] == [
+        ("t-a", "/a", 3, "INFO"),
+        ("t-b", "/b", 3, "INFO"),
+    ]
+    assert counting[0]["logger"] == "tests.views"
+    assert [w["message"] for w in of_level(lines, "WARNING")] == ["slow\nsecond line"] * 2
+
+
+def test_get_logger_is_a_standard_logger_and_has_no_trace_id_outside_a_handler(capfd):
+    assert isinstance(log, logging.Logger)
+    assert get_logger("tests.views") is log
+    log.info("outside", extra={"k": "v"})
+    (line,) = read_lines(capfd)
+    assert line["message"] == "outside" and line["k"] == "v"
+    assert line.get("trace_id") is None
+
+
+def test_logged_exception_carries_type_message_and_traceback(capfd):
+    @sqs_handler
+    def handler(message, context):
+        try:
+            raise KeyError("missing")
+        except KeyError:
+            log.exception("handled")
+
+    handler(sqs_event({"a": 1}, trace_id="t-exc"), None)
+    (error,) = of_level(read_lines(capfd), "ERROR")
+    assert error["trace_id"] == "t-exc" and error["error_type"] == "KeyError"
+    assert "Traceback" in error["traceback"]
+
+
+def test_secrets_are_masked_in_payloads_results_and_extra_fields(capfd):
+    @sqs_handler
+    def handler(message, context):
+        log.info("with extras", extra={**SECRETS, "nested": {"headers": SECRETS}, "plain": "visible"})
+        return {"echo": message, "Authorization": "Bearer s3cr3t-result"}
+
+    handler(sqs_event({"user": "ann", "headers": SECRETS, "list": [SECRETS]}), None)
+    out = capfd.readouterr().out
+    assert "s3cr3t" not in out
+    lines = [json.loads(text) for text in out.splitlines()]
+    payload = with_message(lines, "record received")[0]["payload"]
+    assert payload["user"] == "ann"
+    assert set(payload["headers"].values()) == {"***"} and set(payload["list"][0].values()) == {"***"}
+    result = with_message(lines, "record processed")[0]["result"]
+    assert result["Authorization"] == "***" and result["echo"]["user"] == "ann"
+    extras = with_message(lines, "with extras")[0]
+    assert all(extras[key] == "***" for key in SECRETS)
+    assert set(extras["nested"]["headers"].values()) == {"***"} and extras["plain"] == "visible"
+
+
+def test_long_values_are_cut_with_a_visible_marker(capfd):
+    @sqs_handler
+    def handler(message, context):
+        log.info("big extra", extra={"blob": "z" * 300_000})
+        return "r" * 300_000
+
+    handler(sqs_event({"huge": "x" * 300_000, "many": ["y" * 5_000] * 100}), None)
+    raw = capfd.readouterr().out
+    lines = raw.splitlines()
+    assert len(lines) == 3
+    for text in lines:
+        assert len(text.encode()) < 100_000  # CloudWatch's event limit is 256 KB
+        assert "truncated" in text
+        json.loads(text)
+    assert "xxxxxxxx" in lines[0] and "zzzzzzzz" in lines[1] and "rrrrrrrr" in lines[2]
+
+
+def test_a_long_value_in_a_small_line_is_cut_in_place(capfd):
+    @sqs_handler
+    def handler(message, context):
+        pass
+
+    handler(sqs_event({"huge": "x" * 20_000, "small": 1}), None)
+    received = with_message(read_lines(capfd), "record received")[0]
+    assert received["payload"]["small"] == 1
+    assert received["payload"]["huge"].startswith("xxx") and "truncated" in received["payload"]["huge"]
+    assert len(received["payload"]["huge"]) < 10_000
+
+
+def test_log_event_and_log_result_turn_their_lines_off(capfd):
+    @stream_handler(log_event=False)
+    def no_event(payload, context):
+        return "done"
+
+    @stream_handler(log_result=False)
+    def no_result(payload, context):
+        return "done"
+
+    no_event(kinesis_event({"a": 1}), None)
+    assert [line["message"] for line in read_lines(capfd)] == ["record processed"]
+    no_result(kinesis_event({"a": 1}), None)
+    assert [line["message"] for line in read_lines(capfd)] == ["record received"]
+
+
+def test_failure_lines_are_kept_when_payload_logging_is_off(capfd):
+    @sqs_handler(log_event=False, log_result=False)
+    def handler(message, context):
+        raise ValueError("still reported")
+
+    handler(sqs_event({"a": 1}, trace_id="t-quiet"), None)
+    (line,) = read_lines(capfd)
+    assert line["level"] == "ERROR" and line["trace_id"] == "t-quiet"
+
+
+def test_powertools_logger_gets_the_correlation_id_per_record(capfd):
+    from aws_lambda_powertools import Logger
+
+    powertools = Logger(service="views")
+
+    @sqs_handler(logger=powertools)
+    def handler(message, context):
+        powertools.info("from powertools")
+
+    handler(sqs_event({"a": 1}, {"b": 2}, trace_id=["pt-1", "pt-2"]), lambda_context())
+    lines = [json.loads(text) for text in capfd.readouterr().out.splitlines()]
+    ours = [line for line in lines if "function_name" in line and "service" not in line]
+    theirs = [line for line in lines if line.get("message") == "from powertools"]
+    assert [line["correlation_id"] for line in theirs] == ["pt-1", "pt-2"]
+    assert {line["trace_id"] for line in ours} == {"pt-1", "pt-2"}
+
+
+def test_a_line_stays_under_cloudwatchs_limit_in_bytes_not_just_characters(capfd):
+    @sqs_handler(log_event=False, log_result=False)
+    def handler(message, context):
+        log.info("wide", extra={f"field_{i}": "😀" * 8_000 for i in range(12)})
+        log.info("wider", extra={f"field_{i}": "é" * 100 for i in range(5_000)})
+
+    handler(sqs_event({"a": 1}, trace_id="t-wide"), None)
+    raw = capfd.readouterr().out
+    lines = raw.splitlines()
+    assert len(lines) == 2
+    for text in lines:
+        assert len(text.encode("utf-8")) < 128 * 1024  # CloudWatch: 256 KB per event
+        line = json.loads(text)
+        assert line["trace_id"] == "t-wide" and line["level"] == "INFO"

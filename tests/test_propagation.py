@@ -1,0 +1,195 @@
+"""propagate(client) against moto's server: one trace id crossing API -> SQS -> SNS -> Kinesis."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from lambda_kit import api_handler, current_trace_id, propagate, sns_handler, sqs_handler, stream_handler
+from lambda_kit.testing import api_event, kinesis_record, lambda_context, sns_record, sqs_record
+
+
+@pytest.fixture
+def aws(aws_endpoint):
+    import boto3
+
+    return {name: propagate(boto3.client(name)) for name in ("sqs", "sns", "kinesis")}
+
+
+@pytest.fixture
+def stream(aws, unique_name):
+    """A one-shard Kinesis stream and a reader of what was put on it since."""
+    kinesis = aws["kinesis"]
+    name = unique_name("hops")
+    kinesis.create_stream(StreamName=name, ShardCount=1)
+    kinesis.get_waiter("stream_exists").wait(StreamName=name, WaiterConfig={"Delay": 0.1, "MaxAttempts": 50})
+    shard = kinesis.describe_stream(StreamName=name)["StreamDescription"]["Shards"][0]["ShardId"]
+    state = {"iterator": kinesis.get_shard_iterator(StreamName=name, ShardId=shard, ShardIteratorType="LATEST")["ShardIterator"]}
+
+    def read():
+        page = kinesis.get_records(ShardIterator=state["iterator"])
+        state["iterator"] = page["NextShardIterator"]
+        return page["Records"]
+
+    return name, read
+
+
+def receive(sqs, queue_url, count=1):
+    messages = []
+    for _ in range(10):
+        got = sqs.receive_message(
+            QueueUrl=queue_url, MessageAttributeNames=["All"], MaxNumberOfMessages=10, WaitTimeSeconds=1
+        )
+        messages.extend(got.get("Messages", []))
+        if len(messages) >= count:
+            return messages
+    raise AssertionError(f"expected {count} messages, got {len(messages)}")
+
+
+def as_lambda_sqs_record(message):
+    """A received message in the shape Lambda's SQS event source mapping delivers it."""
+    record = sqs_record(message["Body"], message_id=message["MessageId"])
+    record["messageAttributes"] = {
+        name: {
+            "stringValue": value.get("StringValue"),
+            "stringListValues": [],
+            "binaryListValues": [],
+            "dataType": value["DataType"],
+        }
+        for name, value in message.get("MessageAttributes", {}).items()
+    }
+    return record
+
+
+def as_lambda_sns_record(envelope):
+    """An SNS notification (as SQS received it without raw delivery) as Lambda's SNS event record."""
+    record = sns_record(envelope["Message"], message_id=envelope["MessageId"], subject=envelope.get("Subject"))
+    record["Sns"]["MessageAttributes"] = envelope.get("MessageAttributes", {})
+    return record
+
+
+def as_lambda_kinesis_record(read, stream_name):
+    return kinesis_record(
+        None,
+        stream=stream_name,
+        raw_data=base64.b64encode(read["Data"]).decode(),
+        partition_key=read["PartitionKey"],
+        sequence_number=read["SequenceNumber"],
+    )
+
+
+def test_one_trace_id_crosses_api_sqs_sns_kinesis(aws, stream, unique_name):
+    sqs, sns = aws["sqs"], aws["sns"]
+    views_queue = sqs.create_queue(QueueName=unique_name("views"))["QueueUrl"]
+    topic = sns.create_topic(Name=unique_name("milestones"))["TopicArn"]
+    fanout_queue = sqs.create_queue(QueueName=unique_name("fanout"))["QueueUrl"]
+    fanout_arn = sqs.get_queue_attributes(QueueUrl=fanout_queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=fanout_arn)  # raw delivery off: SNS envelopes
+    stream_name, read_stream = stream
+    seen = {}
+
+    @api_handler
+    def api(request, context):
+        seen["api"] = current_trace_id()
+        sqs.send_message(QueueUrl=views_queue, MessageBody=json.dumps(request.json))
+        return {"queued": True}
+
+    @sqs_handler
+    def count_view(message, context):
+        seen["sqs"] = current_trace_id()
+        sns.publish(TopicArn=topic, Message=json.dumps({"milestone": message["url"]}))
+
+    @sqs_handler
+    def fanout(message, context):  # SNS -> SQS without raw delivery: the envelope is unwrapped
+        seen["sns->sqs"] = (message, current_trace_id())
+
+    @sns_handler
+    def notify(message, context):
+        seen["sns"] = current_trace_id()
+        aws["kinesis"].put_record(StreamName=stream_name, Data=json.dumps(message), PartitionKey="p")
+
+    @stream_handler
+    def archive(payload, context):
+        seen["kinesis"] = (payload["milestone"], current_trace_id())
+
+    response = api(api_event("POST", "/views", body={"url": "/home"}, headers={"X-Trace-Id": "req-42"}), lambda_context())
+    assert response["statusCode"] == 200 and response["headers"]["X-Trace-Id"] == "req-42"
+
+    (sent,) = receive(sqs, views_queue)
+    assert sent["MessageAttributes"]["trace_id"] == {"StringValue": "req-42", "DataType": "String"}
+    assert count_view({"Records": [as_lambda_sqs_record(sent)]}, lambda_context()) == {"batchItemFailures": []}
+
+    (notification,) = receive(sqs, fanout_queue)
+    envelope = json.loads(notification["Body"])
+    assert envelope["Type"] == "Notification" and envelope["MessageAttributes"]["trace_id"]["Value"] == "req-42"
+    assert fanout({"Records": [as_lambda_sqs_record(notification)]}, None) == {"batchItemFailures": []}
+    notify({"Records": [as_lambda_sns_record(envelope)]}, lambda_context())
+
+    (put,) = read_stream()
+    assert json.loads(put["Data"]) == {"milestone": "/home", "trace_id": "req-42"}
+    assert archive({"Records": [as_lambda_kinesis_record(put, stream_name)]}, None) == {"batchItemFailures": []}
+
+    assert seen == {
+        "api": "req-42",
+        "sqs": "req-42",
+        "sns->sqs": ({"milestone": "/home"}, "req-42"),
+        "sns": "req-42",
+        "kinesis": ("/home", "req-42"),
+    }
+
+
+def test_batch_calls_are_stamped_and_the_callers_own_trace_id_is_never_overwritten(aws, stream, unique_name):
+    sqs, sns, kinesis = aws["sqs"], aws["sns"], aws["kinesis"]
+    queue = sqs.create_queue(QueueName=unique_name("batch"))["QueueUrl"]
+    topic = sns.create_topic(Name=unique_name("batch-topic"))["TopicArn"]
+    raw_queue = sqs.create_queue(QueueName=unique_name("raw"))["QueueUrl"]
+    raw_arn = sqs.get_queue_attributes(QueueUrl=raw_queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=raw_arn, Attributes={"RawMessageDelivery": "true"})
+    stream_name, read_stream = stream
+    own = {"trace_id": {"DataType": "String", "StringValue": "caller-own"}}
+
+    @sqs_handler
+    def handler(message, context):
+        sqs.send_message(QueueUrl=queue, MessageBody="own", MessageAttributes=dict(own))
+        sqs.send_message_batch(
+            QueueUrl=queue,
+            Entries=[{"Id": "a", "MessageBody": "batch-a"}, {"Id": "b", "MessageBody": "batch-b", "MessageAttributes": dict(own)}],
+        )
+        sns.publish_batch(
+            TopicArn=topic,
+            PublishBatchRequestEntries=[{"Id": "a", "Message": "sns-a"}, {"Id": "b", "Message": "sns-b", "MessageAttributes": dict(own)}],
+        )
+        kinesis.put_records(
+            StreamName=stream_name,
+            Records=[
+                {"Data": b'{"n": 1}', "PartitionKey": "p"},
+                {"Data": b'{"n": 2, "trace_id": "caller-own"}', "PartitionKey": "p"},
+                {"Data": b"not json", "PartitionKey": "p"},
+                {"Data": b"[1, 2]", "PartitionKey": "p"},
+            ],
+        )
+
+    handler({"Records": [sqs_record({"go": 1}, trace_id="hop-7")]}, None)
+
+    by_body = {m["Body"]: m["MessageAttributes"]["trace_id"]["StringValue"] for m in receive(sqs, queue, 3)}
+    assert by_body == {"own": "caller-own", "batch-a": "hop-7", "batch-b": "caller-own"}
+    by_message = {m["Body"]: m["MessageAttributes"]["trace_id"]["StringValue"] for m in receive(sqs, raw_queue, 2)}
+    assert by_message == {"sns-a": "hop-7", "sns-b": "caller-own"}
+    first, *rest = [r["Data"] for r in read_stream()]
+    assert json.loads(first) == {"n": 1, "trace_id": "hop-7"}
+    assert rest == [b'{"n": 2, "trace_id": "caller-own"}', b"not json", b"[1, 2]"]
+
+
+def test_nothing_is_added_outside_a_handler_and_propagate_is_idempotent(aws, unique_name):
+    import boto3
+
+    sqs = aws["sqs"]
+    assert propagate(sqs) is sqs
+    dynamodb = boto3.client("dynamodb")
+    assert propagate(dynamodb) is dynamodb  # other services: a harmless no-op
+    queue = sqs.create_queue(QueueName=unique_name("outside"))["QueueUrl"]
+    sqs.send_message(QueueUrl=queue, MessageBody="outside")
+    (message,) = receive(sqs, queue)
+    assert "MessageAttributes" not in message

@@ -1,0 +1,228 @@
+"""sqs_handler through the public API: decoding, SNS envelopes, trace ids, partial batch failures."""
+
+from __future__ import annotations
+
+import pytest
+from _logs import of_level, read_lines, with_message
+
+from lambda_kit import current_record, current_trace_id, sqs_handler
+from lambda_kit.testing import lambda_context, sns_envelope, sqs_event, sqs_record
+
+MALICIOUS = {
+    "newline": "abc\ninjected",
+    "quotes": 'abc"}{"level":"ERROR',
+    "too long": "a" * 200,
+    "non-ascii": "trace-é",
+    "control": "abc\x00def",
+    "space": "abc def",
+}
+
+
+def test_success_decodes_each_body_and_reports_no_failures(capfd):
+    seen = []
+    context = lambda_context("views")
+
+    @sqs_handler
+    def handler(message, ctx):
+        seen.append((message, ctx))
+
+    event = sqs_event({"url": "/a"}, {"url": "/b"}, [1, 2])
+    assert handler(event, context) == {"batchItemFailures": []}
+    assert seen == [({"url": "/a"}, context), ({"url": "/b"}, context), ([1, 2], context)]
+    lines = read_lines(capfd)
+    assert {line["function_name"] for line in lines} == {"views"}
+    assert {line["request_id"] for line in lines} == {context.aws_request_id}
+    assert not of_level(lines, "ERROR")
+
+
+def test_partial_failure_reports_only_the_failed_message_and_processes_the_rest(capfd):
+    calls = []
+
+    @sqs_handler
+    def handler(message, context):
+        calls.append(message["n"])
+        if message["n"] == 2:
+            raise ValueError("bad view 2")
+
+    event = sqs_event({"n": 1}, {"n": 2}, {"n": 3}, trace_id=["t-1", "t-2", "t-3"])
+    failed_id = event["Records"][1]["messageId"]
+    assert handler(event, lambda_context()) == {"batchItemFailures": [{"itemIdentifier": failed_id}]}
+    assert calls == [1, 2, 3]
+    errors = of_level(read_lines(capfd), "ERROR")
+    assert len(errors) == 1
+    error = errors[0]
+    assert error["trace_id"] == "t-2"
+    assert error["record_id"] == failed_id
+    assert error["error_type"] == "ValueError"
+    assert error["error"] == "bad view 2"
+    assert "Traceback" in error["traceback"] and "bad view 2" in error["traceback"]
+
+
+def test_all_failing_returns_every_id_and_does_not_raise(capfd):
+    @sqs_handler
+    def handler(message, context):
+        raise RuntimeError("down")
+
+    event = sqs_event({"n": 1}, {"n": 2}, {"n": 3})
+    response = handler(event, lambda_context())
+    assert response == {"batchItemFailures": [{"itemIdentifier": r["messageId"]} for r in event["Records"]]}
+    assert len(of_level(read_lines(capfd), "ERROR")) == 3
+
+
+def test_undecodable_body_fails_that_record_with_one_clear_error_line(capfd):
+    calls = []
+
+    @sqs_handler
+    def handler(message, context):
+        calls.append(message)
+
+    event = sqs_event({"ok": 1}, "{not json", {"ok": 2}, trace_id=[None, "bad-body", None])
+    bad_id = event["Records"][1]["messageId"]
+    assert handler(event, None) == {"batchItemFailures": [{"itemIdentifier": bad_id}]}
+    assert calls == [{"ok": 1}, {"ok": 2}]
+    errors = of_level(read_lines(capfd), "ERROR")
+    assert len(errors) == 1
+    assert errors[0]["trace_id"] == "bad-body"
+    assert errors[0]["message"] == "record could not be decoded"
+    assert "not valid JSON" in errors[0]["error"]
+    assert errors[0]["payload"] == "{not json"
+
+
+def test_json_false_passes_the_raw_body():
+    seen = []
+
+    @sqs_handler(json=False)
+    def handler(message, context):
+        seen.append(message)
+
+    assert handler(sqs_event("plain text", "{not json", {"a": 1}), None) == {"batchItemFailures": []}
+    assert seen == ["plain text", "{not json", '{"a": 1}']
+
+
+def test_sns_envelope_body_passes_the_inner_message_with_the_envelope_trace_id():
+    seen = []
+
+    @sqs_handler
+    def handler(message, context):
+        seen.append((message, current_trace_id()))
+
+    event = sqs_event(sns_envelope({"milestone": 1000}, trace_id="from-sns"), sns_envelope({"m": 2}))
+    assert handler(event, None) == {"batchItemFailures": []}
+    assert seen[0] == ({"milestone": 1000}, "from-sns")
+    assert seen[1] == ({"m": 2}, event["Records"][1]["messageId"])
+
+
+def test_sns_envelope_with_json_false_passes_the_inner_message_text():
+    seen = []
+
+    @sqs_handler(json=False)
+    def handler(message, context):
+        seen.append((message, current_trace_id()))
+
+    handler(sqs_event(sns_envelope("hello", trace_id="env-1")), None)
+    assert seen == [("hello", "env-1")]
+
+
+def test_sns_envelope_with_undecodable_inner_message_fails(capfd):
+    @sqs_handler
+    def handler(message, context):
+        raise AssertionError("not called")
+
+    event = sqs_event(sns_envelope("{oops", trace_id="env-2"))
+    assert handler(event, None) == {"batchItemFailures": [{"itemIdentifier": event["Records"][0]["messageId"]}]}
+    errors = of_level(read_lines(capfd), "ERROR")
+    assert len(errors) == 1 and errors[0]["trace_id"] == "env-2"
+
+
+def test_trace_id_from_the_message_attribute_is_on_every_line(capfd):
+    @sqs_handler
+    def handler(message, context):
+        assert current_trace_id() == "abc-123"
+
+    handler(sqs_event({"x": 1}, trace_id="abc-123"), None)
+    lines = read_lines(capfd)
+    assert lines and {line["trace_id"] for line in lines} == {"abc-123"}
+
+
+def test_missing_trace_id_falls_back_to_the_message_id_stable_across_retries(capfd):
+    seen = []
+
+    @sqs_handler
+    def handler(message, context):
+        seen.append(current_trace_id())
+
+    first = sqs_record({"x": 1}, message_id="11111111-2222-3333-4444-555555555555")
+    retry = sqs_record({"x": 1}, message_id="11111111-2222-3333-4444-555555555555", receive_count=2)
+    handler({"Records": [first]}, None)
+    handler({"Records": [retry]}, None)
+    assert seen == ["11111111-2222-3333-4444-555555555555"] * 2
+    lines = read_lines(capfd)
+    assert {line["trace_id"] for line in lines} == {"11111111-2222-3333-4444-555555555555"}
+
+
+@pytest.mark.parametrize("bad", list(MALICIOUS.values()), ids=list(MALICIOUS))
+def test_malicious_trace_id_is_not_used_and_is_logged_escaped(capfd, bad):
+    seen = []
+
+    @sqs_handler
+    def handler(message, context):
+        seen.append(current_trace_id())
+
+    event = sqs_event({"x": 1}, trace_id=bad)
+    message_id = event["Records"][0]["messageId"]
+    handler(event, None)
+    assert seen == [message_id]
+    lines = read_lines(capfd)
+    assert {line["trace_id"] for line in lines} == {message_id}
+    warnings = of_level(lines, "WARNING")
+    assert len(warnings) == 1
+    assert warnings[0]["source"] == "sqs"
+    assert_escaped(warnings[0]["rejected_trace_id"], bad)
+
+
+def assert_escaped(rejected, bad):
+    """The rejected value is logged visibly escaped: printable ASCII that still shows what came."""
+    assert rejected.isascii() and rejected.isprintable(), rejected
+    assert rejected == ascii(bad)
+
+
+def test_current_record_exposes_the_source_record_and_is_none_outside():
+    captured = []
+
+    @sqs_handler
+    def handler(message, context):
+        record = current_record()
+        captured.append((record.source, record.id, record.trace_id, record.payload, record.raw))
+
+    event = sqs_event({"x": 1}, trace_id="t-9")
+    handler(event, None)
+    raw = event["Records"][0]
+    assert captured == [("sqs", raw["messageId"], "t-9", {"x": 1}, raw)]
+    assert current_record() is None and current_trace_id() is None
+
+
+def test_payload_and_result_are_logged_and_can_be_turned_off(capfd):
+    @sqs_handler
+    def loud(message, context):
+        return {"stored": message["url"]}
+
+    @sqs_handler(log_event=False, log_result=False)
+    def quiet(message, context):
+        return {"stored": message["url"]}
+
+    loud(sqs_event({"url": "/a"}), None)
+    lines = read_lines(capfd)
+    assert with_message(lines, "record received")[0]["payload"] == {"url": "/a"}
+    assert with_message(lines, "record processed")[0]["result"] == {"stored": "/a"}
+    quiet(sqs_event({"url": "/a"}), None)
+    assert read_lines(capfd) == []
+
+
+def test_event_without_records_logs_one_error_line(capfd):
+    @sqs_handler
+    def handler(message, context):
+        raise AssertionError("not called")
+
+    assert handler({"not": "sqs"}, None) == {"batchItemFailures": []}
+    errors = of_level(read_lines(capfd), "ERROR")
+    assert len(errors) == 1 and "SQS" in errors[0]["message"]
