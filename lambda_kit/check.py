@@ -1,0 +1,405 @@
+"""``lambda-kit check [serverless.yml]``: the deployment mistakes that lose or repeat work.
+
+Reads ``serverless.yml`` and imports each function's handler module (the project directory is put
+first on ``sys.path``; the function's environment variables are set while it imports), then
+reports, one line each::
+
+    error: counter: add functionResponseType: ReportBatchItemFailures to its sqs event ...
+    warning: ViewsQueue: VisibilityTimeout 30 s is under 6 x the counter timeout ...
+
+What it looks for: a handler path that does not import; a handler that is not a lambda_kit
+decorator (warning: its sources cannot be checked); a decorator whose source is not the event's;
+an ``sqs_handler``/``stream_handler`` whose event lacks ``ReportBatchItemFailures`` (Lambda would
+ignore the reported failures and treat failed records as processed); an SNS function without an
+on-failure destination and an SNS event without a redrive policy; a stream event without an
+on-failure destination or retry limit; a stream event starting at ``LATEST`` (an error on a
+function that counts with ``lambda_kit.counters``); an SQS queue without a redrive policy that is
+not itself a dead-letter queue; a queue whose visibility timeout is shorter than its consumer's
+timeout allows. Exit status: 0 clean or warnings only, 1 errors, 2 no usable serverless.yml.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import importlib
+import os
+import re
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .serverless_config import ConfigError, load
+
+__all__ = ["Finding", "check", "main"]
+
+RBIF = "ReportBatchItemFailures"
+DEFAULT_TIMEOUT = 6  # the framework's default function timeout, seconds
+DEFAULT_VISIBILITY_TIMEOUT = 30  # SQS default, seconds
+# serverless.yml event keys -> the lambda_kit decorator source that handles them
+EVENT_SOURCES = {"sqs": "sqs", "sns": "sns", "stream": "stream", "httpApi": "api", "http": "api"}
+DECORATORS = {"sqs": "sqs_handler", "sns": "sns_handler", "stream": "stream_handler", "api": "api_handler"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: str  # "error" | "warning"
+    subject: str  # function name or resource logical id
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.level}: {self.subject}: {self.message}"
+
+
+# ------------------------------------------------------------------ reading the config
+
+
+def _functions(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    functions = config.get("functions") or {}
+    if isinstance(functions, list):  # the framework also accepts a list of {name: definition}
+        merged: dict[str, Any] = {}
+        for part in functions:
+            if isinstance(part, dict):
+                merged.update(part)
+        functions = merged
+    if not isinstance(functions, dict):
+        return {}
+    return {str(name): spec if isinstance(spec, dict) else {} for name, spec in functions.items()}
+
+
+def _resources(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    blocks = config.get("resources") or {}
+    blocks = blocks if isinstance(blocks, list) else [blocks]
+    merged: dict[str, dict[str, Any]] = {}
+    for block in blocks:
+        if isinstance(block, dict) and isinstance(block.get("Resources"), dict):
+            for name, resource in block["Resources"].items():
+                if isinstance(resource, dict):
+                    merged[str(name)] = resource
+    return merged
+
+
+def _events(function: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(event type, its settings) per event; a bare ARN becomes ``{"arn": ...}``."""
+    events = []
+    for event in function.get("events") or []:
+        if isinstance(event, dict) and len(event) == 1:
+            kind, spec = next(iter(event.items()))
+            events.append((str(kind), spec if isinstance(spec, dict) else {"arn": spec}))
+    return events
+
+
+def _target(value: Any) -> str | None:
+    """The logical id a Ref / GetAtt / single-reference Sub points at, else None."""
+    if isinstance(value, dict) and len(value) == 1:
+        (key, arg), = value.items()
+        if key == "Ref" and isinstance(arg, str):
+            return arg
+        if key == "Fn::GetAtt":
+            if isinstance(arg, list) and arg and isinstance(arg[0], str):
+                return arg[0]
+            if isinstance(arg, str):
+                return arg.partition(".")[0]
+        if key == "Fn::Sub":
+            template = arg[0] if isinstance(arg, list) and arg else arg
+            if isinstance(template, str):
+                names = {m.partition(".")[0] for m in re.findall(r"\$\{([A-Za-z0-9]+(?:\.[A-Za-z]+)?)\}", template)}
+                if len(names) == 1:
+                    return names.pop()
+    return None
+
+
+def _queue_of(value: Any, queues: dict[str, dict[str, Any]]) -> str | None:
+    """The queue (logical id) an ARN-ish value names: a reference or an ARN ending in its name."""
+    name = _target(value)
+    if name in queues:
+        return name
+    if isinstance(value, dict) and "arn" in value:
+        return _queue_of(value["arn"], queues)
+    if isinstance(value, str):
+        if value in queues:
+            return value
+        for logical_id, queue in queues.items():
+            queue_name = (queue.get("Properties") or {}).get("QueueName")
+            if isinstance(queue_name, str) and (value.endswith(":" + queue_name) or value == queue_name):
+                return logical_id
+    return None
+
+
+def _timeout(function: dict[str, Any], provider: dict[str, Any]) -> int | None:
+    value = function.get("timeout", provider.get("timeout", DEFAULT_TIMEOUT))
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _stream_type(spec: dict[str, Any], resources: dict[str, dict[str, Any]]) -> str | None:
+    if spec.get("type") in ("dynamodb", "kinesis"):
+        return spec["type"]
+    arn = spec.get("arn")
+    if isinstance(arn, str):
+        for kind in ("dynamodb", "kinesis"):
+            if f":{kind}:" in arn:
+                return kind
+    resource_type = (resources.get(_target(arn) or "") or {}).get("Type")
+    return {"AWS::DynamoDB::Table": "dynamodb", "AWS::Kinesis::Stream": "kinesis"}.get(resource_type)
+
+
+# ------------------------------------------------------------------ importing handlers
+
+
+def _string_env(environment: Any) -> dict[str, str]:
+    """Environment values as the function would see them; unresolved ones get a placeholder."""
+    if not isinstance(environment, dict):
+        return {}
+    return {
+        str(key): value if isinstance(value, str) and "${" not in value else f"lambda-kit-check-{key}"
+        for key, value in environment.items()
+        if not isinstance(value, (bool, type(None)))
+    }
+
+
+@contextlib.contextmanager
+def _importing_from(project_dir: str, environment: dict[str, str], package: str) -> Iterator[None]:
+    """Import ``package`` from ``project_dir`` with ``environment`` set; put everything back after."""
+    saved_path = list(sys.path)
+    saved_env = dict(os.environ)
+    shadowed = {name: module for name, module in sys.modules.items() if name == package or name.startswith(package + ".")}
+    for name in shadowed:
+        del sys.modules[name]
+    sys.path.insert(0, project_dir)
+    os.environ.update(environment)
+    importlib.invalidate_caches()
+    try:
+        yield
+    finally:
+        sys.path[:] = saved_path
+        os.environ.clear()
+        os.environ.update(saved_env)
+        for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
+            del sys.modules[name]
+        sys.modules.update(shadowed)
+
+
+def _uses_counters(module: Any) -> bool:
+    """Whether the handler module imports ``lambda_kit.counters`` (or holds anything from it)."""
+    for value in vars(module).values():
+        origin = getattr(value, "__name__", "") if isinstance(value, type(sys)) else getattr(value, "__module__", "")
+        if isinstance(origin, str) and origin.startswith("lambda_kit.counters"):
+            return True
+    path = getattr(module, "__file__", None)
+    if not path or not path.endswith(".py"):
+        return False
+    try:
+        with open(path, encoding="utf-8") as file:
+            tree = ast.parse(file.read(), path)
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name.startswith("lambda_kit.counters") for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if node.module.startswith("lambda_kit.counters"):
+                return True
+            if node.module == "lambda_kit" and any(a.name == "counters" for a in node.names):
+                return True
+    return False
+
+
+@dataclass
+class _Handler:
+    marks: dict[str, Any] | None = None
+    uses_counters: bool = False
+
+
+def _import_handler(
+    name: str, function: dict[str, Any], provider: dict[str, Any], project_dir: str, findings: list[Finding]
+) -> _Handler | None:
+    handler = function.get("handler")
+    if not isinstance(handler, str) or "." not in handler:
+        findings.append(Finding("error", name, f"handler {handler!r} is not of the form path/to/module.function"))
+        return None
+    module_path, _, attribute = handler.rpartition(".")
+    module_name = module_path.replace("/", ".").replace("\\", ".").strip(".")
+    environment = {**_string_env(provider.get("environment")), **_string_env(function.get("environment"))}
+    region = provider.get("region")
+    region = region if isinstance(region, str) and "${" not in region else "us-east-1"
+    environment.setdefault("AWS_REGION", os.environ.get("AWS_REGION", region))
+    environment.setdefault("AWS_DEFAULT_REGION", os.environ.get("AWS_DEFAULT_REGION", region))
+    with _importing_from(project_dir, environment, module_name.partition(".")[0]):
+        try:
+            module = importlib.import_module(module_name)
+        except BaseException as exc:  # anything the module raises on import is the finding
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+            if missing and (module_name == missing or module_name.startswith(missing + ".")):
+                findings.append(Finding("error", name, f"handler {handler!r} names {module_path}.py, which does not exist: fix the handler path"))
+            else:
+                reason = f"{type(exc).__name__}: {exc}".strip().splitlines()[0]
+                findings.append(Finding("error", name, f"handler module {module_path}.py does not import ({reason}): fix the module"))
+            return None
+        fn = getattr(module, attribute, None)
+        if not callable(fn):
+            findings.append(Finding("error", name, f"handler module {module_name} has no function {attribute!r}: fix the handler path {handler!r}"))
+            return None
+        marks = getattr(fn, "__lambda_kit__", None)
+        return _Handler(marks if isinstance(marks, dict) else None, _uses_counters(module))
+
+
+# ------------------------------------------------------------------ the checks
+
+
+def _check_function(
+    name: str,
+    function: dict[str, Any],
+    handler: _Handler | None,
+    resources: dict[str, dict[str, Any]],
+    queues: dict[str, dict[str, Any]],
+    provider: dict[str, Any],
+    findings: list[Finding],
+) -> None:
+    events = _events(function)
+    source = handler.marks.get("source") if handler and handler.marks else None
+    if handler is not None and handler.marks is None and any(kind in EVENT_SOURCES for kind, _ in events):
+        findings.append(Finding("warning", name, "handler is not a lambda_kit decorator (no __lambda_kit__), so its partial-failure wiring cannot be checked"))
+    if source is not None:
+        kinds = {EVENT_SOURCES[kind] for kind, _ in events if kind in EVENT_SOURCES}
+        for kind in sorted(kinds - {source}):
+            decorator = DECORATORS.get(str(source), str(source))
+            findings.append(Finding("error", name, f"handler is a {decorator} but the function has {kind} events: use {DECORATORS[kind]} or move the event"))
+
+    for kind, spec in events:
+        if kind in ("sqs", "stream") and source == kind and spec.get("functionResponseType") != RBIF:
+            findings.append(Finding("error", name, f"add functionResponseType: {RBIF} to its {kind} event: without it Lambda ignores the failures the {DECORATORS[kind]} reports and treats failed records as processed"))
+        if kind == "stream":
+            _check_stream(name, spec, handler, resources, findings)
+        if kind == "sns" and not isinstance(spec.get("redrivePolicy"), dict):
+            findings.append(Finding("warning", name, "add redrivePolicy (a dead-letter queue) to its sns event: messages SNS cannot deliver to the function are dropped"))
+        if kind == "sqs":
+            _check_visibility(name, spec, function, queues, provider, findings)
+
+    if any(kind == "sns" for kind, _ in events):
+        destinations = function.get("destinations") if isinstance(function.get("destinations"), dict) else {}
+        if not destinations.get("onFailure") and not function.get("onError"):
+            findings.append(Finding("error", name, "add destinations.onFailure (or onError) to the function: SNS invokes it asynchronously and failed invocations are dropped after Lambda's retries"))
+
+
+def _check_stream(
+    name: str, spec: dict[str, Any], handler: _Handler | None, resources: dict[str, dict[str, Any]], findings: list[Finding]
+) -> None:
+    destinations = spec.get("destinations") if isinstance(spec.get("destinations"), dict) else {}
+    if not destinations.get("onFailure"):
+        findings.append(Finding("error", name, "add destinations.onFailure (an SQS queue or SNS topic) to its stream event: records that exhaust their retries are dropped without a trace"))
+    if spec.get("maximumRetryAttempts", -1) == -1 and spec.get("maximumRecordAgeInSeconds", -1) == -1:
+        findings.append(Finding("warning", name, "set maximumRetryAttempts on its stream event: retries are unlimited by default, so one failing record blocks its shard until it expires"))
+    if spec.get("startingPosition") == "LATEST":
+        if handler is not None and handler.uses_counters:
+            findings.append(Finding("error", name, "its stream event starts at LATEST but the handler counts with lambda_kit.counters: records written before the mapping starts are never counted; use TRIM_HORIZON"))
+        else:
+            findings.append(Finding("warning", name, "its stream event starts at LATEST: records written before the mapping starts are skipped; use TRIM_HORIZON unless that is intended"))
+    marks = handler.marks if handler and handler.marks else {}
+    if marks.get("on_failure") == "requeue" and _stream_type(spec, resources) == "dynamodb":
+        findings.append(Finding("error", name, "on_failure='requeue' only works on Kinesis streams: use on_failure='stop' for its DynamoDB stream event"))
+
+
+def _check_visibility(
+    name: str,
+    spec: dict[str, Any],
+    function: dict[str, Any],
+    queues: dict[str, dict[str, Any]],
+    provider: dict[str, Any],
+    findings: list[Finding],
+) -> None:
+    queue = _queue_of(spec.get("arn"), queues)
+    timeout = _timeout(function, provider)
+    if queue is None or timeout is None:
+        return
+    visibility = (queues[queue].get("Properties") or {}).get("VisibilityTimeout", DEFAULT_VISIBILITY_TIMEOUT)
+    if not isinstance(visibility, int) or isinstance(visibility, bool):
+        return
+    if visibility < timeout:
+        findings.append(Finding("error", queue, f"VisibilityTimeout {visibility} s is shorter than the {name} timeout ({timeout} s): Lambda rejects the event source; set it to at least {6 * timeout}"))
+    elif visibility < 6 * timeout:
+        findings.append(Finding("warning", queue, f"VisibilityTimeout {visibility} s is under 6 x the {name} timeout ({timeout} s): throttled batches may be received again while still in flight; set it to at least {6 * timeout}"))
+
+
+def _dead_letter_queues(functions: dict[str, dict[str, Any]], queues: dict[str, dict[str, Any]], resources: dict[str, dict[str, Any]]) -> set[str]:
+    """Queues that receive failures: they need no redrive policy of their own."""
+    targets: list[Any] = []
+
+    def collect(value: Any) -> None:  # any deadLetterTargetArn / DestinationConfig in the resources
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key in ("deadLetterTargetArn", "TargetArn", "Destination"):
+                    targets.append(item)
+                collect(item)
+        elif isinstance(value, list):
+            for item in value:
+                collect(item)
+
+    collect(resources)
+    for function in functions.values():
+        destinations = function.get("destinations") if isinstance(function.get("destinations"), dict) else {}
+        targets += [destinations.get("onFailure"), function.get("onError")]
+        for _, spec in _events(function):
+            redrive = spec.get("redrivePolicy") if isinstance(spec.get("redrivePolicy"), dict) else {}
+            targets += [redrive.get("deadLetterTargetArn"), redrive.get("deadLetterTargetRef")]
+            stream_destinations = spec.get("destinations") if isinstance(spec.get("destinations"), dict) else {}
+            targets.append(stream_destinations.get("onFailure"))
+    return {q for q in (_queue_of(t, queues) for t in targets if t) if q is not None}
+
+
+def check(path: str | os.PathLike[str] = "serverless.yml") -> list[Finding]:
+    """The findings for the service at ``path``; raises ``ConfigError`` if it cannot be read."""
+    return _check(path)[0]
+
+
+def _check(path: str | os.PathLike[str]) -> tuple[list[Finding], int]:
+    config = load(path)
+    functions = _functions(config)
+    if not functions:
+        raise ConfigError(f"{os.fspath(path)} declares no functions: nothing to check")
+    provider = config.get("provider") if isinstance(config.get("provider"), dict) else {}
+    resources = _resources(config)
+    queues = {n: r for n, r in resources.items() if r.get("Type") == "AWS::SQS::Queue"}
+    project_dir = os.path.dirname(os.path.abspath(os.fspath(path)))
+
+    findings: list[Finding] = []
+    for name, function in functions.items():
+        handler = _import_handler(name, function, provider, project_dir, findings)
+        _check_function(name, function, handler, resources, queues, provider, findings)
+
+    dead_letters = _dead_letter_queues(functions, queues, resources)
+    consumed = {_queue_of(spec.get("arn"), queues) for f in functions.values() for kind, spec in _events(f) if kind == "sqs"}
+    for name, queue in queues.items():
+        properties = queue.get("Properties") or {}
+        if name in dead_letters or properties.get("RedrivePolicy"):
+            continue
+        if name in consumed:
+            findings.append(Finding("error", name, "add a RedrivePolicy (deadLetterTargetArn + maxReceiveCount) to the queue: a message that always fails is retried until it expires"))
+        else:
+            findings.append(Finding("warning", name, "queue has no RedrivePolicy and is no function's dead-letter target: add one, or point a redrive policy / destination at it"))
+    return findings, len(functions)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="lambda-kit check", description="Report the deployment mistakes in a serverless.yml.")
+    parser.add_argument("config", nargs="?", default="serverless.yml", help="path to serverless.yml (default: ./serverless.yml)")
+    args = parser.parse_args(argv)
+    try:
+        findings, functions = _check(args.config)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for finding in findings:
+        print(finding)
+    errors = sum(f.level == "error" for f in findings)
+    warnings = len(findings) - errors
+    verdict = "ok" if not errors else "failed"
+    print(f"lambda-kit check {verdict}: {args.config}: {functions} functions, {errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

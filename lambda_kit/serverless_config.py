@@ -1,0 +1,93 @@
+"""Read a Serverless Framework ``serverless.yml`` as plain data.
+
+``load(path)`` returns the file as dicts and lists, as written: ``${...}`` variables are left as
+strings for the caller to resolve, and CloudFormation short tags become their long form
+(``!GetAtt Table.Arn`` -> ``{"Fn::GetAtt": ["Table", "Arn"]}``, ``!Ref Queue`` ->
+``{"Ref": "Queue"}``, ``!Sub s`` -> ``{"Fn::Sub": s}``), the same data the framework itself
+sees. Used by ``lambda-kit check`` and the local stack.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import yaml
+
+__all__ = ["ConfigError", "load"]
+
+
+class ConfigError(Exception):
+    """serverless.yml is missing or unreadable; the message is one line naming what to fix."""
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader plus CloudFormation's short tags; duplicate keys are an error, as in the framework."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+            except TypeError:  # unhashable key: let SafeLoader report it
+                continue
+            if duplicate:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _node_value(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    if isinstance(node, yaml.ScalarNode):
+        return loader.construct_scalar(node)
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node, deep=True)
+    return loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+
+
+def _construct_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
+    value = _node_value(loader, node)
+    if suffix == "Ref":
+        return {"Ref": value}
+    if suffix == "Condition":
+        return {"Condition": value}
+    if suffix == "GetAtt" and isinstance(value, str):
+        resource, _, attribute = value.partition(".")
+        return {"Fn::GetAtt": [resource, attribute]}
+    return {f"Fn::{suffix}": value}
+
+
+# Every `!Name` tag (Ref, GetAtt, Sub, Join, If, Select, ImportValue, ...) -> its long form.
+_Loader.add_multi_constructor("!", _construct_tag)
+
+
+def load(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The service configuration at ``path`` as plain data; ``ConfigError`` if missing or invalid."""
+    name = os.fspath(path)
+    try:
+        with open(name, encoding="utf-8") as file:
+            text = file.read()
+    except FileNotFoundError:
+        raise ConfigError(f"{name} not found: run in the service directory or pass the path to serverless.yml") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{name} is a directory: pass the path to serverless.yml") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{name} cannot be read: {exc}") from None
+    try:
+        config = yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise ConfigError(f"{name} is not valid YAML: {problem}{where}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{name} is not valid YAML: {exc}") from None
+    if not isinstance(config, dict):
+        kind = "empty" if config is None else f"a {type(config).__name__}, not a mapping"
+        raise ConfigError(f"{name} is {kind}: expected service, provider and functions keys")
+    return config

@@ -1,0 +1,411 @@
+"""`lambda-kit check`: each mistake it knows, on small services written to tmp_path."""
+
+from __future__ import annotations
+
+import copy
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from lambda_kit import check
+from lambda_kit.serverless_config import ConfigError, load
+
+ROOT = Path(__file__).resolve().parent.parent
+RBIF = "ReportBatchItemFailures"
+
+HANDLERS = {
+    "api": "from lambda_kit import api_handler\n\n\n@api_handler\ndef handler(request, context):\n    return {}\n",
+    "worker": "from lambda_kit import sqs_handler\n\n\n@sqs_handler\ndef handler(message, context):\n    return None\n",
+    "tally": (
+        "import lambda_kit.counters  # noqa: F401\nfrom lambda_kit import stream_handler\n\n\n"
+        "@stream_handler\ndef handler(record, context):\n    return None\n"
+    ),
+    "notify": "from lambda_kit import sns_handler\n\n\n@sns_handler\ndef handler(message, context):\n    return None\n",
+    "plain": "def handler(event, context):\n    return None\n",
+}
+
+
+def getatt(name: str, attribute: str = "Arn") -> dict:
+    return {"Fn::GetAtt": [name, attribute]}
+
+
+def queue(name: str, **properties) -> dict:
+    return {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": name, **properties}}
+
+
+# A service with one function per source and no mistakes; each test breaks one thing.
+CLEAN = {
+    "service": "demo",
+    "provider": {"name": "aws", "runtime": "python3.12", "timeout": 10, "environment": {"TABLE_NAME": {"Ref": "Table"}}},
+    "functions": {
+        "api": {"handler": "handlers/api.handler", "events": [{"httpApi": {"method": "GET", "path": "/x"}}]},
+        "worker": {
+            "handler": "handlers/worker.handler",
+            "timeout": 30,
+            "events": [{"sqs": {"arn": getatt("Jobs"), "batchSize": 10, "functionResponseType": RBIF}}],
+        },
+        "tally": {
+            "handler": "handlers/tally.handler",
+            "events": [
+                {
+                    "stream": {
+                        "type": "dynamodb",
+                        "arn": getatt("Table", "StreamArn"),
+                        "startingPosition": "TRIM_HORIZON",
+                        "maximumRetryAttempts": 3,
+                        "functionResponseType": RBIF,
+                        "destinations": {"onFailure": {"type": "sqs", "arn": getatt("TallyDLQ")}},
+                    }
+                }
+            ],
+        },
+        "notify": {
+            "handler": "handlers/notify.handler",
+            "maximumRetryAttempts": 1,
+            "destinations": {"onFailure": {"type": "sqs", "arn": getatt("NotifyDLQ")}},
+            "events": [{"sns": {"arn": {"Ref": "Topic"}, "topicName": "t", "redrivePolicy": {"deadLetterTargetRef": "TopicDLQ"}}}],
+        },
+    },
+    "resources": {
+        "Resources": {
+            "Jobs": queue("demo-jobs", VisibilityTimeout=180, RedrivePolicy={"deadLetterTargetArn": getatt("JobsDLQ"), "maxReceiveCount": 3}),
+            "JobsDLQ": queue("demo-jobs-dlq"),
+            "TallyDLQ": queue("demo-tally-dlq"),
+            "NotifyDLQ": queue("demo-notify-dlq"),
+            "TopicDLQ": queue("demo-topic-dlq"),
+            "Topic": {"Type": "AWS::SNS::Topic"},
+            "Table": {"Type": "AWS::DynamoDB::Table", "Properties": {"StreamSpecification": {"StreamViewType": "NEW_IMAGE"}}},
+        }
+    },
+}
+
+
+@pytest.fixture
+def service(tmp_path):
+    """write(config=None, **handler sources) -> path of serverless.yml in a fresh project dir."""
+
+    def write(config: dict | None = None, handlers: dict[str, str] | None = None) -> Path:
+        package = tmp_path / "handlers"
+        package.mkdir(exist_ok=True)
+        (package / "__init__.py").write_text("")
+        for name, source in {**HANDLERS, **(handlers or {})}.items():
+            (package / f"{name}.py").write_text(source)
+        path = tmp_path / "serverless.yml"
+        path.write_text(yaml.safe_dump(CLEAN if config is None else config, sort_keys=False))
+        return path
+
+    return write
+
+
+def variant() -> dict:
+    return copy.deepcopy(CLEAN)
+
+
+def run(path: Path, capsys) -> tuple[int, list[str]]:
+    status = check.main([str(path)])
+    out, err = capsys.readouterr()
+    return status, (out + err).splitlines()
+
+
+def findings(lines: list[str], level: str = "") -> list[str]:
+    return [line for line in lines if line.startswith(f"{level}:" if level else ("error:", "warning:"))]
+
+
+def test_clean_service_passes(service, capsys):
+    status, lines = run(service(), capsys)
+    assert findings(lines) == []
+    assert status == 0
+    assert lines[-1].startswith("lambda-kit check ok") and "4 functions, 0 errors, 0 warnings" in lines[-1]
+
+
+def test_sqs_handler_without_report_batch_item_failures(service, capsys):
+    config = variant()
+    del config["functions"]["worker"]["events"][0]["sqs"]["functionResponseType"]
+    status, lines = run(service(config), capsys)
+    assert status == 1
+    [line] = findings(lines)
+    assert line.startswith("error: worker: add functionResponseType: ReportBatchItemFailures to its sqs event")
+
+
+def test_stream_handler_without_report_batch_item_failures(service, capsys):
+    config = variant()
+    del config["functions"]["tally"]["events"][0]["stream"]["functionResponseType"]
+    status, lines = run(service(config), capsys)
+    assert status == 1
+    assert findings(lines) == [
+        "error: tally: add functionResponseType: ReportBatchItemFailures to its stream event: without it Lambda "
+        "ignores the failures the stream_handler reports and treats failed records as processed"
+    ]
+
+
+def test_handler_path_that_does_not_exist(service, capsys):
+    config = variant()
+    config["functions"]["worker"]["handler"] = "handlers/wroker.handler"
+    status, lines = run(service(config), capsys)
+    assert status == 1
+    assert findings(lines) == [
+        "error: worker: handler 'handlers/wroker.handler' names handlers/wroker.py, which does not exist: fix the handler path"
+    ]
+
+
+def test_handler_module_that_fails_to_import(service, capsys):
+    status, lines = run(service(handlers={"worker": "import not_a_module_anywhere\n"}), capsys)
+    assert status == 1
+    [line] = findings(lines)
+    assert line.startswith("error: worker: handler module handlers/worker.py does not import (ModuleNotFoundError")
+    assert "not_a_module_anywhere" in line
+
+
+def test_handler_module_that_raises_on_import(service, capsys):
+    status, lines = run(service(handlers={"api": "raise RuntimeError('boom')\n"}), capsys)
+    assert status == 1
+    assert findings(lines) == ["error: api: handler module handlers/api.py does not import (RuntimeError: boom): fix the module"]
+
+
+def test_handler_function_missing(service, capsys):
+    config = variant()
+    config["functions"]["api"]["handler"] = "handlers/api.main"
+    status, lines = run(service(config), capsys)
+    assert status == 1
+    assert findings(lines) == ["error: api: handler module handlers.api has no function 'main': fix the handler path 'handlers/api.main'"]
+
+
+def test_module_sees_the_function_environment(service, capsys):
+    """Modules that read their configuration at import: provider and function variables are set,
+    unresolved ones (Ref, ${...}) get a placeholder, and nothing leaks into this process."""
+    config = variant()
+    config["functions"]["api"]["environment"] = {"QUEUE": "${self:custom.queue}", "MODE": "fast"}
+    source = (
+        "import os\n"
+        "assert os.environ['MODE'] == 'fast'\n"
+        "assert os.environ['QUEUE'] and os.environ['TABLE_NAME']\n" + HANDLERS["api"]
+    )
+    status, lines = run(service(config, handlers={"api": source}), capsys)
+    assert findings(lines) == [] and status == 0
+    assert "MODE" not in os.environ
+
+
+def test_undecorated_handler_is_a_warning(service, capsys):
+    config = variant()
+    config["functions"]["worker"]["handler"] = "handlers/plain.handler"
+    status, lines = run(service(config), capsys)
+    assert status == 0
+    assert findings(lines) == [
+        "warning: worker: handler is not a lambda_kit decorator (no __lambda_kit__), so its partial-failure wiring cannot be checked"
+    ]
+
+
+def test_decorator_of_another_source(service, capsys):
+    config = variant()
+    config["functions"]["worker"]["handler"] = "handlers/notify.handler"
+    status, lines = run(service(config), capsys)
+    assert status == 1
+    assert findings(lines) == [
+        "error: worker: handler is a sns_handler but the function has sqs events: use sqs_handler or move the event"
+    ]
+
+
+def test_stream_without_on_failure_destination(service, capsys):
+    config = variant()
+    del config["functions"]["tally"]["events"][0]["stream"]["destinations"]
+    del config["resources"]["Resources"]["TallyDLQ"]
+    status, lines = run(service(config), capsys)
+    assert status == 1
+    [line] = findings(lines)
+    assert line.startswith("error: tally: add destinations.onFailure (an SQS queue or SNS topic) to its stream event")
+
+
+def test_stream_with_unlimited_retries(service, capsys):
+    config = variant()
+    del config["functions"]["tally"]["events"][0]["stream"]["maximumRetryAttempts"]
+    status, lines = run(service(config), capsys)
+    assert status == 0
+    [line] = findings(lines)
+    assert line.startswith("warning: tally: set maximumRetryAttempts on its stream event")
+
+
+def test_sns_function_without_failure_destination(service, capsys):
+    config = variant()
+    del config["functions"]["notify"]["destinations"]
+    del config["resources"]["Resources"]["NotifyDLQ"]
+    status, lines = run(service(config), capsys)
+    assert status == 1
+    [line] = findings(lines)
+    assert line.startswith("error: notify: add destinations.onFailure (or onError) to the function")
+
+
+def test_sns_on_error_counts_as_failure_destination(service, capsys):
+    config = variant()
+    del config["functions"]["notify"]["destinations"]
+    config["functions"]["notify"]["onError"] = "arn:aws:sns:us-east-1:123456789012:failures"
+    del config["resources"]["Resources"]["NotifyDLQ"]
+    status, lines = run(service(config), capsys)
+    assert (status, findings(lines)) == (0, [])
+
+
+def test_sns_event_without_redrive_policy(service, capsys):
+    config = variant()
+    del config["functions"]["notify"]["events"][0]["sns"]["redrivePolicy"]
+    del config["resources"]["Resources"]["TopicDLQ"]
+    status, lines = run(service(config), capsys)
+    assert status == 0
+    [line] = findings(lines)
+    assert line.startswith("warning: notify: add redrivePolicy (a dead-letter queue) to its sns event")
+
+
+def test_consumed_queue_without_redrive_policy(service, capsys):
+    config = variant()
+    del config["resources"]["Resources"]["Jobs"]["Properties"]["RedrivePolicy"]
+    status, lines = run(service(config), capsys)
+    assert status == 1
+    assert findings(lines) == [
+        "error: Jobs: add a RedrivePolicy (deadLetterTargetArn + maxReceiveCount) to the queue: a message that always "
+        "fails is retried until it expires",
+        "warning: JobsDLQ: queue has no RedrivePolicy and is no function's dead-letter target: add one, or point a "
+        "redrive policy / destination at it",
+    ]
+
+
+def test_dead_letter_queue_named_by_arn_needs_no_redrive(service, capsys):
+    config = variant()
+    redrive = config["functions"]["notify"]["events"][0]["sns"]["redrivePolicy"]
+    redrive.pop("deadLetterTargetRef")
+    redrive["deadLetterTargetArn"] = "arn:aws:sqs:us-east-1:123456789012:demo-topic-dlq"
+    status, lines = run(service(config), capsys)
+    assert (status, findings(lines)) == (0, [])
+
+
+def test_latest_on_a_counting_stream_is_an_error(service, capsys):
+    config = variant()
+    config["functions"]["tally"]["events"][0]["stream"]["startingPosition"] = "LATEST"
+    status, lines = run(service(config), capsys)
+    assert status == 1
+    [line] = findings(lines)
+    assert line.startswith("error: tally: its stream event starts at LATEST but the handler counts with lambda_kit.counters")
+
+
+def test_latest_on_another_stream_is_a_warning(service, capsys):
+    config = variant()
+    config["functions"]["tally"]["events"][0]["stream"]["startingPosition"] = "LATEST"
+    plain_stream = "from lambda_kit import stream_handler\n\n\n@stream_handler\ndef handler(record, context):\n    return None\n"
+    status, lines = run(service(config, handlers={"tally": plain_stream}), capsys)
+    assert status == 0
+    [line] = findings(lines)
+    assert line.startswith("warning: tally: its stream event starts at LATEST")
+
+
+def test_requeue_on_a_dynamodb_stream(service, capsys):
+    source = (
+        "from lambda_kit import stream_handler\n\n\n"
+        "@stream_handler(on_failure='requeue')\ndef handler(record, context):\n    return None\n"
+    )
+    status, lines = run(service(handlers={"tally": source}), capsys)
+    assert status == 1
+    assert findings(lines) == [
+        "error: tally: on_failure='requeue' only works on Kinesis streams: use on_failure='stop' for its DynamoDB stream event"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("visibility", "expected"),
+    [
+        (20, "error: Jobs: VisibilityTimeout 20 s is shorter than the worker timeout (30 s)"),
+        (60, "warning: Jobs: VisibilityTimeout 60 s is under 6 x the worker timeout (30 s)"),
+    ],
+)
+def test_queue_visibility_timeout_against_consumer_timeout(service, capsys, visibility, expected):
+    config = variant()
+    config["resources"]["Resources"]["Jobs"]["Properties"]["VisibilityTimeout"] = visibility
+    _, lines = run(service(config), capsys)
+    [line] = findings(lines)
+    assert line.startswith(expected)
+
+
+def test_missing_config(tmp_path, capsys):
+    status, lines = run(tmp_path / "serverless.yml", capsys)
+    assert status == 2
+    assert lines == [f"error: {tmp_path / 'serverless.yml'} not found: run in the service directory or pass the path to serverless.yml"]
+
+
+def test_invalid_yaml(tmp_path, capsys):
+    path = tmp_path / "serverless.yml"
+    path.write_text("service: demo\nfunctions:\n  a: [unclosed\n")
+    status, lines = run(path, capsys)
+    assert status == 2
+    [line] = lines
+    assert line.startswith(f"error: {path} is not valid YAML:") and "line" in line
+
+
+def test_config_without_functions(tmp_path, capsys):
+    path = tmp_path / "serverless.yml"
+    path.write_text("service: demo\nprovider:\n  name: aws\n")
+    status, lines = run(path, capsys)
+    assert (status, lines) == (2, [f"error: {path} declares no functions: nothing to check"])
+
+
+# ------------------------------------------------------------------ the YAML reader
+
+
+def test_load_keeps_variables_and_expands_short_tags(tmp_path):
+    path = tmp_path / "serverless.yml"
+    path.write_text(
+        textwrap.dedent(
+            """\
+            service: demo
+            provider:
+              stage: ${opt:stage, 'dev'}
+              environment:
+                QUEUE: !Ref Jobs
+                TOPIC: !GetAtt [Topic, TopicArn]
+                STREAM: !GetAtt Table.StreamArn
+                LOGS: !Sub arn:${AWS::Partition}:logs:${AWS::Region}:*:/aws/lambda/${self:service}-${sls:stage}
+                JOINED: !Join ["-", [a, !Ref AWS::Region]]
+                PICK: !Select [0, !GetAZs ""]
+            base: &base {a: 1}
+            merged:
+              <<: *base
+              b: 2
+            """
+        )
+    )
+    config = load(path)
+    env = config["provider"]["environment"]
+    assert config["provider"]["stage"] == "${opt:stage, 'dev'}"
+    assert env["QUEUE"] == {"Ref": "Jobs"}
+    assert env["TOPIC"] == {"Fn::GetAtt": ["Topic", "TopicArn"]}
+    assert env["STREAM"] == {"Fn::GetAtt": ["Table", "StreamArn"]}
+    assert env["LOGS"] == {"Fn::Sub": "arn:${AWS::Partition}:logs:${AWS::Region}:*:/aws/lambda/${self:service}-${sls:stage}"}
+    assert env["JOINED"] == {"Fn::Join": ["-", ["a", {"Ref": "AWS::Region"}]]}
+    assert env["PICK"] == {"Fn::Select": [0, {"Fn::GetAZs": ""}]}
+    assert config["merged"] == {"a": 1, "b": 2}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("service: a\nservice: b\n", "is not valid YAML: duplicate key 'service' at line 2, column 1"),
+        ("- a\n- b\n", "is a list, not a mapping: expected service, provider and functions keys"),
+        ("", "is empty: expected service, provider and functions keys"),
+    ],
+)
+def test_load_rejects_with_one_line(tmp_path, text, message):
+    path = tmp_path / "serverless.yml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as raised:
+        load(path)
+    assert str(raised.value) == f"{path} {message}"
+    assert "\n" not in str(raised.value)
+
+
+# ------------------------------------------------------------------ the project's own service
+
+
+@pytest.mark.skipif(not (ROOT / "handlers" / "ingest.py").exists(), reason="handlers/ are not written yet")
+def test_project_service_has_no_errors(capsys):
+    status, lines = run(ROOT / "serverless.yml", capsys)
+    assert findings(lines, "error") == []
+    assert findings(lines, "warning") == []
+    assert status == 0

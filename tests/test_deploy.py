@@ -1,0 +1,437 @@
+"""The deployment: `serverless package` (osls, offline, dummy credentials) and the template it makes.
+
+Packaging runs once per test run: under pytest-xdist every worker that needs the template takes
+an exclusive file lock, and the first one packages while the others wait and then reuse its output
+(the run's PYTEST_XDIST_TESTRUNUID is stamped into .serverless/). The template is read into
+memory under the lock, so a later packaging cannot change it under a test.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import glob
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / ".serverless"
+TEMPLATE = OUT / "cloudformation-template-update-stack.json"
+ARTIFACT = OUT / "view-stats.zip"
+STAMP = OUT / ".lambda-kit-package-run"
+SERVICE, STAGE = "view-stats", "dev"
+
+# cfn-lint rules skipped, each with its reason:
+CFN_LINT_IGNORED = {
+    # "dependency already enforced by a GetAtt/Ref": the framework itself adds DependsOn on each
+    # function's role and each HTTP API route's integration next to the GetAtt/Ref it also
+    # writes. Redundant but harmless, and not something serverless.yml can remove.
+    "W3005",
+}
+
+FUNCTIONS = ("ingest", "counter", "aggregator", "milestones", "clickstream")
+
+
+def _package_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(
+        SLS_TELEMETRY_DISABLED="1",
+        AWS_ACCESS_KEY_ID="packaging-needs-no-credentials",
+        AWS_SECRET_ACCESS_KEY="packaging-needs-no-credentials",
+        AWS_REGION="us-east-1",
+        AWS_DEFAULT_REGION="us-east-1",
+    )
+    if "PYENV_VERSION" not in env:  # pyenv's 3.12 provides the python3.12 the plugin calls
+        pyenv_root = env.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+        versions = sorted(glob.glob(os.path.join(pyenv_root, "versions", "3.12*")))
+        if versions:
+            env["PYENV_VERSION"] = os.path.basename(versions[-1])
+    return env
+
+
+def _package() -> None:
+    serverless = ROOT / "node_modules" / ".bin" / "serverless"
+    if not serverless.exists():
+        pytest.fail("node_modules/.bin/serverless is missing: run `npm ci` (make test does)")
+    result = subprocess.run(
+        [str(serverless), "package", "--stage", STAGE],
+        cwd=ROOT,
+        env=_package_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if result.returncode != 0:
+        pytest.fail(f"serverless package failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
+
+
+@pytest.fixture(scope="session")
+def packaged(tmp_path_factory) -> dict[str, Any]:
+    """Package once per run; returns the template and private copies of it and of the artifact."""
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    lock_name = "lambda-kit-package-" + hashlib.sha1(str(ROOT).encode()).hexdigest()[:12] + ".lock"
+    copy_dir = tmp_path_factory.mktemp("packaged")
+    with open(os.path.join(tempfile.gettempdir(), lock_name), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            fresh = run_id is not None and STAMP.exists() and STAMP.read_text() == run_id and TEMPLATE.exists()
+            if not fresh:
+                _package()
+                if run_id is not None:
+                    STAMP.write_text(run_id)
+            shutil.copy(TEMPLATE, copy_dir / TEMPLATE.name)
+            shutil.copy(ARTIFACT, copy_dir / ARTIFACT.name)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    template_path = copy_dir / TEMPLATE.name
+    return {
+        "template": json.loads(template_path.read_text()),
+        "template_path": template_path,
+        "artifact": copy_dir / ARTIFACT.name,
+    }
+
+
+@pytest.fixture(scope="session")
+def template(packaged) -> dict[str, Any]:
+    return packaged["template"]
+
+
+@pytest.fixture(scope="session")
+def resources(template) -> dict[str, Any]:
+    return template["Resources"]
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def of_type(resources: dict[str, Any], kind: str) -> dict[str, Any]:
+    return {name: r for name, r in resources.items() if r["Type"] == kind}
+
+
+def target(value: Any) -> str | None:
+    """Logical id referenced by a Ref / GetAtt value."""
+    if isinstance(value, dict):
+        if "Ref" in value:
+            return value["Ref"]
+        if "Fn::GetAtt" in value:
+            return value["Fn::GetAtt"][0]
+    return None
+
+
+def function_id(name: str) -> str:
+    return name[0].upper() + name[1:] + "LambdaFunction"
+
+
+def mappings_of(resources: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    return [
+        r["Properties"]
+        for r in of_type(resources, "AWS::Lambda::EventSourceMapping").values()
+        if target(r["Properties"]["FunctionName"]) == function_id(name)
+    ]
+
+
+def role_of(resources: dict[str, Any], name: str) -> tuple[str, dict[str, Any]]:
+    role_id = target(resources[function_id(name)]["Properties"]["Role"])
+    return role_id, resources[role_id]
+
+
+def statements(role: dict[str, Any]) -> list[dict[str, Any]]:
+    found = []
+    for policy in role["Properties"].get("Policies", []):
+        for statement in policy["PolicyDocument"]["Statement"]:
+            found.append(statement)
+    return found
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def grants(resources: dict[str, Any], name: str) -> dict[str, set[str]]:
+    """{action: {resource logical id or literal}} for the function's role."""
+    _, role = role_of(resources, name)
+    granted: dict[str, set[str]] = {}
+    for statement in statements(role):
+        assert statement["Effect"] == "Allow"
+        for action in as_list(statement["Action"]):
+            for resource in as_list(statement["Resource"]):
+                granted.setdefault(action, set()).add(target(resource) or json.dumps(resource, sort_keys=True))
+    return granted
+
+
+# ------------------------------------------------------------------ packaging and lint
+
+
+def test_cfn_lint_passes(packaged):
+    cfn_lint = Path(sys.executable).with_name("cfn-lint")
+    command = str(cfn_lint) if cfn_lint.exists() else shutil.which("cfn-lint")
+    assert command, "cfn-lint is not installed (pip install -e '.[dev]')"
+    result = subprocess.run(
+        [command, "--ignore-checks", *sorted(CFN_LINT_IGNORED), "--", str(packaged["template_path"])],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert (result.returncode, result.stdout + result.stderr) == (0, "")
+
+
+def test_artifact_holds_the_code_and_lambda_platform_wheels(packaged):
+    names = zipfile.ZipFile(packaged["artifact"]).namelist()
+    assert "lambda_kit/__init__.py" in names
+    assert "lambda_kit/check.py" in names
+    if (ROOT / "handlers" / "ingest.py").exists():
+        assert "handlers/ingest.py" in names
+    for unwanted in ("lambda_kit/local/", "tests/", "bench/", "node_modules/", ".venv/", "serverless.yml", "package.json"):
+        assert not [n for n in names if n.startswith(unwanted)], unwanted
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    # Compiled wheels are Lambda's (CPython 3.12, x86_64 Linux), whatever machine packaged them.
+    assert "ujson.cpython-312-x86_64-linux-gnu.so" in names
+    assert [n for n in names if n.startswith("orjson/") and n.endswith(".cpython-312-x86_64-linux-gnu.so")]
+    assert "aws_lambda_powertools/__init__.py" in names
+    assert "datadog/__init__.py" in names
+    assert not [n for n in names if n.startswith(("boto3/", "botocore/"))]  # the runtime has them
+
+
+# ------------------------------------------------------------------ functions and event sources
+
+
+def test_functions(resources):
+    functions = of_type(resources, "AWS::Lambda::Function")
+    assert sorted(functions) == sorted(function_id(n) for n in FUNCTIONS)
+    env_needed = {
+        "ingest": {"VIEWS_QUEUE_URL"},
+        "aggregator": {"MILESTONES_TOPIC_ARN"},
+        "clickstream": {"CLICKSTREAM_STREAM_NAME", "CLICKSTREAM_DLQ_URL"},
+    }
+    for name in FUNCTIONS:
+        properties = functions[function_id(name)]["Properties"]
+        assert properties["Runtime"] == "python3.12"
+        assert properties["Handler"] == f"handlers/{name}.handler"
+        assert properties["FunctionName"] == f"{SERVICE}-{STAGE}-{name}"
+        variables = properties["Environment"]["Variables"]
+        assert variables["TABLE_NAME"] == f"{SERVICE}-{STAGE}-stats"
+        assert variables["LOG_LEVEL"]
+        assert env_needed.get(name, set()) <= set(variables)
+    assert target(functions[function_id("ingest")]["Properties"]["Environment"]["Variables"]["VIEWS_QUEUE_URL"]) == "ViewsQueue"
+
+
+def test_log_groups_have_retention(resources):
+    groups = of_type(resources, "AWS::Logs::LogGroup")
+    assert {g["Properties"]["LogGroupName"] for g in groups.values()} >= {f"/aws/lambda/{SERVICE}-{STAGE}-{n}" for n in FUNCTIONS}
+    assert all(isinstance(g["Properties"].get("RetentionInDays"), int) for g in groups.values())
+
+
+def test_ingest_http_api_routes_and_throttling(resources):
+    routes = of_type(resources, "AWS::ApiGatewayV2::Route")
+    assert sorted(r["Properties"]["RouteKey"] for r in routes.values()) == ["GET /stats", "GET /views", "POST /views"]
+    integrations = of_type(resources, "AWS::ApiGatewayV2::Integration")
+    assert [target(i["Properties"]["IntegrationUri"]) for i in integrations.values()] == [function_id("ingest")]
+    [stage] = of_type(resources, "AWS::ApiGatewayV2::Stage").values()
+    settings = stage["Properties"]["DefaultRouteSettings"]
+    assert settings["ThrottlingRateLimit"] > 0 and settings["ThrottlingBurstLimit"] > 0
+
+
+def test_counter_reads_the_views_queue_in_batches(resources):
+    [mapping] = mappings_of(resources, "counter")
+    assert target(mapping["EventSourceArn"]) == "ViewsQueue"
+    assert mapping["BatchSize"] == 100
+    assert mapping["MaximumBatchingWindowInSeconds"] > 0
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+
+
+def test_views_queue_redrives_to_its_dlq(resources):
+    queue = resources["ViewsQueue"]["Properties"]
+    assert target(queue["RedrivePolicy"]["deadLetterTargetArn"]) == "ViewsDLQ"
+    assert queue["RedrivePolicy"]["maxReceiveCount"] == 3
+    counter_timeout = resources[function_id("counter")]["Properties"]["Timeout"]
+    assert queue["VisibilityTimeout"] >= 6 * counter_timeout
+
+
+def test_aggregator_reads_only_view_markers_and_article_counters(resources):
+    [mapping] = mappings_of(resources, "aggregator")
+    assert mapping["EventSourceArn"] == {"Fn::GetAtt": ["ViewStatsTable", "StreamArn"]}
+    assert mapping["StartingPosition"] == "TRIM_HORIZON"
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert mapping["BisectBatchOnFunctionError"] is True
+    assert 0 <= mapping["MaximumRetryAttempts"] <= 10
+    assert mapping["MaximumRecordAgeInSeconds"] > 0
+    assert target(mapping["DestinationConfig"]["OnFailure"]["Destination"]) == "AggregatorDLQ"
+    patterns = [json.loads(f["Pattern"]) for f in mapping["FilterCriteria"]["Filters"]]
+    assert patterns == [
+        # a new view marker, on an article's total or day bucket
+        {"eventName": ["INSERT"], "dynamodb": {"Keys": {"PK": {"S": [{"prefix": "URL#"}]}, "SK": {"S": [{"prefix": "EVENT#"}]}}}},
+        # a change of an article's counter (milestones, distinct articles)
+        {"eventName": ["INSERT", "MODIFY"], "dynamodb": {"Keys": {"PK": {"S": [{"prefix": "URL#"}]}, "SK": {"S": ["COUNT"]}}}},
+    ]
+
+
+def test_clickstream_reads_the_kinesis_stream(resources):
+    [mapping] = mappings_of(resources, "clickstream")
+    assert target(mapping["EventSourceArn"]) == "ClickstreamStream"
+    assert resources["ClickstreamStream"]["Type"] == "AWS::Kinesis::Stream"
+    assert resources["ClickstreamStream"]["Properties"]["ShardCount"] == 1
+    assert mapping["StartingPosition"] == "TRIM_HORIZON"
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert mapping["BisectBatchOnFunctionError"] is True
+    assert 0 <= mapping["MaximumRetryAttempts"] <= 10
+    assert target(mapping["DestinationConfig"]["OnFailure"]["Destination"]) == "ClickstreamDLQ"
+
+
+def test_milestones_subscription_and_async_failures(resources):
+    [subscription] = of_type(resources, "AWS::SNS::Subscription").values()
+    properties = subscription["Properties"]
+    assert target(properties["TopicArn"]) == "MilestonesTopic"
+    assert (properties["Protocol"], target(properties["Endpoint"])) == ("lambda", function_id("milestones"))
+    assert target(properties["RedrivePolicy"]["deadLetterTargetArn"]) == "MilestonesDLQ"
+    # the topic may write to that DLQ, and only that topic
+    [policy] = [p for p in of_type(resources, "AWS::SQS::QueuePolicy").values() if target(p["Properties"]["Queues"][0]) == "MilestonesDLQ"]
+    [statement] = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Principal"] == {"Service": "sns.amazonaws.com"} and statement["Action"] == "sqs:SendMessage"
+    assert target(statement["Condition"]["ArnEquals"]["aws:SourceArn"]) == "MilestonesTopic"
+    # the handler's own failures, after Lambda's async retries
+    [config] = [c["Properties"] for c in of_type(resources, "AWS::Lambda::EventInvokeConfig").values() if target(c["Properties"]["FunctionName"]) == function_id("milestones")]
+    assert 0 <= config["MaximumRetryAttempts"] <= 2
+    assert target(config["DestinationConfig"]["OnFailure"]["Destination"]) == "MilestonesHandlerDLQ"
+
+
+def test_table(resources):
+    table = resources["ViewStatsTable"]["Properties"]
+    assert table["BillingMode"] == "PAY_PER_REQUEST"
+    assert table["KeySchema"] == [{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}]
+    assert table["StreamSpecification"]["StreamViewType"] == "NEW_AND_OLD_IMAGES"
+    assert table["TimeToLiveSpecification"] == {"AttributeName": "ttl", "Enabled": True}
+
+
+def test_every_async_or_stream_source_has_a_failure_destination(resources):
+    for name, mapping in of_type(resources, "AWS::Lambda::EventSourceMapping").items():
+        source = target(mapping["Properties"]["EventSourceArn"])
+        if resources[source]["Type"] == "AWS::SQS::Queue":
+            assert "RedrivePolicy" in resources[source]["Properties"], name
+        else:
+            assert mapping["Properties"]["DestinationConfig"]["OnFailure"]["Destination"], name
+            assert mapping["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"], name
+    invoke_configs = {target(c["Properties"]["FunctionName"]): c["Properties"] for c in of_type(resources, "AWS::Lambda::EventInvokeConfig").values()}
+    for name, subscription in of_type(resources, "AWS::SNS::Subscription").items():
+        assert subscription["Properties"]["RedrivePolicy"]["deadLetterTargetArn"], name
+        function = target(subscription["Properties"]["Endpoint"])
+        assert invoke_configs[function]["DestinationConfig"]["OnFailure"]["Destination"], function
+
+
+def test_every_queue_has_a_redrive_policy_or_is_a_dead_letter_queue(resources):
+    dead_letter = {
+        target(q["Properties"]["RedrivePolicy"]["deadLetterTargetArn"])
+        for q in of_type(resources, "AWS::SQS::Queue").values()
+        if "RedrivePolicy" in q["Properties"]
+    }
+    for kind, path in (
+        ("AWS::Lambda::EventSourceMapping", ("DestinationConfig", "OnFailure", "Destination")),
+        ("AWS::Lambda::EventInvokeConfig", ("DestinationConfig", "OnFailure", "Destination")),
+        ("AWS::SNS::Subscription", ("RedrivePolicy", "deadLetterTargetArn")),
+    ):
+        for resource in of_type(resources, kind).values():
+            value: Any = resource["Properties"]
+            for key in path:
+                value = value.get(key, {})
+            dead_letter.add(target(value))
+    for name, queue in of_type(resources, "AWS::SQS::Queue").items():
+        assert name in dead_letter or "RedrivePolicy" in queue["Properties"], name
+    assert {"ViewsDLQ", "MilestonesDLQ", "MilestonesHandlerDLQ", "AggregatorDLQ", "ClickstreamDLQ"} <= dead_letter
+
+
+# ------------------------------------------------------------------ IAM, least privilege per function
+
+# Counter.increment/increment_many is one TransactWriteItems of Put (marker) + Update (count):
+# IAM authorises it as those item actions (there is no dynamodb:TransactWriteItems action).
+COUNTING = {"dynamodb:PutItem", "dynamodb:UpdateItem"}
+LOGS = {"logs:CreateLogStream", "logs:PutLogEvents"}
+
+# What each function may do, on which resources: the calls in handlers/, lambda_kit/counters and
+# the Kinesis requeue. Anything beyond this is a failure (change serverless.yml and this together).
+EXPECTED_GRANTS = {
+    "ingest": {
+        "dynamodb:BatchGetItem": {"ViewStatsTable"},  # GET /views, GET /stats (Counter.get_many)
+        "dynamodb:Query": {"ViewStatsTable"},  # GET /stats milestones
+        "sqs:SendMessage": {"ViewsQueue"},
+    },
+    "counter": {
+        **{a: {"ViewStatsTable"} for a in COUNTING},
+        **{a: {"ViewsQueue"} for a in ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")},
+    },
+    "aggregator": {
+        **{a: {"ViewStatsTable"} for a in COUNTING},
+        **{f"dynamodb:{a}": {"ViewStatsTable"} for a in ("DescribeStream", "GetRecords", "GetShardIterator", "ListStreams")},
+        "sns:Publish": {"MilestonesTopic"},
+        "sqs:SendMessage": {"AggregatorDLQ"},
+    },
+    "milestones": {
+        "dynamodb:PutItem": {"ViewStatsTable"},  # the conditional put of the milestone item
+        "sqs:SendMessage": {"MilestonesHandlerDLQ"},
+    },
+    "clickstream": {
+        **{a: {"ViewStatsTable"} for a in COUNTING},
+        **{
+            f"kinesis:{a}": {"ClickstreamStream"}
+            for a in ("DescribeStream", "DescribeStreamSummary", "GetRecords", "GetShardIterator", "ListShards", "PutRecord")
+        },
+        "sqs:SendMessage": {"ClickstreamDLQ"},
+    },
+}
+
+
+def test_one_role_per_function_and_no_shared_role(resources):
+    roles = [role_of(resources, name)[0] for name in FUNCTIONS]
+    assert len(set(roles)) == len(FUNCTIONS)
+    assert sorted(of_type(resources, "AWS::IAM::Role")) == sorted(roles)  # no unused (shared) role
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_role_grants_only_what_the_function_uses(resources, name):
+    granted = grants(resources, name)
+    for action in LOGS:  # its own log group only
+        [group] = granted.pop(action)
+        assert json.loads(group)["Fn::Sub"].endswith(f":log-group:/aws/lambda/{SERVICE}-{STAGE}-{name}:*")
+    assert granted == EXPECTED_GRANTS[name]
+    _, role = role_of(resources, name)
+    assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"] == [
+        {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
+    ]
+    assert not role["Properties"].get("ManagedPolicyArns")
+
+
+def test_no_action_or_resource_wildcards(resources):
+    for name, role in of_type(resources, "AWS::IAM::Role").items():
+        for statement in statements(role):
+            for action in as_list(statement["Action"]):
+                assert "*" not in action, (name, action)
+            for resource in as_list(statement["Resource"]):
+                if isinstance(resource, str):
+                    assert "*" not in resource, (name, resource)
+                elif "Fn::Sub" in resource:  # only log streams of a named log group
+                    assert resource["Fn::Sub"].count("*") == 1 and resource["Fn::Sub"].endswith(":*"), (name, resource)
+
+
+def test_roles_match_the_wiring(resources):
+    """Each event source can be read and each failure destination written by the function's role."""
+    reads = {"AWS::SQS::Queue": "sqs:ReceiveMessage", "AWS::Kinesis::Stream": "kinesis:GetRecords", "AWS::DynamoDB::Table": "dynamodb:GetRecords"}
+    for mapping in of_type(resources, "AWS::Lambda::EventSourceMapping").values():
+        properties = mapping["Properties"]
+        function = target(properties["FunctionName"])
+        name = function.removesuffix("LambdaFunction").lower()
+        source = target(properties["EventSourceArn"])
+        assert source in grants(resources, name)[reads[resources[source]["Type"]]]
+        destination = properties.get("DestinationConfig", {}).get("OnFailure", {}).get("Destination")
+        if destination:
+            assert target(destination) in grants(resources, name)["sqs:SendMessage"]
+    for config in of_type(resources, "AWS::Lambda::EventInvokeConfig").values():
+        name = target(config["Properties"]["FunctionName"]).removesuffix("LambdaFunction").lower()
+        destination = target(config["Properties"]["DestinationConfig"]["OnFailure"]["Destination"])
+        assert destination in grants(resources, name)["sqs:SendMessage"]
