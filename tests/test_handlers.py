@@ -247,13 +247,13 @@ def test_one_trace_id_crosses_api_counter_aggregator_and_milestones(service, cap
     lines = read_lines(capfd)
     assert not [line for line in lines if line["level"] == "ERROR"]
     functions = {line["function_name"] for line in lines if line.get("trace_id") == "trace-T-10th"}
-    assert {"ingest", "counter", "aggregator"} <= functions
-    # The milestone is seen on the change of the article's counter item (old 9, new 10) and logged,
-    # published and recorded under that stream record's trace id: the counter item's trace_id
-    # (the write that crossed it), else the record's eventID.
+    # every hop, the milestone one included: the counter item's stream record carries the trace id
+    # of the write that crossed the milestone (the counter stamps it on the item)
+    assert {"ingest", "counter", "aggregator", "milestones"} <= functions
     [crossed] = [line for line in lines if line["message"] == "milestone crossed"]
     assert (crossed["url"], crossed["milestone"], crossed["views"]) == ("myblog.com/article1", 10, 10)
-    assert {line["trace_id"] for line in lines if line["function_name"] == "milestones"} == {crossed["trace_id"]}
+    assert crossed["trace_id"] == "trace-T-10th"
+    assert {line["trace_id"] for line in lines if line["function_name"] == "milestones"} == {"trace-T-10th"}
 
     stats = body(service.api("GET", "/stats"))
     today = last_days(1)[0]
@@ -299,6 +299,31 @@ def test_a_poison_message_fails_alone_and_the_rest_of_the_batch_counts(service):
 
     assert {f["itemIdentifier"] for f in response["batchItemFailures"]} == poison and len(poison) == 2
     assert service.counter.get(article_key("myblog.com/article1")) == 4
+
+
+def test_the_counter_counts_a_whole_batch_in_two_transactions(service):
+    from handlers import clients
+
+    for i in range(60):  # 60 views x (article total + day bucket) = 120 markers, 3 articles, 1 day
+        service.post(view(url=f"myblog.com/a{i % 3}", client=f"c{i}"))
+    records = sqs_records(service.sqs, service.queue)
+    sent: list[int] = []
+
+    def count(params: dict[str, Any], **_: Any) -> None:
+        sent.append(len(params["TransactItems"]))
+
+    events = clients.counter().client.meta.events
+    events.register("before-parameter-build.dynamodb.TransactWriteItems", count)
+    try:
+        response = counter.handler({"Records": records}, lambda_context("counter"))
+    finally:
+        events.unregister("before-parameter-build.dynamodb.TransactWriteItems", count)
+
+    assert response == {"batchItemFailures": []}
+    # one update per counter item per transaction: 6 items, plus one more for a group split
+    # where the first transaction is full
+    assert len(sent) == 2 and 120 + 6 <= sum(sent) <= 120 + 7
+    assert sum(service.counter.get(article_key(f"myblog.com/a{i}")) for i in range(3)) == 60
 
 
 def test_a_redelivered_message_is_counted_once(service):

@@ -1,0 +1,602 @@
+"""lambda_kit.counters against moto's server on loopback (a real HTTP endpoint), through the public API."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import random
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter as Tally
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta, timezone
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lambda_kit.counters import (
+    COUNTER_SK,
+    MARKER_PREFIX,
+    Backoff,
+    Counter,
+    CounterError,
+    Increment,
+    IncrementResult,
+    InvalidKeyError,
+    bucket_keys,
+    day_key,
+    hour_key,
+    key_of,
+    month_key,
+)
+from lambda_kit.trace import _record
+
+_hook_ids = itertools.count()
+
+
+def no_wait(sleeps: list[float] | None = None) -> Backoff:
+    """A backoff that records its waits instead of sleeping."""
+    return Backoff(attempts=4, sleep=(sleeps.append if sleeps is not None else lambda _s: None))
+
+
+@contextmanager
+def hook(client, event: str, handler) -> Iterator[None]:
+    unique_id = f"test-counters-{next(_hook_ids)}"
+    client.meta.events.register(event, handler, unique_id=unique_id)
+    try:
+        yield
+    finally:
+        client.meta.events.unregister(event, unique_id=unique_id)
+
+
+@contextmanager
+def requests_sent(client, operation: str) -> Iterator[list[dict]]:
+    """The HTTP requests ``client`` sends for ``operation`` (botocore retries included), as JSON bodies."""
+    sent: list[dict] = []
+
+    def on_send(request, **_kwargs):
+        sent.append(json.loads(request.body))
+
+    with hook(client, f"before-send.dynamodb.{operation}", on_send):
+        yield sent
+
+
+def fake_error(code: str, status: int = 400, **extra):
+    """What a ``before-call`` hook returns to make botocore raise ``code`` without sending a request."""
+    from botocore.awsrequest import AWSResponse
+
+    return AWSResponse("http://fake", status, {}, None), {
+        "Error": {"Code": code, "Message": f"injected {code}"},
+        "ResponseMetadata": {"HTTPStatusCode": status},
+        **extra,
+    }
+
+
+def fail_first(n: int, make_error):
+    """A ``before-call`` handler that answers the first ``n`` calls with ``make_error(params)``."""
+    calls = itertools.count()
+
+    def handler(params, **_kwargs):
+        if next(calls) < n:
+            return make_error(params)
+        return None
+
+    return handler
+
+
+def item(dynamodb, table: str, pk: str, sk: str) -> dict | None:
+    return dynamodb.get_item(
+        TableName=table, Key={"PK": {"S": pk}, "SK": {"S": sk}}, ConsistentRead=True
+    ).get("Item")
+
+
+def sort_keys(dynamodb, table: str, pk: str) -> list[str]:
+    pages = dynamodb.get_paginator("query").paginate(
+        TableName=table,
+        KeyConditionExpression="PK = :pk",
+        ExpressionAttributeValues={":pk": {"S": pk}},
+    )
+    return [i["SK"]["S"] for page in pages for i in page["Items"]]
+
+
+@pytest.fixture
+def counter(counter_table, dynamodb) -> Counter:
+    return Counter(counter_table, client=dynamodb, backoff=no_wait())
+
+
+# -- exactly once ----------------------------------------------------------------------------------
+
+
+def test_an_event_counts_once_and_unknown_keys_read_zero(counter):
+    assert counter.get("URL#never") == 0
+    assert counter.increment("URL#myblog.com/a1", "e1") is True
+    assert counter.increment("URL#myblog.com/a1", "e1") is False
+    assert counter.increment("URL#myblog.com/a1", "e2", amount=5) is True
+    assert counter.increment("URL#myblog.com/a1", "e2", amount=5) is False
+    assert counter.get("URL#myblog.com/a1") == 6
+    # the same event id counts once per key
+    assert counter.increment("URL#myblog.com/a2", "e1") is True
+    assert counter.get_many(["URL#myblog.com/a1", "URL#myblog.com/a2", "URL#never"]) == {
+        "URL#myblog.com/a1": 6,
+        "URL#myblog.com/a2": 1,
+        "URL#never": 0,
+    }
+
+
+def test_duplicates_inside_one_batch_and_across_batches(counter):
+    first = counter.increment_many([("k1", "a"), ("k1", "b", 2), ("k1", "a"), ("k2", "a"), ("k1", "a")])
+    assert first == IncrementResult(
+        counted=[("k1", "a"), ("k1", "b"), ("k2", "a")],
+        duplicates=[("k1", "a"), ("k1", "a")],
+    )
+    second = counter.increment_many([("k1", "c"), ("k1", "b", 2), ("k2", "a"), ("k2", "b"), ("k2", "b")])
+    assert second.counted == [("k1", "c"), ("k2", "b")]
+    assert second.duplicates == [("k1", "b"), ("k2", "a"), ("k2", "b")]
+    assert counter.get_many(["k1", "k2"]) == {"k1": 4, "k2": 2}
+
+
+def test_a_batch_is_coalesced_into_few_transactions(counter, dynamodb):
+    events = [(f"URL#a{i % 5}", f"e{i}") for i in range(150)]
+    with requests_sent(dynamodb, "TransactWriteItems") as sent:
+        result = counter.increment_many(events)
+    assert len(result.counted) == 150 and not result.duplicates
+    # 150 markers + one update per key per transaction (one key split in two): 2 requests, not 150
+    assert len(sent) == math.ceil((150 + 5 + 1) / 100) == 2
+    for body in sent:
+        actions = body["TransactItems"]
+        assert len(actions) <= 100
+        touched = [
+            (i["PK"]["S"], i["SK"]["S"])
+            for i in (a["Put"]["Item"] if "Put" in a else a["Update"]["Key"] for a in actions)
+        ]
+        assert len(set(touched)) == len(touched), "two actions on one item"
+    assert counter.get_many([f"URL#a{i}" for i in range(5)]) == {f"URL#a{i}": 30 for i in range(5)}
+
+
+def test_one_counter_update_per_key_carries_the_summed_amount(counter, dynamodb):
+    with requests_sent(dynamodb, "TransactWriteItems") as sent:
+        counter.increment_many([("hot", f"e{i}", 3) for i in range(99)])
+    (body,) = sent
+    updates = [a["Update"] for a in body["TransactItems"] if "Update" in a]
+    assert len(updates) == 1 and updates[0]["ExpressionAttributeValues"][":amount"] == {"N": "297"}
+    assert counter.get("hot") == 297
+
+
+def test_duplicates_cost_one_resend_not_one_request_each(counter, dynamodb):
+    counter.increment_many([("k", f"e{i}") for i in range(0, 100, 5)])  # 20 counted before
+    with requests_sent(dynamodb, "TransactWriteItems") as sent:
+        result = counter.increment_many([("k", f"e{i}") for i in range(90)])
+    assert len(result.duplicates) == 18 and len(result.counted) == 72
+    assert len(sent) == 2  # cancelled once (all 18 duplicates reported at once), then the rest
+    assert counter.get("k") == 20 + 72
+
+
+def test_eight_threads_racing_the_same_events_count_exactly(counter_table, dynamodb):
+    events = [(f"URL#race{i % 3}", f"e{i}") for i in range(30)]
+    results: list[IncrementResult] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(8)
+
+    def worker(seed: int) -> None:
+        mine = events[:]
+        random.Random(seed).shuffle(mine)
+        counter = Counter(counter_table, client=dynamodb, backoff=no_wait())
+        try:
+            start.wait()
+            for at in range(0, len(mine), 10):
+                results.append(counter.increment_many(mine[at : at + 10]))
+        except BaseException as error:  # reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    counted = Tally(ref for result in results for ref in result.counted)
+    assert counted == Tally(events), "every event counted by exactly one thread"
+    assert sum(len(r.duplicates) for r in results) == 7 * len(events)
+    reader = Counter(counter_table, client=dynamodb)
+    assert reader.get_many([f"URL#race{i}" for i in range(3)], consistent=True) == {
+        f"URL#race{i}": 10 for i in range(3)
+    }
+
+
+def test_a_failure_after_commit_then_the_record_retried_is_exact(counter, dynamodb):
+    """The transaction commits, the caller fails before returning, the event source retries."""
+    crashes = itertools.count()
+
+    def crash_once(**_kwargs):
+        if next(crashes) == 0:
+            raise RuntimeError("Lambda killed after the write")
+
+    batch = [("URL#a", "e1"), ("URL#a", "e2"), ("URL#b", "e1")]
+    with hook(dynamodb, "after-call.dynamodb.TransactWriteItems", crash_once):
+        with pytest.raises(RuntimeError):
+            counter.increment_many(batch)
+        retried = counter.increment_many(batch)
+    assert retried.counted == [] and retried.duplicates == batch
+    assert counter.get_many(["URL#a", "URL#b"]) == {"URL#a": 2, "URL#b": 1}
+
+
+def test_a_lost_response_is_retried_inside_the_call_and_stays_exact(counter_table, dynamodb):
+    from botocore.exceptions import ConnectionClosedError
+
+    sleeps: list[float] = []
+    counter = Counter(counter_table, client=dynamodb, backoff=no_wait(sleeps))
+    responses = itertools.count()
+
+    def lose_first_response(**_kwargs):
+        if next(responses) == 0:
+            raise ConnectionClosedError(endpoint_url="http://moto")
+
+    with hook(dynamodb, "after-call.dynamodb.TransactWriteItems", lose_first_response):
+        with requests_sent(dynamodb, "TransactWriteItems") as sent:
+            result = counter.increment_many([("k", "e1"), ("k", "e2")])
+    assert len(sleeps) == 1
+    # the resend carries the same ClientRequestToken: real DynamoDB answers it as a success
+    assert sent[0]["ClientRequestToken"] == sent[1]["ClientRequestToken"]
+    assert len(result.counted) + len(result.duplicates) == 2  # moto ignores the token: reported as duplicates
+    assert counter.get("k") == 2
+
+
+@pytest.mark.parametrize(
+    "make_error",
+    [
+        lambda params: fake_error("ThrottlingException"),
+        lambda params: fake_error("ProvisionedThroughputExceededException"),
+        lambda params: fake_error("InternalServerError", status=500),
+        lambda params: fake_error(
+            "TransactionCanceledException",
+            CancellationReasons=[{"Code": "TransactionConflict"}]
+            * len(json.loads(params["body"])["TransactItems"]),
+        ),
+    ],
+    ids=["throttling", "throughput", "5xx", "transaction-conflict"],
+)
+def test_transient_errors_are_retried_with_backoff(counter_table, dynamodb, make_error):
+    sleeps: list[float] = []
+    counter = Counter(counter_table, client=dynamodb, backoff=Backoff(attempts=5, sleep=sleeps.append))
+    with hook(dynamodb, "before-call.dynamodb.TransactWriteItems", fail_first(3, make_error)):
+        result = counter.increment_many([("k", "e1"), ("k", "e2", 2), ("j", "e1")])
+    assert len(result.counted) == 3
+    assert len(sleeps) == 3 and all(0 <= s <= min(2.0, 0.05 * 2**n) for n, s in enumerate(sleeps))
+    assert counter.get_many(["k", "j"]) == {"k": 3, "j": 1}
+
+
+def test_http_5xx_on_the_default_client_is_retried(counter_table, aws_endpoint):
+    """The lazily created client (found through AWS_ENDPOINT_URL) leaves retrying to the Backoff."""
+    from botocore.awsrequest import AWSResponse
+
+    class Body:
+        def stream(self, **_kwargs):
+            yield b'{"__type": "com.amazonaws.dynamodb.v20120810#InternalServerError", "message": "boom"}'
+
+    counter = Counter(counter_table, backoff=no_wait())
+    sends = itertools.count()
+
+    def fail_twice(**_kwargs):
+        if next(sends) < 2:
+            return AWSResponse("http://fake", 500, {}, Body())
+        return None
+
+    with hook(counter.client, "before-send.dynamodb.TransactWriteItems", fail_twice):
+        assert counter.increment("k", "e1") is True
+    assert next(sends) == 3
+    assert counter.get("k") == 1
+
+
+def test_transient_errors_propagate_after_the_last_try(counter_table, dynamodb):
+    sleeps: list[float] = []
+    counter = Counter(counter_table, client=dynamodb, backoff=Backoff(attempts=3, sleep=sleeps.append))
+    with hook(
+        dynamodb,
+        "before-call.dynamodb.TransactWriteItems",
+        fail_first(99, lambda p: fake_error("ThrottlingException")),
+    ):
+        with pytest.raises(dynamodb.exceptions.ClientError, match="ThrottlingException"):
+            counter.increment_many([("k", "e1"), ("k", "e2")])
+    assert len(sleeps) == 2
+    assert counter.get("k") == 0
+    assert counter.increment_many([("k", "e1"), ("k", "e2")]).counted == [("k", "e1"), ("k", "e2")]
+
+
+# -- markers ---------------------------------------------------------------------------------------
+
+
+def test_markers_carry_ttl_trace_id_and_the_counter_key(counter_table, dynamodb):
+    counter = Counter(counter_table, client=dynamodb, marker_ttl=timedelta(hours=2))
+    token = _record.set(SimpleNamespace(trace_id="trace-123", id="m1"))
+    try:
+        counter.increment("URL#myblog.com/article1", "evt-1", amount=3)
+    finally:
+        _record.reset(token)
+    counter.increment("URL#myblog.com/article1", "evt-2")
+
+    marker = item(dynamodb, counter_table, "URL#myblog.com/article1", f"{MARKER_PREFIX}evt-1")
+    assert marker is not None
+    assert abs(int(marker["ttl"]["N"]) - (time.time() + 2 * 3600)) < 60
+    assert marker["trace_id"] == {"S": "trace-123"}
+    assert marker["amount"] == {"N": "3"}
+    assert marker["SK"]["S"].startswith(MARKER_PREFIX) and marker["PK"]["S"] == "URL#myblog.com/article1"
+    untraced = item(dynamodb, counter_table, "URL#myblog.com/article1", f"{MARKER_PREFIX}evt-2")
+    assert "trace_id" not in untraced
+    counted = item(dynamodb, counter_table, "URL#myblog.com/article1", COUNTER_SK)
+    assert counted["count"] == {"N": "4"}
+    assert sorted(sort_keys(dynamodb, counter_table, "URL#myblog.com/article1")) == [
+        "COUNT",
+        "EVENT#evt-1",
+        "EVENT#evt-2",
+    ]
+
+
+def test_markers_carry_the_trace_id_of_the_sqs_record_being_processed(counter_table, dynamodb):
+    from lambda_kit import current_record, sqs_handler
+    from lambda_kit.testing import lambda_context, sqs_event
+
+    counter = Counter(counter_table, client=dynamodb)
+
+    @sqs_handler(log_event=False, log_result=False)
+    def count_view(view, context):
+        counter.increment(view["key"], current_record().id)
+
+    event = sqs_event({"key": "URL#a"}, {"key": "URL#a"}, trace_id=["trace-1", "trace-2"])
+    assert count_view(event, lambda_context()) == {"batchItemFailures": []}
+    markers = [
+        item(dynamodb, counter_table, "URL#a", MARKER_PREFIX + r["messageId"]) for r in event["Records"]
+    ]
+    assert [m["trace_id"]["S"] for m in markers] == ["trace-1", "trace-2"]
+
+
+def test_a_batch_counted_at_commit_carries_each_records_trace_id(counter_table, dynamodb):
+    from lambda_kit import sqs_handler
+    from lambda_kit.testing import lambda_context, sqs_event
+
+    counter = Counter(counter_table, client=dynamodb)
+    with requests_sent(dynamodb, "TransactWriteItems") as sent:
+
+        def count_batch(done) -> None:
+            counter.increment_many(
+                Increment(view["key"], record.id, trace_id=record.trace_id) for record, view in done
+            )
+
+        @sqs_handler(log_event=False, log_result=False, commit=count_batch)
+        def accept_view(view, context):
+            return view
+
+        event = sqs_event(*[{"key": f"URL#a{i % 2}"} for i in range(6)], trace_id=[f"t{i}" for i in range(6)])
+        assert accept_view(event, lambda_context()) == {"batchItemFailures": []}
+    assert len(sent) == 1
+    for i, record in enumerate(event["Records"]):
+        marker = item(dynamodb, counter_table, f"URL#a{i % 2}", MARKER_PREFIX + record["messageId"])
+        assert marker["trace_id"] == {"S": f"t{i}"}
+    assert counter.get_many(["URL#a0", "URL#a1"]) == {"URL#a0": 3, "URL#a1": 3}
+
+
+def test_the_default_marker_ttl_is_seven_days(counter):
+    counter.increment("k", "e1")
+    marker = item(counter.client, counter.table, "k", f"{MARKER_PREFIX}e1")
+    assert abs(int(marker["ttl"]["N"]) - (time.time() + 7 * 86400)) < 60
+
+
+# -- shards ----------------------------------------------------------------------------------------
+
+
+def test_shards_spread_a_counter_and_sum_on_read(counter_table, dynamodb):
+    counter = Counter(counter_table, client=dynamodb, shards=4, backoff=no_wait())
+    events = [("URL#hot", f"e{i}") for i in range(40)] + [("URL#cold", "e1")]
+    assert len(counter.increment_many(events).counted) == 41
+    # a retried event hits the same shard's marker and counts nothing
+    assert counter.increment_many(events[:10]).duplicates == events[:10]
+    # each shard is its own partition key (so a hot key's writes spread over partitions),
+    # and its markers live under it
+    items = dynamodb.scan(TableName=counter_table)["Items"]
+    counter_pks = {i["PK"]["S"] for i in items if i["SK"]["S"] == "COUNT" and i["PK"]["S"].startswith("URL#hot")}
+    assert len(counter_pks) > 1 and counter_pks <= {"URL#hot", "URL#hot#SHARD#1", "URL#hot#SHARD#2", "URL#hot#SHARD#3"}
+    marker_pks = {i["PK"]["S"] for i in items if i["SK"]["S"].startswith(MARKER_PREFIX) and "hot" in i["PK"]["S"]}
+    assert marker_pks == counter_pks
+    assert {key_of(pk) for pk in marker_pks} == {"URL#hot"}
+    with requests_sent(dynamodb, "BatchGetItem") as sent:
+        assert counter.get_many(["URL#hot", "URL#cold", "URL#none"]) == {
+            "URL#hot": 40,
+            "URL#cold": 1,
+            "URL#none": 0,
+        }
+    assert len(sent) == 1 and len(sent[0]["RequestItems"][counter_table]["Keys"]) == 12
+
+
+def test_counter_item_carries_the_trace_id_of_its_last_change(counter_table, dynamodb):
+    counter = Counter(counter_table, client=dynamodb)
+    counter.increment_many([Increment("URL#a", "e1", 1, "T-1"), Increment("URL#a", "e2", 1, "T-2")])
+    item = dynamodb.get_item(TableName=counter_table, Key={"PK": {"S": "URL#a"}, "SK": {"S": "COUNT"}})["Item"]
+    assert item["count"]["N"] == "2" and item["trace_id"]["S"] == "T-2"
+
+
+def test_raising_shards_later_keeps_the_count(counter_table, dynamodb):
+    Counter(counter_table, client=dynamodb).increment_many([("k", f"e{i}") for i in range(5)])
+    sharded = Counter(counter_table, client=dynamodb, shards=8)
+    sharded.increment_many([("k", f"f{i}") for i in range(5)])
+    assert sharded.get("k") == 10
+
+
+# -- reads -----------------------------------------------------------------------------------------
+
+
+def test_get_many_reads_more_keys_than_one_batch_get_takes(counter, dynamodb):
+    keys = [f"URL#myblog.com/article{i}" for i in range(150)]
+    counted = {key: i for i, key in enumerate(keys) if i % 10 == 3}  # 101st and last keys among them
+    counter.increment_many([(key, "e1", amount) for key, amount in counted.items()])
+    with requests_sent(dynamodb, "BatchGetItem") as sent:
+        counts = counter.get_many(keys)
+    assert counts == {key: counted.get(key, 0) for key in keys}
+    assert list(counts) == keys
+    assert [len(body["RequestItems"][counter.table]["Keys"]) for body in sent] == [100, 50]
+
+
+def test_get_many_asks_again_for_unprocessed_keys(counter, dynamodb):
+    keys = [f"k{i}" for i in range(10)]
+    counter.increment_many([(key, "e1", 2) for key in keys])
+    throttled = itertools.count()
+
+    def leave_half_unprocessed(parsed, **_kwargs):
+        if next(throttled) == 0:
+            items = parsed["Responses"][counter.table]
+            kept, left = items[:5], items[5:]
+            parsed["Responses"][counter.table] = kept
+            parsed["UnprocessedKeys"] = {
+                counter.table: {"Keys": [{"PK": i["PK"], "SK": {"S": COUNTER_SK}} for i in left]}
+            }
+
+    sleeps: list[float] = []
+    counter.backoff = no_wait(sleeps)
+    with hook(dynamodb, "after-call.dynamodb.BatchGetItem", leave_half_unprocessed):
+        with requests_sent(dynamodb, "BatchGetItem") as sent:
+            assert counter.get_many(keys) == dict.fromkeys(keys, 2)
+    assert len(sent) == 2 and len(sleeps) == 1
+
+
+# -- buckets ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "ts",
+    [
+        datetime(2022, 3, 28, 13, 5, tzinfo=UTC),
+        datetime(2022, 3, 28, 13, 5),  # naive means UTC
+        datetime(2022, 3, 28, 15, 5, tzinfo=timezone(timedelta(hours=2))),
+        "2022-03-28T13:05:00Z",
+        "2022-03-28T08:05:00-05:00",
+        "2022-03-28T13:05:00.123456",
+        1648472700,
+        1648472700.5,
+    ],
+)
+def test_buckets_are_utc_strings(ts):
+    assert day_key(ts) == "DAY#2022-03-28"
+    assert hour_key(ts) == "HOUR#2022-03-28T13"
+    assert month_key(ts) == "MONTH#2022-03"
+    assert bucket_keys("URL#myblog.com/article1", ts, ("DAY", "HOUR", "MONTH")) == [
+        "URL#myblog.com/article1#DAY#2022-03-28",
+        "URL#myblog.com/article1#HOUR#2022-03-28T13",
+        "URL#myblog.com/article1#MONTH#2022-03",
+    ]
+
+
+def test_bucket_timestamps_that_are_not_times_are_refused():
+    with pytest.raises(ValueError, match="'yesterday'"):
+        day_key("yesterday")
+    with pytest.raises(ValueError, match="milliseconds"):
+        day_key(1648472700000000)
+    with pytest.raises(TypeError, match="None"):
+        day_key(None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="WEEK"):
+        bucket_keys("k", 0, ("WEEK",))  # type: ignore[arg-type]
+
+
+def test_one_event_increments_its_buckets_in_one_transaction(counter, dynamodb):
+    article = "URL#myblog.com/article1"
+    views = [("v1", "2022-03-28T23:59:00Z"), ("v2", "2022-03-29T00:01:00Z"), ("v3", "2022-03-29T10:00:00Z")]
+    with requests_sent(dynamodb, "TransactWriteItems") as sent:
+        counter.increment_many(
+            (key, view)
+            for view, at in views
+            for key in [article, *bucket_keys(article, at, ("DAY", "MONTH"))]
+        )
+    assert len(sent) == 1
+    assert counter.get_many(
+        [article, f"{article}#DAY#2022-03-28", f"{article}#DAY#2022-03-29", f"{article}#MONTH#2022-03"]
+    ) == {
+        article: 3,
+        f"{article}#DAY#2022-03-28": 1,
+        f"{article}#DAY#2022-03-29": 2,
+        f"{article}#MONTH#2022-03": 3,
+    }
+
+
+# -- validation and configuration ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("event", "named"),
+    [
+        ((42, "e1"), "42"),
+        (("", "e1"), "''"),
+        (("URL#x", 7), "'URL#x'"),
+        (("URL#x", ""), "'URL#x'"),
+        (("URL#x", "e1", "1"), "'URL#x'"),
+        (("URL#x", "e1", True), "'URL#x'"),
+        (("URL#x", "e" * 1100), "'URL#x'"),
+        (("x" * 3000, "e1"), "'xxxx"),
+        (("URL#x",), "('URL#x',)"),
+        (("URL#x", "e1", 1, 5), "'URL#x'"),
+    ],
+)
+def test_invalid_increments_name_the_offending_key_before_any_request(counter, dynamodb, event, named):
+    with requests_sent(dynamodb, "TransactWriteItems") as sent:
+        with pytest.raises(InvalidKeyError) as raised:
+            counter.increment_many([("URL#ok", "e1"), event])
+    assert named in str(raised.value) and "\n" not in str(raised.value)
+    assert sent == [] and counter.get("URL#ok") == 0
+
+
+def test_a_missing_table_is_one_clear_error(dynamodb, aws_endpoint):
+    counter = Counter("NoSuchTable", client=dynamodb)
+    with pytest.raises(CounterError, match="'NoSuchTable' not found"):
+        counter.increment("k", "e1")
+    with pytest.raises(CounterError, match="'NoSuchTable' not found"):
+        counter.get("k")
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"shards": 0}, {"shards": 1.5}, {"marker_ttl": timedelta(0)}, {"marker_ttl": 3600}]
+)
+def test_bad_configuration_is_refused(kwargs):
+    with pytest.raises(CounterError):
+        Counter("ViewStats", **kwargs)
+
+
+def test_importing_counters_does_not_import_boto3():
+    code = (
+        "import sys, lambda_kit.counters\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('boto3', 'botocore'))\n"
+        "assert not loaded, loaded"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# -- property: any sequence of batches counts like a set -------------------------------------------
+
+_runs = itertools.count()
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    batches=st.lists(
+        st.lists(st.tuples(st.sampled_from("abc"), st.sampled_from("uvwxyz"), st.integers(1, 3)), max_size=8),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_any_batches_count_each_event_once(counter, batches):
+    prefix = f"run{next(_runs)}#"
+    seen: dict[tuple[str, str], int] = {}
+    for batch in batches:
+        result = counter.increment_many([(prefix + key, event, amount) for key, event, amount in batch])
+        expected_counted = []
+        for key, event, amount in batch:
+            if (key, event) not in seen:
+                seen[(key, event)] = amount
+                expected_counted.append((prefix + key, event))
+        assert result.counted == expected_counted
+        assert len(result.counted) + len(result.duplicates) == len(batch)
+    totals = Tally()
+    for (key, _event), amount in seen.items():
+        totals[prefix + key] += amount
+    assert counter.get_many([prefix + k for k in "abc"]) == {prefix + k: totals[prefix + k] for k in "abc"}
