@@ -203,7 +203,7 @@ def _clean_dict(value: dict[Any, Any], depth: int) -> dict[Any, Any]:
     secret_of = _secret_cache.get
     for index, (key, item) in enumerate(value.items()):
         if type(key) is str:
-            if item is not None and (secret_of(key) or (key not in _secret_cache and is_secret_key(key))):
+            if item is not None and ((secret := secret_of(key)) or (secret is None and is_secret_key(key))):
                 new = MASK
             else:
                 # Inline fast path for the common values (same result as ``clean``), no call.
@@ -295,12 +295,15 @@ def _fit(line: dict[str, Any]) -> str:
     return _dumps(kept)
 
 
+_FAST_LINE_CHARS = MAX_LINE_CHARS // 4  # below this a line can never need cutting
+
+
 def encode(line: dict[str, Any]) -> str:
     try:
         text = _dumps(line)
     except Exception:
         text = _dumps(_sanitize(line))
-    if len(text) > MAX_LINE_CHARS // 4 and _utf8_size(text) > MAX_LINE_CHARS:
+    if len(text) > _FAST_LINE_CHARS and _utf8_size(text) > MAX_LINE_CHARS:
         text = _fit(_sanitize(line))
     return text + "\n"
 
@@ -329,10 +332,22 @@ def emit(
     fields: dict[str, Any] | None = None,
     now: float | None = None,
 ) -> None:
-    """Write one line. ``fields`` must already be cleaned (``clean``) by the caller."""
+    """Write one line. ``fields`` must already be cleaned (``clean``) by the caller.
+
+    The hot path (two lines per record): the common cases of ``_timestamp``, ``encode`` and the
+    sink are inlined here, each falling back to the full function, so a line costs few calls.
+    """
     function_name, request_id = _invocation.get()
+    if now is None:
+        now = time.time()
+    second = int(now)
+    millis = int((now - second) * 1000)
+    if second == _ts_cache[0] and 0 <= millis < 1000:
+        timestamp = _ts_cache[1] + _MILLIS[millis]
+    else:
+        timestamp = _timestamp(now)
     line: dict[str, Any] = {
-        "timestamp": _timestamp(time.time() if now is None else now),
+        "timestamp": timestamp,
         "level": level,
         "message": message,
         "function_name": function_name,
@@ -342,7 +357,20 @@ def emit(
         line["trace_id"] = trace_id
     if fields:
         line.update(fields)
-    _sink(encode(line))
+    try:
+        text = codec.dumps(line)
+    except Exception:
+        text = None
+    # An ASCII line well under the limit is what ``encode`` returns as is (no line break to
+    # escape, nothing to cut); anything else takes the full path.
+    if text is not None and len(text) <= _FAST_LINE_CHARS and text.isascii():
+        text += "\n"
+    else:
+        text = encode(line)
+    if _sink is _stdout_write:
+        sys.stdout.write(text)
+    else:
+        _sink(text)
 
 
 def error_fields(exc: BaseException) -> dict[str, Any]:
@@ -378,20 +406,28 @@ class JsonLogHandler(logging.Handler):
                 if key not in _STANDARD_ATTRS:
                     if type(key) is not str:
                         key = _key_text(key)
-                    if key in _BASE and (key != "trace_id" or current is not None):
+                    if key == "logger" or (key in _BASE and (key != "trace_id" or current is not None)):
                         key = f"extra_{key}"  # extra fields never replace the line's own keys
                     fields[key] = MASK if is_secret_key(key) else clean(value)
             if record.exc_info and record.exc_info[1] is not None:
                 fields.update(error_fields(record.exc_info[1]))
             emit(
                 record.levelname,
-                clean(record.getMessage()),
+                _message_of(record),
                 current.trace_id if current is not None else None,
                 fields,
                 now=record.created,
             )
         except Exception:
             self.handleError(record)
+
+
+def _message_of(record: logging.LogRecord) -> str:
+    try:
+        return clean(record.getMessage())
+    except Exception:  # a message that cannot be formatted must not cost the line
+        text = clean(record.msg)
+        return text if type(text) is str else _text_of(text)
 
 
 _loggers: list[logging.Logger] = []

@@ -7,6 +7,7 @@ from typing import Any
 
 from .. import codec
 from ..record import Record
+from ..trace import is_valid_id
 from . import batch_item_failures, malformed, pick_trace_id, reason
 
 
@@ -54,7 +55,7 @@ class SqsSource:
         system = raw.get("attributes")
         if type(system) is dict:
             count = system.get("ApproximateReceiveCount")
-            if isinstance(count, str) and count.isdigit():
+            if count != "1" and isinstance(count, str) and count.isdigit():  # "1": first try, 0
                 attempt = max(int(count) - 1, 0)
         body = raw.get("body")
         payload: Any = body
@@ -66,7 +67,7 @@ class SqsSource:
                 doc = codec.loads(body)
             except Exception as exc:
                 doc, error = None, f"message body is not valid JSON ({reason(exc)})" if self.json else None
-            if _is_sns_envelope(doc):
+            if type(doc) is dict and "Type" in doc and _is_sns_envelope(doc):  # no call for plain bodies
                 if found is None:
                     found = _envelope_trace_id(doc)
                 payload = doc["Message"]
@@ -77,7 +78,10 @@ class SqsSource:
                         payload, error = None, f"SNS message in the body is not valid JSON ({reason(exc)})"
             elif self.json and error is None:
                 payload = doc
-        trace_id, rejected = pick_trace_id(found, message_id)
+        if type(found) is str and is_valid_id(found):  # the common case, without the general path
+            trace_id, rejected = found, None
+        else:
+            trace_id, rejected = pick_trace_id(found, message_id)
         return Record("sqs", message_id, trace_id, None if error else payload, raw, error, attempt, rejected)
 
     def response(self, failures: list[tuple[Record, BaseException]], skipped: list[Record]) -> dict[str, Any]:

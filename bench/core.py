@@ -1,0 +1,430 @@
+"""Core speed: µs per SQS record, lambda_kit vs Powertools vs a plain loop; cold start.
+
+Everything is measured side by side in one process: each round runs every variant once, in
+turn, and the median over rounds is reported, because this machine's two shared cores are
+noisy. Log output goes to /dev/null.
+
+    (a) lambda_kit ``sqs_handler`` with default logging (arrival + result line per record)
+    (b) Powertools ``BatchProcessor`` + ``process_partial_response`` + ``Logger`` with a
+        per-record correlation id, emitting the same two lines
+    (c) the floor: a plain loop that decodes the body with the same codec and writes the same
+        JSON lines (same keys and values) with one ``write`` each
+"""
+
+from __future__ import annotations
+
+import compileall
+import gc
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from pathlib import Path
+from time import perf_counter, process_time
+from typing import Any
+
+BODY = {"url": "myblog.com/article-17", "time": "2022-03-28T13:17:23+00:00", "clientId": "adidOIkenODSksi92LHd6"}
+SIZES = (10, 100, 1000)
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "9"))
+RECORDS_PER_RUN = int(os.environ.get("BENCH_RECORDS", "6000"))  # per variant, per round
+COLD_RUNS = int(os.environ.get("BENCH_COLD_RUNS", "11"))
+CODECS = ("ujson", "orjson")
+HEAVY = ("boto3", "botocore", "datadog", "aws_lambda_powertools", "orjson")
+ROOT = Path(__file__).resolve().parent.parent
+
+TARGET_POWERTOOLS_RATIO = 5.0  # (b)/(a) at least
+TARGET_FLOOR_RATIO = 2.5  # (a)/(c) at most
+TARGET_IMPORT_MS = 15.0  # import lambda_kit adds at most
+
+Target = tuple[str, bool, str]
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+@contextmanager
+def _stdout_to_devnull() -> Any:
+    devnull = open(os.devnull, "w")  # noqa: SIM115
+    saved = sys.stdout
+    sys.stdout = devnull
+    try:
+        yield devnull
+    finally:
+        sys.stdout = saved
+        devnull.close()
+
+
+def _use_codec(name: str) -> None:
+    from lambda_kit import codec
+
+    os.environ["LAMBDA_KIT_JSON"] = name
+    codec.reload()
+    if codec.name != name:
+        raise RuntimeError(f"bench: could not select the {name} codec (is it installed?)")
+
+
+def _time_per_record(run: Callable[[], Any], calls: int, records: int) -> float:
+    """CPU µs per record for ``calls`` invocations of a batch of ``records``.
+
+    CPU time of this process (user + system, so the writes count), not wall time: on two shared
+    cores wall time mostly measures the neighbours.
+    """
+    gc.collect()
+    started = process_time()
+    for _ in range(calls):
+        run()
+    return (process_time() - started) * 1e6 / (calls * records)
+
+
+def _table(title: str, header: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
+    print(f"\n{title}")
+    print("  " + "  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths, strict=True))))
+    print("  " + "  ".join("-" * w for w in widths))
+    for row in rows:
+        print("  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))))
+
+
+# --- the three variants -----------------------------------------------------------------------
+
+def _lambda_kit_handler() -> Callable[[Any, Any], Any]:
+    from lambda_kit import sqs_handler
+
+    @sqs_handler
+    def handler(message: Any, context: Any) -> Any:
+        return len(message["url"])
+
+    return handler
+
+
+def _powertools_handler(stream: Any) -> Callable[[Any, Any], Any]:
+    from aws_lambda_powertools import Logger
+    from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+
+    logger = Logger(service="bench", stream=stream)
+    processor = BatchProcessor(event_type=EventType.SQS)
+
+    def record_handler(record: Any) -> Any:
+        started = perf_counter()
+        attribute = record.message_attributes["trace_id"]
+        trace_id = attribute.string_value if attribute is not None else record.message_id
+        logger.set_correlation_id(trace_id)
+        logger.append_keys(trace_id=trace_id)
+        payload = record.json_body
+        logger.info("record received", extra={"source": "sqs", "record_id": record.message_id, "payload": payload})
+        result = len(payload["url"])
+        logger.info(
+            "record processed",
+            extra={
+                "source": "sqs",
+                "record_id": record.message_id,
+                "outcome": "ok",
+                "duration_ms": round((perf_counter() - started) * 1000, 3),
+                "result": result,
+            },
+        )
+        return result
+
+    @logger.inject_lambda_context
+    def handler(event: Any, context: Any) -> Any:
+        return process_partial_response(event, record_handler, processor, context)
+
+    return handler
+
+
+def _floor_handler() -> Callable[[Any, Any], Any]:
+    """The same lines, written by a plain loop: decode, build the dict, encode, one write."""
+    from lambda_kit import codec
+
+    ts_cache: list[Any] = [0, ""]
+    millis = tuple(f".{ms:03d}Z" for ms in range(1000))
+    clock = time.time
+
+    def stamp() -> str:  # as cheap as lambda_kit's: the date part cached per second
+        now = clock()
+        second = int(now)
+        if second != ts_cache[0]:
+            ts_cache[0] = second
+            ts_cache[1] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        return ts_cache[1] + millis[int((now - second) * 1000)]
+
+    def handler(event: Any, context: Any) -> Any:
+        loads, dumps = codec.loads, codec.dumps
+        write = sys.stdout.write
+        function_name, request_id = context.function_name, context.aws_request_id
+        failures: list[Any] = []
+        for raw in event["Records"]:
+            started = perf_counter()
+            message_id = raw["messageId"]
+            trace_id = raw["messageAttributes"]["trace_id"]["stringValue"]
+            payload = loads(raw["body"])
+            write(dumps({
+                "timestamp": stamp(), "level": "INFO", "message": "record received",
+                "function_name": function_name, "request_id": request_id, "trace_id": trace_id,
+                "source": "sqs", "record_id": message_id, "payload": payload,
+            }) + "\n")
+            result = len(payload["url"])
+            write(dumps({
+                "timestamp": stamp(), "level": "INFO", "message": "record processed",
+                "function_name": function_name, "request_id": request_id, "trace_id": trace_id,
+                "source": "sqs", "record_id": message_id, "outcome": "ok",
+                "duration_ms": round((perf_counter() - started) * 1000, 3), "result": result,
+            }) + "\n")
+        return {"batchItemFailures": failures}
+
+    return handler
+
+
+def _check_same_lines(events: dict[int, Any], context: Any) -> None:
+    """(a) and (c) must write the same keys with the same values (bar time-dependent ones)."""
+    import io
+
+    from lambda_kit import codec
+
+    event = events[SIZES[0]]
+    outputs = []
+    for handler in (_lambda_kit_handler(), _floor_handler()):
+        buffer = io.StringIO()
+        saved, sys.stdout = sys.stdout, buffer
+        try:
+            handler(event, context)
+        finally:
+            sys.stdout = saved
+        lines = [codec.loads(line) for line in buffer.getvalue().splitlines()]
+        for line in lines:
+            line.pop("timestamp")
+            line.pop("duration_ms", None)
+        outputs.append(lines)
+    if outputs[0] != outputs[1]:
+        raise RuntimeError(f"bench: the floor does not write lambda_kit's lines:\n{outputs[0][:2]}\n{outputs[1][:2]}")
+
+
+# --- per-record speed -------------------------------------------------------------------------
+
+def _speed() -> tuple[list[Target], dict[tuple[str, str | None, int], float]]:
+    from lambda_kit import codec
+    from lambda_kit.testing import lambda_context, sqs_event
+
+    context = lambda_context("view-counter")
+    events = {size: sqs_event(*[BODY] * size, trace_id=[f"trace-{size}-{i}" for i in range(size)]) for size in SIZES}
+    saved_choice = os.environ.get("LAMBDA_KIT_JSON")
+    default_codec = codec.name
+    for name in CODECS:
+        _use_codec(name)
+        _check_same_lines(events, context)
+
+    with _stdout_to_devnull() as devnull:
+        variants: list[tuple[str, str | None, Callable[[Any, Any], Any]]] = []
+        for name in CODECS:
+            variants.append(("a", name, _lambda_kit_handler()))
+        variants.append(("b", None, _powertools_handler(devnull)))
+        for name in CODECS:
+            variants.append(("c", name, _floor_handler()))
+
+        samples: dict[tuple[str, str | None, int], list[float]] = {}
+        for size in SIZES:
+            event = events[size]
+            calls = max(1, RECORDS_PER_RUN // size)
+            for _, codec_name, handler in variants:  # warm up
+                if codec_name:
+                    _use_codec(codec_name)
+                handler(event, context)
+            for round_ in range(ROUNDS):
+                order = variants if round_ % 2 == 0 else variants[::-1]
+                for kind, codec_name, handler in order:
+                    if codec_name:
+                        _use_codec(codec_name)
+                    micros = _time_per_record(lambda h=handler, e=event: h(e, context), calls, size)
+                    samples.setdefault((kind, codec_name, size), []).append(micros)
+
+    if saved_choice is None:
+        os.environ.pop("LAMBDA_KIT_JSON", None)
+    else:
+        os.environ["LAMBDA_KIT_JSON"] = saved_choice
+    codec.reload()
+
+    median = {key: statistics.median(values) for key, values in samples.items()}
+
+    def ratio(top: tuple[str, str | None], bottom: tuple[str, str | None], size: int) -> float:
+        """Median over rounds of the per-round ratio (paired: both ran in the same round)."""
+        return statistics.median(
+            t / b for t, b in zip(samples[(*top, size)], samples[(*bottom, size)], strict=True)
+        )
+    labels = {
+        ("a", "ujson"): "(a) lambda_kit sqs_handler, ujson",
+        ("a", "orjson"): "(a) lambda_kit sqs_handler, orjson",
+        ("b", None): "(b) Powertools BatchProcessor + Logger",
+        ("c", "ujson"): "(c) floor: plain loop, ujson",
+        ("c", "orjson"): "(c) floor: plain loop, orjson",
+    }
+    rows = [[label, *(f"{median[(*key, size)]:.2f}" for size in SIZES)] for key, label in labels.items()]
+    for name in CODECS:
+        rows.append([f"(b)/(a) {name}  (target >= {TARGET_POWERTOOLS_RATIO:g})",
+                     *(f"{ratio(('b', None), ('a', name), s):.1f}x" for s in SIZES)])
+    for name in CODECS:
+        rows.append([f"(a)/(c) {name}  (target <= {TARGET_FLOOR_RATIO:g})",
+                     *(f"{ratio(('a', name), ('c', name), s):.2f}x" for s in SIZES)])
+    for kind in ("a", "c"):
+        rows.append([f"({kind}) ujson/orjson (>1: orjson wins)",
+                     *(f"{ratio((kind, 'ujson'), (kind, 'orjson'), s):.2f}x" for s in SIZES)])
+    _table(
+        f"SQS batch, CPU µs per record (median of {ROUNDS} interleaved rounds, ~{RECORDS_PER_RUN} records "
+        f"per variant per round;\n  2 log lines per record to /dev/null; ratios: median of per-round ratios; "
+        f"lambda_kit's default codec: {default_codec})",
+        ["variant", *(f"batch {s}" for s in SIZES)],
+        rows,
+    )
+
+    targets: list[Target] = []
+    for name in CODECS:
+        worst_b = min(ratio(("b", None), ("a", name), s) for s in SIZES)
+        worst_c = max(ratio(("a", name), ("c", name), s) for s in SIZES)
+        mark = " (default)" if name == default_codec else ""
+        targets.append((f"(b)/(a) >= {TARGET_POWERTOOLS_RATIO:g}, {name}{mark}", worst_b >= TARGET_POWERTOOLS_RATIO,
+                        f"worst batch size: {worst_b:.1f}x"))
+        targets.append((f"(a)/(c) <= {TARGET_FLOOR_RATIO:g}, {name}{mark}", worst_c <= TARGET_FLOOR_RATIO,
+                        f"worst batch size: {worst_c:.2f}x"))
+    return targets, median
+
+
+def _codec_micro() -> None:
+    import orjson
+    import ujson
+
+    text = ujson.dumps(BODY)
+    data = text.encode()
+    line = {"timestamp": "2022-03-28T13:17:23.000Z", "level": "INFO", "message": "record received",
+            "function_name": "view-counter", "request_id": "0b7e2c7e-6a4b-4f0e-9d55-3b2c1b7d9a10",
+            "trace_id": "trace-1", "source": "sqs", "record_id": "9f1c8c56-7b1e-4bb0-8f4c-2a1f5c1e2d3a",
+            "payload": BODY}
+    u_dumps, o_dumps = ujson.dumps, orjson.dumps
+    cases = {
+        "decode body: ujson.loads(str)": lambda: ujson.loads(text),
+        "decode body: orjson.loads(str)": lambda: orjson.loads(text),
+        "decode body: orjson.loads(bytes)": lambda: orjson.loads(data),
+        "encode line: ujson.dumps -> str": lambda: u_dumps(line, ensure_ascii=False, reject_bytes=True),
+        "encode line: orjson.dumps().decode()": lambda: o_dumps(line).decode(),
+    }
+    n = 20_000
+    samples: dict[str, list[float]] = {}
+    for _ in range(ROUNDS):
+        for label, fn in cases.items():
+            started = process_time()
+            for _ in range(n):
+                fn()
+            samples.setdefault(label, []).append((process_time() - started) * 1e6 / n)
+    rows = [[label, f"{statistics.median(v):.3f}"] for label, v in samples.items()]
+    _table(f"Codec micro (CPU µs per call, median of {ROUNDS} rounds; includes a lambda call)", ["operation", "µs"], rows)
+
+
+# --- cold start -----------------------------------------------------------------------------
+
+_FIRST_CALL = (
+    "import sys\nfrom lambda_kit import sqs_handler\nfrom lambda_kit.testing import sqs_event\n"
+    "sqs_handler(lambda m, c: None)(sqs_event(" + repr(BODY) + ", trace_id='t'), None)"
+)
+# label -> (code, LAMBDA_KIT_JSON or None)
+COLD_VARIANTS: dict[str, tuple[str, str | None]] = {
+    "bare interpreter (pass)": ("pass", None),
+    "import lambda_kit": ("import lambda_kit", None),
+    "from lambda_kit import sqs_handler, get_logger": ("from lambda_kit import sqs_handler, get_logger", None),
+    "from aws_lambda_powertools import Logger": ("from aws_lambda_powertools import Logger", None),
+    "first SQS invocation (1 record), orjson": (_FIRST_CALL, "orjson"),
+    "first SQS invocation (1 record), ujson": (_FIRST_CALL, "ujson"),
+}
+BARE = "bare interpreter (pass)"
+
+
+def _compile_bytecode() -> None:
+    """Compile ahead (PYTHONDONTWRITEBYTECODE only stops writing; cached .pyc are still read)."""
+    import aws_lambda_powertools
+
+    for path in (ROOT / "lambda_kit", Path(aws_lambda_powertools.__file__).parent):
+        compileall.compile_dir(str(path), quiet=2, force=False)
+
+
+def _cold_start() -> tuple[list[Target], dict[str, float]]:
+    import resource
+
+    _compile_bytecode()
+    base_env = dict(os.environ)
+    base_env.pop("LAMBDA_KIT_JSON", None)
+
+    def spawn(code: str, codec_name: str | None) -> tuple[float, float]:
+        """(wall ms, CPU ms) of one fresh interpreter running ``code``."""
+        env = base_env if codec_name is None else {**base_env, "LAMBDA_KIT_JSON": codec_name}
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+        wall = (perf_counter() - started) * 1000
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
+        return wall, cpu
+
+    for code, codec_name in COLD_VARIANTS.values():  # warm the page cache
+        spawn(code, codec_name)
+    walls: dict[str, list[float]] = {label: [] for label in COLD_VARIANTS}
+    cpus: dict[str, list[float]] = {label: [] for label in COLD_VARIANTS}
+    for round_ in range(COLD_RUNS):
+        items = list(COLD_VARIANTS.items())
+        for label, (code, codec_name) in items if round_ % 2 == 0 else items[::-1]:
+            wall, cpu = spawn(code, codec_name)
+            walls[label].append(wall)
+            cpus[label].append(cpu)
+    wall = {label: statistics.median(v) for label, v in walls.items()}
+    cpu = {label: statistics.median(v) for label, v in cpus.items()}
+    rows = [
+        [label, f"{wall[label]:.1f}", "" if label == BARE else f"{wall[label] - wall[BARE]:+.1f}",
+         f"{cpu[label]:.1f}", "" if label == BARE else f"{cpu[label] - cpu[BARE]:+.1f}"]
+        for label in COLD_VARIANTS
+    ]
+
+    probe = (
+        "import sys\nfrom lambda_kit import sqs_handler, get_logger\n"
+        f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", probe], check=True, cwd=ROOT, env=base_env,
+                            capture_output=True, text=True).stdout.strip()
+    _table(f"Cold start, fresh processes (median of {COLD_RUNS}, interleaved; .pyc compiled ahead; "
+           "CPU = user + system of the child)",
+           ["python -c ...", "wall ms", "added", "CPU ms", "added"], rows)
+    print(f"  heavy modules in sys.modules after `from lambda_kit import sqs_handler, get_logger`: "
+          f"{loaded or 'none'} (checked: {', '.join(HEAVY)})")
+
+    added_cpu = cpu["import lambda_kit"] - cpu[BARE]
+    added_wall = wall["import lambda_kit"] - wall[BARE]
+    real = "from lambda_kit import sqs_handler, get_logger"
+    return [
+        (f"import lambda_kit adds <= {TARGET_IMPORT_MS:g} ms (CPU)", added_cpu <= TARGET_IMPORT_MS,
+         f"{added_cpu:+.1f} ms CPU, {added_wall:+.1f} ms wall; sqs_handler + get_logger: "
+         f"{cpu[real] - cpu[BARE]:+.1f} ms CPU, {wall[real] - wall[BARE]:+.1f} ms wall"),
+        ("no boto3/botocore/datadog/powertools/orjson at import", not loaded, loaded or "none loaded"),
+    ], cpu
+
+
+def _codec_verdict(per_record: dict[tuple[str, str | None, int], float], cold_cpu: dict[str, float]) -> None:
+    """Which codec wins: orjson per record against its import cost on a cold start."""
+    saved = statistics.median(per_record[("a", "ujson", s)] - per_record[("a", "orjson", s)] for s in SIZES)
+    extra_ms = cold_cpu["first SQS invocation (1 record), orjson"] - cold_cpu["first SQS invocation (1 record), ujson"]
+    print("\nCodec verdict")
+    print(f"  orjson saves {saved:.2f} µs CPU per record in (a) and costs {extra_ms:+.1f} ms CPU once, on a cold "
+          "start (its import)")
+    if saved > 0 and extra_ms > 0:
+        print(f"  break-even: ~{extra_ms * 1000 / saved:,.0f} records per container; orjson wins beyond that, "
+              "ujson below (LAMBDA_KIT_JSON=ujson)")
+    else:
+        print("  " + ("orjson wins outright" if saved > 0 else "ujson wins outright"))
+
+
+def run() -> list[Target]:
+    started = perf_counter()
+    print("== core: lambda_kit vs Powertools vs the floor ==")
+    targets, per_record = _speed()
+    _codec_micro()
+    cold_targets, cold_cpu = _cold_start()
+    targets += cold_targets
+    _codec_verdict(per_record, cold_cpu)
+    print(f"\n  (core section took {perf_counter() - started:.0f} s)")
+    return targets
