@@ -10,27 +10,19 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable
-from time import perf_counter
 from typing import Any, TypeVar
 
-from . import codec, log, metrics
-from .errors import HTTPError
-from .loop import Options, Outcome, record_loop, set_powertools_correlation, warn_rejected_trace_id
+from . import log, metrics
+from .loop import Options, Outcome, record_loop
 from .record import Record
-from .sources import api as api_source
 from .sources import event_records
-from .sources.dynamodb import DynamoDBSource
-from .sources.kinesis import KinesisSource
-from .sources.sns import SnsSource
-from .sources.sqs import SqsSource
-from .trace import _record
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXPECTED_EVENT = {"sqs": "an SQS", "sns": "an SNS", "stream": "a Kinesis or DynamoDB Streams"}
 
 
-def _invocation_of(context: Any) -> tuple[str | None, str | None]:
+def invocation_of(context: Any) -> tuple[str | None, str | None]:
     name = getattr(context, "function_name", None) or os.environ.get("AWS_LAMBDA_FUNCTION_NAME")
     return name, getattr(context, "aws_request_id", None)
 
@@ -43,7 +35,7 @@ def _run_batch(
     event: Any,
     context: Any,
 ) -> Any:
-    invocation = _invocation_of(context)
+    invocation = invocation_of(context)
     token = log._invocation.set(invocation)
     outcome = Outcome()
     adapter: Any = None
@@ -98,6 +90,8 @@ def sqs_handler(
     (or record ids), just those fail.
     """
     options = Options(json, log_event, log_result, logger, metrics, commit)
+    from .sources.sqs import SqsSource  # each decorator loads only its own adapter (cold start)
+
     source = SqsSource(json=json)
     return _batch_decorator("sqs", fn, options, lambda records: source, {"json": json, "commit": commit is not None})
 
@@ -114,6 +108,8 @@ def sns_handler(
 ) -> Any:
     """Call ``fn(message, context)`` once per SNS record; a failure is logged and re-raised."""
     options = Options(json, log_event, log_result, logger, metrics)
+    from .sources.sns import SnsSource
+
     source = SnsSource(json=json)
     return _batch_decorator("sns", fn, options, lambda records: source, {"json": json})
 
@@ -146,6 +142,9 @@ def stream_handler(
     if max_attempts < 1:
         raise ValueError("stream_handler: max_attempts must be at least 1")
     options = Options(json, log_event, log_result, logger, metrics, commit)
+    from .sources.dynamodb import DynamoDBSource
+    from .sources.kinesis import KinesisSource
+
     kinesis = KinesisSource(json=json, on_failure=on_failure, max_attempts=max_attempts, dead_letter=dead_letter)
     dynamodb = DynamoDBSource()
 
@@ -177,112 +176,16 @@ def api_handler(
     its text. Every response carries the trace id in ``trace_header``; bodies larger than
     ``max_body`` bytes answer 413.
     """
+    from .request_scope import run_request
+
     options = Options(True, log_event, log_result, logger, metrics)
 
     def decorate(function: F) -> F:
         @functools.wraps(function)
         def handler(event: Any, context: Any = None) -> Any:
-            return _run_api(function, options, trace_header, max_body, event, context)
+            return run_request(function, options, trace_header, max_body, event, context)
 
         handler.__lambda_kit__ = {"source": "api", "trace_header": trace_header}  # type: ignore[attr-defined]
         return handler  # type: ignore[return-value]
 
     return decorate if fn is None else decorate(fn)
-
-
-def _run_api(
-    fn: Callable[[Any, Any], Any],
-    options: Options,
-    trace_header: str,
-    max_body: int | None,
-    event: Any,
-    context: Any,
-) -> dict[str, Any]:
-    invocation = _invocation_of(context)
-    invocation_token = log._invocation.set(invocation)
-    started = perf_counter()
-    request = api_source.Request(event, trace_header)
-    trace_id, rejected = api_source.trace_of(request, trace_header)
-    request.trace_id = trace_id
-    record = Record("api", api_source.request_id(event, context), trace_id, request, event, None, 0, rejected)
-    token = _record.set(record)
-    failed = False
-    try:
-        if rejected is not None:
-            warn_rejected_trace_id(record)
-        if options.logger is not None:
-            set_powertools_correlation(options.logger, trace_id)
-        if options.log_event and log.enabled(20):
-            log.emit("INFO", "request received", trace_id, _request_fields(request, record))
-        try:
-            if max_body is not None and len(request.body.encode("utf-8", "surrogatepass")) > max_body:
-                raise HTTPError(413, f"request body is larger than {max_body} bytes")
-            response = api_source.shape_response(fn(request, context), trace_id, trace_header)
-        except HTTPError as exc:
-            status = exc.status if 400 <= exc.status <= 599 else 500
-            response = api_source.error_response(status, exc.message, trace_id, trace_header, exc.headers)
-            failed = status >= 500
-            level = "ERROR" if failed else "WARNING"
-            if log.enabled(log.LEVELS[level]):
-                log.emit(level, "request failed", trace_id, _result_fields(record, response, started, exc.message))
-            return response
-        except Exception as exc:
-            failed = True
-            response = api_source.error_response(500, "Internal Server Error", trace_id, trace_header)
-            fields = _result_fields(record, response, started, None)
-            fields.update(log.error_fields(exc))
-            log.emit("ERROR", "request failed", trace_id, fields)
-            return response
-        if options.log_result and log.enabled(20):
-            fields = _result_fields(record, response, started, None)
-            fields["result"] = log.clean(_body_for_log(response.get("body")))
-            log.emit("INFO", "request processed", trace_id, fields)
-        return response
-    finally:
-        _record.reset(token)
-        if metrics.enabled(options.metrics):
-            metrics.count(invocation[0], "api", 0 if failed else 1, 1 if failed else 0, 0)
-        log.flush()
-        log._invocation.reset(invocation_token)
-
-
-def _body_for_log(body: Any) -> Any:
-    """A JSON body decoded, so its secrets are masked like any payload's; else as it is."""
-    if isinstance(body, str) and body[:1] in ("{", "["):
-        try:
-            return codec.loads(body)
-        except Exception:
-            pass
-    return body
-
-
-def _request_fields(request: api_source.Request, record: Record) -> dict[str, Any]:
-    body: Any = request.body
-    if body[:1] in ("{", "["):
-        try:
-            body = request.json
-        except HTTPError:
-            body = _body_for_log(body)
-    return {
-        "source": "api",
-        "record_id": record.id,
-        "method": log.clean(request.method),
-        "path": log.clean(request.path),
-        "query": log.clean(request.query),
-        "headers": log.clean(request.headers),
-        "body": log.clean(body),
-    }
-
-
-def _result_fields(record: Record, response: dict[str, Any], started: float, error: str | None) -> dict[str, Any]:
-    status = response.get("statusCode")
-    fields: dict[str, Any] = {
-        "source": "api",
-        "record_id": record.id,
-        "status": status,
-        "outcome": "ok" if isinstance(status, int) and status < 400 else "client_error" if isinstance(status, int) and status < 500 else "server_error",
-        "duration_ms": round((perf_counter() - started) * 1000, 3),
-    }
-    if error is not None:
-        fields["error"] = log.clean(error)
-    return fields
