@@ -1,4 +1,38 @@
 """The local stack: the view-stats service (or any serverless.yml) on one machine.
 
-Depends on the rest of lambda_kit; nothing in the core depends on it.
+Depends on the rest of lambda_kit; nothing in the core depends on it. Modules:
+
+- ``config`` (serverless.yml: functions, events, resources; ``variables`` resolves ``${...}``),
+  ``resources`` (creates them on the endpoint; ``intrinsics`` resolves Ref / GetAtt / Sub),
+  ``endpoint`` (moto's server in-process), ``clients``;
+- ``runtime`` (a function in-process, its context, timeouts, invocation hooks);
+- event sources: ``sqs_source``, ``stream_source`` (Kinesis + DynamoDB Streams),
+  ``sns_source`` (SNS + async invocation), ``ttl`` (TTL emulation), ``filters``
+  (filterPatterns), ``destinations`` (failure records), ``poller`` (threads, timing, journal);
+- ``gateway`` (HTTP API v2 on 127.0.0.1), ``logfile`` (the JSON-lines log file);
+- ``stack`` (all of it together: ``LocalStack``), ``demo`` and ``timeline`` (``lambda-kit run``
+  and ``lambda-kit trace``).
 """
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+
+__all__ = ["LocalStack", "Timing"]
+
+
+def __getattr__(name: str) -> object:
+    if name == "LocalStack":
+        from .stack import LocalStack
+
+        return LocalStack
+    if name == "Timing":
+        from .poller import Timing
+
+        return Timing
+    raise AttributeError(f"module 'lambda_kit.local' has no attribute {name!r}")
+
+
+if TYPE_CHECKING:
+    from .poller import Timing
+    from .stack import LocalStack

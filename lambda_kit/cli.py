@@ -1,0 +1,508 @@
+"""``lambda-kit``: run the service locally, trace a request, invoke a function, check the config.
+
+    lambda-kit run      start the local stack, drive a demo load over HTTP, print the summary
+    lambda-kit local    start the local stack and serve until Ctrl-C
+    lambda-kit trace    every log line of one trace id, across functions, as a timeline
+    lambda-kit invoke   one local invocation with a generated event
+    lambda-kit check    the serverless.yml mistakes that lose or repeat work
+    lambda-kit soak     the fault soak (make soak): duplicates, DynamoDB faults, crashes, poison
+
+Mistakes a user makes (unknown function, bad JSON, port in use, serverless.yml missing or
+invalid ...) print one line on stderr and exit non-zero, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import urlsplit
+
+EVENT_KINDS = ("sqs", "sns", "kinesis", "dynamodb", "api")
+DEFAULT_LOGS = os.path.join(".lambda-kit", "logs.jsonl")
+
+
+class UserError(Exception):
+    """Something the user can fix; printed as one line."""
+
+
+# --- the parser ----------------------------------------------------------------------------------
+
+
+def _stack_options(parser: argparse.ArgumentParser, port: int) -> None:
+    parser.add_argument("-c", "--config", default="serverless.yml", help="path to serverless.yml (default: %(default)s)")
+    parser.add_argument("--stage", default=None, help="stage for ${sls:stage} / ${opt:stage} (default: the file's, else dev)")
+    parser.add_argument("--port", type=int, default=port, help="HTTP API port on 127.0.0.1 (0: any free port; default: %(default)s)")
+    parser.add_argument("--logs", default=DEFAULT_LOGS, metavar="FILE", help="JSON-lines file for every function log line (default: %(default)s)")
+    parser.add_argument("--echo", action="store_true", help="also print each log line (short form) on the terminal")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lambda-kit", description="Run, trace and check a lambda_kit service locally.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+
+    run = commands.add_parser("run", help="start the local stack, send a demo load, print the summary")
+    _stack_options(run, port=0)
+    run.add_argument("--events", type=int, default=300, help="view events to send (default: %(default)s)")
+    run.add_argument("--articles", type=int, default=30, help="distinct articles (default: %(default)s)")
+    run.add_argument("--duplicates", type=float, default=0.1, help="share of events delivered twice, 0..0.9 (default: %(default)s)")
+    run.add_argument("--poison", type=int, default=2, help="malformed messages put on the views queue (default: %(default)s)")
+    run.add_argument("--seed", type=int, default=7, help="random seed (default: %(default)s)")
+    run.add_argument("--keep", action="store_true", help="keep the stack up and serving after the summary, until Ctrl-C")
+
+    local = commands.add_parser("local", help="start the local stack and serve until Ctrl-C")
+    _stack_options(local, port=3000)
+
+    trace = commands.add_parser("trace", help="print every log line of one trace id as a timeline")
+    trace.add_argument("trace_id", metavar="ID")
+    where = trace.add_mutually_exclusive_group()
+    where.add_argument("--logs", default=None, metavar="FILE", help=f"local log file (default: {DEFAULT_LOGS})")
+    where.add_argument("--aws", action="store_true", help="read the deployed functions' CloudWatch Logs instead")
+    trace.add_argument("--since", default="1h", help="with --aws: how far back to search, e.g. 30m, 1h, 2d (default: %(default)s)")
+    trace.add_argument("--stage", default=None, help="with --aws: the deployed stage (default: the file's, else dev)")
+    trace.add_argument("--region", default=None, help="with --aws: the region (default: the file's, else us-east-1)")
+    trace.add_argument("-c", "--config", default="serverless.yml", help="path to serverless.yml (default: %(default)s)")
+
+    invoke = commands.add_parser("invoke", help="invoke one function locally with a generated event")
+    invoke.add_argument("function", metavar="FUNCTION")
+    invoke.add_argument("--event", required=True, choices=EVENT_KINDS, help="the kind of event to generate")
+    body = invoke.add_mutually_exclusive_group()
+    body.add_argument("--body", default=None, metavar="JSON", help="the message / record payload / request body, as JSON")
+    body.add_argument("--file", default=None, metavar="F", help="read the payload from a JSON file")
+    invoke.add_argument("--method", default=None, help="with --event api: HTTP method (default: the function's first route)")
+    invoke.add_argument("--path", default=None, help="with --event api: request path (default: the function's first route)")
+    invoke.add_argument("--trace-id", default=None, help="trace id to put on the event")
+    invoke.add_argument("-c", "--config", default="serverless.yml", help="path to serverless.yml (default: %(default)s)")
+    invoke.add_argument("--stage", default=None)
+
+    soak = commands.add_parser("soak", help="fault soak: view events under duplicates, DynamoDB faults, crashes and poison; check every count")
+    soak.add_argument("--events", type=int, default=5000, help="view events to deliver, duplicates included (default: %(default)s)")
+    soak.add_argument("--seed", type=int, default=20240521, help="random seed (default: %(default)s)")
+    soak.add_argument("--articles", type=int, default=40, help="distinct articles (default: %(default)s)")
+    soak.add_argument("--duplicates", type=float, default=0.2, help="share of unique events delivered more than once (default: %(default)s)")
+    soak.add_argument("--fault-rate", type=float, default=0.1, help="share of the functions' DynamoDB calls that fail (default: %(default)s)")
+    soak.add_argument("--crash-rate", type=float, default=0.1, help="share of committed first tries that crash before the ack (default: %(default)s)")
+    soak.add_argument("--timeout", type=float, default=1200.0, help="seconds for the whole soak (default: %(default)s)")
+    soak.add_argument("--json", action="store_true", help="also print the figures as one JSON object")
+    soak.add_argument("-c", "--config", default="serverless.yml", help="path to serverless.yml (default: %(default)s)")
+    soak.add_argument("--stage", default="soak", help="stage the soak's resources are named with (default: %(default)s)")
+    soak.add_argument("--logs", default=DEFAULT_LOGS, metavar="FILE", help="JSON-lines file for every function log line (default: %(default)s)")
+
+    check = commands.add_parser("check", help="report serverless.yml mistakes that lose or repeat work", add_help=False)
+    check.add_argument("args", nargs=argparse.REMAINDER)
+    return parser
+
+
+# --- entry point ---------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["check"]:
+        from .check import main as check_main
+
+        return check_main(argv[1:])
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        print("", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        message = _user_message(exc)
+        if message is not None:
+            print(f"lambda-kit {args.command}: {message}", file=sys.stderr)
+            return 2
+        where = _save_traceback(exc)
+        print(f"lambda-kit {args.command}: internal error: {type(exc).__name__}: {_one_line(exc)} (details in {where})", file=sys.stderr)
+        return 1
+
+
+def _user_message(exc: BaseException) -> str | None:
+    from .local.filters import FilterError
+    from .local.gateway import PortInUse
+    from .local.runtime import HandlerImportError
+    from .local.timeline import TraceError
+    from .serverless_config import ConfigError
+
+    if isinstance(exc, UserError | ConfigError | PortInUse | HandlerImportError | TraceError | FilterError):
+        return _one_line(exc)
+    name = type(exc).__name__
+    if name in ("EndpointConnectionError", "ConnectionClosedError"):
+        return f"cannot reach the AWS endpoint: {_one_line(exc)}"
+    if name in ("NoCredentialsError", "PartialCredentialsError"):
+        return "no AWS credentials: configure them (aws configure, AWS_PROFILE) or unset AWS_ENDPOINT_URL"
+    return None
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _save_traceback(exc: BaseException) -> str:
+    path = Path(".lambda-kit") / "last-error.txt"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)), encoding="utf-8")
+        return str(path)
+    except OSError:
+        return "stderr"
+
+
+# --- starting the stack ----------------------------------------------------------------------------
+
+
+def _check_endpoint() -> None:
+    url = os.environ.get("AWS_ENDPOINT_URL")
+    if not url:
+        return
+    parts = urlsplit(url)
+    if not parts.hostname:
+        raise UserError(f"AWS_ENDPOINT_URL={url!r} is not a URL: set it to e.g. http://localhost:4566, or unset it to use the embedded moto")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname, port), timeout=2).close()
+    except OSError:
+        raise UserError(f"AWS_ENDPOINT_URL={url} does not answer: start it (e.g. LocalStack) or unset AWS_ENDPOINT_URL to use the embedded moto") from None
+
+
+def _start_stack(args: argparse.Namespace, out: TextIO, **options: Any) -> Any:
+    from .local.config import load_service
+    from .local.gateway import PortInUse
+    from .local.stack import LocalStack
+
+    config = load_service(args.config, stage=args.stage)
+    _check_endpoint()
+    if args.port and not _port_free(args.port):
+        raise PortInUse(f"port {args.port} on 127.0.0.1 is in use: pass --port with a free port (or --port 0 for any free port)")
+    print(f"lambda-kit · {config.service} (stage {config.stage}) from {_relative(config.path)}", file=out)
+    out.flush()
+    stack = LocalStack(config, api_port=args.port, log_path=args.logs, echo=sys.stderr if args.echo else False, **options)
+    stack.start()
+    endpoint = f"moto in-process on {stack.endpoint_url}" if stack.endpoint is not None else f"{stack.endpoint_url} (AWS_ENDPOINT_URL)"
+    print(f"  AWS endpoint   {endpoint}", file=out)
+    if stack.gateway is not None:
+        routes = " · ".join(route.key for route in stack.gateway.routes)
+        print(f"  HTTP API       {stack.api_url}   {routes}", file=out)
+    kinds = []
+    for runtime in stack.runtimes.values():
+        sources = [_source_label(e.kind, e.spec) for e in runtime.function.events] or ["direct only"]
+        kinds.append(f"{runtime.function.key} ({', '.join(dict.fromkeys(sources))})")
+    print(f"  functions      {' · '.join(kinds)}", file=out)
+    print(f"  logs           {args.logs}", file=out)
+    for event in stack.journal.events("env.conflict"):
+        print(f"  warning: {event['variable']} differs between functions ({' vs '.join(event['values'])}); in-process they share one environment, {event['function']}'s value is used", file=out)
+    for event in stack.journal.events("event.unsupported"):
+        print(f"  note: {event['function']}: `{event['kind']}` events are not emulated locally (invoke it with `lambda-kit invoke`)", file=out)
+    out.flush()
+    return stack
+
+
+def _source_label(kind: str, spec: dict[str, Any]) -> str:
+    if kind == "stream":
+        arn = json.dumps(spec.get("arn", ""))
+        return f"{spec.get('type') or ('dynamodb' if 'dynamodb' in arn.lower() or 'Table' in arn else 'kinesis')} stream"
+    return {"httpApi": "http api", "http": "rest api"}.get(kind, kind)
+
+
+def _port_free(port: int) -> bool:
+    from .local.endpoint import port_is_free
+
+    return port_is_free(port)
+
+
+def _relative(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _serve_until_interrupted(stack: Any, out: TextIO) -> None:
+    print(f"  serving until Ctrl-C (API {stack.api_url})", file=out)
+    out.flush()
+    stop = False
+
+    def interrupted(*_: Any) -> None:
+        nonlocal stop
+        stop = True
+
+    previous = signal.signal(signal.SIGTERM, interrupted)
+    try:
+        while not stop:
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    print("  stopped", file=out)
+
+
+# --- commands --------------------------------------------------------------------------------------
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .local.demo import run_demo, summary
+
+    if args.events < 1:
+        raise UserError("--events must be at least 1")
+    if args.articles < 1:
+        raise UserError("--articles must be at least 1")
+    if not 0 <= args.duplicates <= 0.9:
+        raise UserError("--duplicates is a share of the events, between 0 and 0.9")
+    out = sys.stdout
+    stack = _start_stack(args, out)
+    try:
+        if stack.gateway is None or not stack.sqs_sources:
+            raise UserError(f"{args.config}: `lambda-kit run` drives a service with an HTTP API and an SQS-fed counter (the view-stats service); use `lambda-kit local` for others")
+        print("", file=out)
+        result = run_demo(
+            stack,
+            events=args.events,
+            articles=args.articles,
+            duplicates=args.duplicates,
+            poisons=args.poison,
+            seed=args.seed,
+            out=out,
+        )
+        print(summary(stack, result), file=out)
+        out.flush()
+        if args.keep:
+            _serve_until_interrupted(stack, out)
+    finally:
+        stack.stop()
+    if not result.ok:
+        reasons = []
+        if not result.drained:
+            reasons.append("the stack did not drain in time")
+        if result.counted != result.unique:
+            reasons.append(f"counted {result.counted} != unique {result.unique}")
+        if result.dlq.get(result.poison_dlq, 0) != result.poisons:
+            reasons.append(f"{result.dlq.get(result.poison_dlq, 0)} messages in the DLQ, expected the {result.poisons} poison messages")
+        print(f"lambda-kit run: FAILED: {'; '.join(reasons)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_local(args: argparse.Namespace) -> int:
+    out = sys.stdout
+    stack = _start_stack(args, out)
+    try:
+        _serve_until_interrupted(stack, out)
+    finally:
+        stack.stop()
+    return 0
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    from .local import timeline
+    from .trace import is_valid_id
+
+    if not is_valid_id(args.trace_id):
+        raise UserError(f"{args.trace_id!r} is not a trace id (1-128 letters, digits and -_.:=;/+)")
+    prefix = ""
+    notes: list[str] = []
+    if args.aws:
+        from .local.config import load_service
+
+        config = load_service(args.config, stage=args.stage, region=args.region)
+        prefix = f"{config.service}-{config.stage}-"
+        groups = [f"/aws/lambda/{function.name}" for function in config.functions.values()]
+        lines, notes = timeline.cloudwatch_lines(args.trace_id, groups, timeline.parse_since(args.since), args.region or config.region)
+        source = f"CloudWatch Logs, {len(groups)} log groups of {config.service}-{config.stage}, last {args.since}"
+    else:
+        path = args.logs or DEFAULT_LOGS
+        lines = timeline.lines_of(args.trace_id, timeline.read_log_file(path))
+        source = path
+        try:
+            from .local.config import load_service
+
+            config = load_service(args.config)
+            prefix = f"{config.service}-{config.stage}-"
+        except Exception:
+            prefix = ""
+    print(f"trace {args.trace_id} — {len(lines)} log lines from {source}")
+    if lines:
+        print(f"  crosses: {' → '.join(timeline.functions_crossed(lines, prefix))}")
+    print(timeline.render(args.trace_id, lines, prefix))
+    for note in notes:
+        print(f"  note: {note}")
+    print(f"  Datadog Logs: {timeline.datadog_query(args.trace_id)}")
+    return 0 if lines else 1
+
+
+def _payload(args: argparse.Namespace) -> Any:
+    if args.file is not None:
+        try:
+            text = Path(args.file).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UserError(f"--file {args.file}: {exc.strerror or exc}") from None
+        where = f"--file {args.file}"
+    elif args.body is not None:
+        text, where = args.body, "--body"
+    else:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise UserError(f"{where} is not valid JSON: {exc}") from None
+
+
+def build_event(kind: str, payload: Any, stack: Any, function: Any, method: str | None, path: str | None, trace_id: str | None) -> dict[str, Any]:
+    from . import testing
+
+    source_arn = _event_source_arn(stack, function, kind)
+    if kind == "sqs":
+        event = testing.sqs_event({} if payload is None else payload, trace_id=trace_id)
+        for record in event["Records"]:
+            if source_arn:
+                record["eventSourceARN"] = source_arn
+        return event
+    if kind == "sns":
+        event = testing.sns_event({} if payload is None else payload, trace_id=trace_id)
+        if source_arn:
+            for record in event["Records"]:
+                record["Sns"]["TopicArn"] = source_arn
+        return event
+    if kind == "kinesis":
+        body = {} if payload is None else payload
+        if trace_id and isinstance(body, dict):
+            body = {**body, "trace_id": trace_id}
+        event = testing.kinesis_event(body)
+        if source_arn:
+            for record in event["Records"]:
+                record["eventSourceARN"] = source_arn
+        return event
+    if kind == "dynamodb":
+        payload = {} if payload is None else payload
+        if not isinstance(payload, dict):
+            raise UserError("--event dynamodb takes a JSON object: the new image, or {event_name, keys, new_image, old_image}")
+        if set(payload) & {"event_name", "keys", "new_image", "old_image"}:
+            record = testing.dynamodb_record(
+                payload.get("event_name", "INSERT"), payload.get("keys"), payload.get("new_image"), payload.get("old_image")
+            )
+        else:
+            image = {**payload, "trace_id": trace_id} if trace_id else payload
+            record = testing.dynamodb_record("INSERT", None, image)
+        if source_arn:
+            record["eventSourceARN"] = source_arn
+        return testing.dynamodb_stream_event(record)
+    route_method, route_path = _first_route(function)
+    headers = {"X-Trace-Id": trace_id} if trace_id else None
+    return testing.api_event((method or route_method).upper(), path or route_path, body=payload, headers=headers, route=None)
+
+
+def _first_route(function: Any) -> tuple[str, str]:
+    for event in function.events:
+        if event.kind in ("httpApi", "http"):
+            method = str(event.spec.get("method", "GET"))
+            route = str(event.spec.get("path", "/"))
+            return ("GET" if method == "*" else method), ("/" if route == "*" else route)
+    return "GET", "/"
+
+
+def _event_source_arn(stack: Any, function: Any, kind: str) -> str | None:
+    wanted = {"sqs": ("sqs",), "sns": ("sns",), "kinesis": ("stream",), "dynamodb": ("stream",)}.get(kind, ())
+    for event in function.events:
+        if event.kind not in wanted:
+            continue
+        try:
+            spec = stack.resources.resolve(event.spec)
+        except Exception:
+            continue
+        arn = spec.get("arn") if isinstance(spec.get("arn"), str) else None
+        if kind == "kinesis" and arn and ":kinesis:" not in arn:
+            continue
+        if kind == "dynamodb" and arn and ":dynamodb:" not in arn:
+            continue
+        if arn:
+            return arn
+    return None
+
+
+def cmd_invoke(args: argparse.Namespace) -> int:
+    from . import log as lambda_log
+    from .local.config import load_service
+    from .local.stack import LocalStack
+
+    payload = _payload(args)
+    config = load_service(args.config, stage=args.stage)
+    function = config.function(args.function)
+    _check_endpoint()
+    lines: list[str] = []
+    stack = LocalStack(config, functions=[function.key], api_port=None, log_path=None, event_sources=False, ttl=False)
+    stack.start()
+    try:
+        lambda_log.set_sink(lines.append)
+        event = build_event(args.event, payload, stack, function, args.method, args.path, args.trace_id)
+        result = stack.invoke(function.key, event)
+    finally:
+        stack.stop()
+    print(f"invoked {function.key} ({function.name}) with an {args.event} event in {result.duration * 1000:.1f} ms, request id {result.request_id}")
+    if result.error is not None:
+        print(f"  error: {type(result.error).__name__}: {_one_line(result.error)}")
+    else:
+        print("response:")
+        print(json.dumps(result.response, indent=2, default=str, ensure_ascii=False))
+    print(f"log lines ({len(lines)}):")
+    for line in lines:
+        sys.stdout.write(line if line.endswith("\n") else line + "\n")
+    return 0 if result.error is None else 1
+
+
+def cmd_soak(args: argparse.Namespace) -> int:
+    import threading
+
+    from .local.config import load_service
+    from .local.soak import SoakOptions, run_soak, summary
+
+    if args.events < 1:
+        raise UserError("--events must be at least 1")
+    if args.articles < 1:
+        raise UserError("--articles must be at least 1")
+    for name, value in (("--duplicates", args.duplicates), ("--fault-rate", args.fault_rate), ("--crash-rate", args.crash_rate)):
+        if not 0 <= value <= 0.5:
+            raise UserError(f"{name} is a share between 0 and 0.5, not {value}")
+    if args.timeout <= 0:
+        raise UserError("--timeout must be a positive number of seconds")
+    load_service(args.config, stage=args.stage)  # a missing or invalid serverless.yml: one line
+    # The soak stops waiting at --timeout; should anything hang past it regardless, end the process.
+    watchdog = threading.Timer(args.timeout + 120, _soak_overrun, args=(args.timeout + 120,))
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        result = run_soak(SoakOptions(
+            events=args.events, seed=args.seed, articles=args.articles, duplicate_share=args.duplicates,
+            fault_rate=args.fault_rate, crash_rate=args.crash_rate, timeout=args.timeout,
+            config=args.config, stage=args.stage, log_path=args.logs,
+        ))
+    finally:
+        watchdog.cancel()
+    print(summary(result))
+    if args.json:
+        print(json.dumps({k: v for k, v in result.as_dict().items() if k != "per_article"}, ensure_ascii=False))
+    if not result.ok:
+        print(f"lambda-kit soak: FAILED: {'; '.join(c.name for c in result.failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _soak_overrun(seconds: float) -> None:
+    print(f"lambda-kit soak: FAILED: still running after {seconds:.0f} s; stopped", file=sys.stderr, flush=True)
+    os._exit(3)
+
+
+COMMANDS = {"run": cmd_run, "local": cmd_local, "trace": cmd_trace, "invoke": cmd_invoke, "soak": cmd_soak}
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

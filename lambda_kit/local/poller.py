@@ -1,0 +1,147 @@
+"""What every event source has in common: a thread that polls, a journal, timings, idleness.
+
+``Timing`` holds the knobs where the local stack deliberately runs faster than AWS (each says
+what Lambda does); ``Journal`` records what the stack did (batches, deletes, checkpoints,
+retries, records sent to destinations) so tests and the soak can inspect it from Python.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class Timing:
+    poll_interval: float = 0.1
+    """Seconds between polls of an empty queue or shard (Lambda: ~1 s for streams, long polling for SQS)."""
+    sqs_retry_delay: float | None = 1.0
+    """Failed SQS messages become visible again after this many seconds. ``None`` = as on AWS:
+    after the queue's VisibilityTimeout (180 s for the views queue: a demo would wait minutes)."""
+    stream_retry_delay: float = 0.2
+    """Pause before a failed stream batch is retried (Lambda backs off exponentially)."""
+    async_retry_delays: tuple[float, ...] = (1.0, 2.0)
+    """Pauses before the async retries of an SNS-invoked function (Lambda: ~1 min, then ~2 min)."""
+    ttl_interval: float = 2.0
+    """Seconds between TTL sweeps (DynamoDB: best effort, typically within 48 hours)."""
+    sqs_concurrency: int = 2
+    """Concurrent pollers per SQS event source (capped by maximumConcurrency; Lambda starts at 5)."""
+    async_concurrency: int = 4
+    """Concurrent asynchronous (SNS) invocations across the stack."""
+
+
+class Journal:
+    """A thread-safe record of stack events: ``{"kind": ..., "time": ..., **detail}``."""
+
+    def __init__(self, limit: int = 100_000) -> None:
+        self._events: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._limit = limit
+        self._subscribers: list[Callable[[dict[str, Any]], None]] = []
+
+    def record(self, kind: str, **detail: Any) -> None:
+        event = {"kind": kind, "time": time.time(), **detail}
+        with self._lock:
+            self._events.append(event)
+            if len(self._events) > self._limit:
+                del self._events[: self._limit // 10]
+            subscribers = list(self._subscribers)
+        for subscriber in subscribers:
+            try:
+                subscriber(event)
+            except Exception:
+                pass
+
+    def subscribe(self, callback: Callable[[dict[str, Any]], None]) -> None:
+        with self._lock:
+            self._subscribers.append(callback)
+
+    def events(self, kind: str | None = None, **match: Any) -> list[dict[str, Any]]:
+        with self._lock:
+            events = list(self._events)
+        return [
+            e for e in events
+            if (kind is None or e["kind"] == kind or e["kind"].startswith(kind + ".")) and all(e.get(k) == v for k, v in match.items())
+        ]
+
+
+class Poller:
+    """A daemon thread calling ``poll_once()`` until stopped. ``poll_once`` returns True when it
+    found work (then it is called again at once) and False when idle (then the thread sleeps)."""
+
+    name = "poller"
+
+    def __init__(self, timing: Timing, journal: Journal) -> None:
+        self.timing = timing
+        self.journal = journal
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._busy = 0
+        self._busy_lock = threading.Lock()
+        self.last_activity = time.monotonic()
+        self.errors = 0
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    def start(self, workers: int = 1) -> None:
+        for index in range(workers):
+            thread = threading.Thread(target=self._run, name=f"lambda-kit {self.name} #{index}", daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def join(self, timeout: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def sleep(self, seconds: float) -> bool:
+        """Sleep unless stopped; True when stopped."""
+        return self._stop.wait(seconds)
+
+    # --- idleness -----------------------------------------------------------------------------
+
+    def mark_busy(self) -> None:
+        with self._busy_lock:
+            self._busy += 1
+            self.last_activity = time.monotonic()
+
+    def mark_done(self) -> None:
+        with self._busy_lock:
+            self._busy -= 1
+            self.last_activity = time.monotonic()
+
+    def idle(self, quiet: float) -> bool:
+        """Nothing in flight, and nothing found for ``quiet`` seconds."""
+        return self._busy == 0 and time.monotonic() - self.last_activity >= quiet
+
+    # --- the loop -----------------------------------------------------------------------------
+
+    def poll_once(self) -> bool:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _run(self) -> None:
+        failures = 0
+        while not self._stop.is_set():
+            try:
+                found = self.poll_once()
+                failures = 0
+            except Exception as exc:
+                if self._stop.is_set():
+                    break
+                failures += 1
+                self.errors += 1
+                self.journal.record("poller.error", poller=self.name, error=f"{type(exc).__name__}: {exc}")
+                self.sleep(min(2.0, self.timing.poll_interval * (2 ** min(failures, 5))))
+                continue
+            if not found:
+                self.sleep(self.timing.poll_interval)

@@ -1,0 +1,268 @@
+"""The CloudFormation resources of serverless.yml, created on the local endpoint.
+
+Created from the file itself, in dependency order: ``AWS::DynamoDB::Table`` (keys, indexes,
+stream, TTL), ``AWS::SQS::Queue`` (attributes, ``RedrivePolicy``), ``AWS::SNS::Topic`` (and its
+inline ``Subscription`` list), ``AWS::SNS::Subscription``, ``AWS::Kinesis::Stream``. Other types
+(IAM roles, policies, log groups ...) have no local effect: they are recorded, and ``Ref`` /
+``GetAtt`` on them give placeholder names and ARNs. ``Resources`` is also the lookup that
+resolves ``Ref`` / ``Fn::GetAtt`` / ``Fn::Sub`` to the local names, ARNs and URLs.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..serverless_config import ConfigError
+from . import intrinsics
+from .clients import Clients
+from .config import ServiceConfig
+from .variables import ACCOUNT_ID
+
+SUPPORTED = ("AWS::DynamoDB::Table", "AWS::SQS::Queue", "AWS::SNS::Topic", "AWS::SNS::Subscription", "AWS::Kinesis::Stream")
+PSEUDO = {"AWS::AccountId": ACCOUNT_ID, "AWS::Partition": "aws", "AWS::URLSuffix": "amazonaws.com", "AWS::NoValue": None}
+
+
+@dataclass
+class Resource:
+    logical_id: str
+    type: str
+    properties: dict[str, Any]
+    attributes: dict[str, Any] = field(default_factory=dict)  # "Ref", "Arn", "QueueUrl", ...
+    created: bool = False
+
+    @property
+    def ref(self) -> Any:
+        return self.attributes.get("Ref")
+
+
+class Resources:
+    """The service's resources on the endpoint, by logical id."""
+
+    def __init__(self, config: ServiceConfig, clients: Clients) -> None:
+        self.config = config
+        self.clients = clients
+        self.region = config.region
+        self.by_id: dict[str, Resource] = {
+            logical: Resource(logical, spec["Type"], dict(spec.get("Properties") or {}))
+            for logical, spec in config.resources.items()
+        }
+
+    # --- the lookup for intrinsics ------------------------------------------------------------
+
+    def ref(self, logical_id: str) -> Any:
+        if logical_id == "AWS::Region":
+            return self.region
+        if logical_id == "AWS::StackName":
+            return f"{self.config.service}-{self.config.stage}"
+        if logical_id in PSEUDO:
+            return PSEUDO[logical_id]
+        resource = self.by_id.get(logical_id)
+        if resource is None:
+            if logical_id in self.config.functions or logical_id.endswith("LambdaFunction"):
+                return self._function_name(logical_id)
+            raise ConfigError(f"Ref {logical_id!r}: no resource with that logical id in resources.Resources")
+        if not resource.created:
+            self._placeholder(resource)
+        return resource.ref
+
+    def get_att(self, logical_id: str, attribute: str) -> Any:
+        resource = self.by_id.get(logical_id)
+        if resource is None:
+            if attribute == "Arn" and (logical_id in self.config.functions or logical_id.endswith("LambdaFunction")):
+                return f"arn:aws:lambda:{self.region}:{ACCOUNT_ID}:function:{self._function_name(logical_id)}"
+            raise ConfigError(f"Fn::GetAtt {logical_id}.{attribute}: no resource with that logical id in resources.Resources")
+        if not resource.created:
+            self._placeholder(resource)
+        if attribute not in resource.attributes:
+            known = ", ".join(sorted(k for k in resource.attributes if k != "Ref")) or "none"
+            raise ConfigError(f"Fn::GetAtt {logical_id}.{attribute}: {resource.type} has no local attribute {attribute!r} (has {known})")
+        return resource.attributes[attribute]
+
+    def resolve(self, value: Any) -> Any:
+        try:
+            return intrinsics.resolve(value, self)
+        except intrinsics.IntrinsicError as exc:
+            raise ConfigError(str(exc)) from None
+
+    def _function_name(self, logical_id: str) -> str:
+        key = logical_id
+        if key not in self.config.functions:
+            stem = logical_id[: -len("LambdaFunction")].lower()
+            key = next((k for k in self.config.functions if k.lower().replace("-", "dash").replace("_", "underscore") == stem), stem)
+        function = self.config.functions.get(key)
+        return function.name if function else key
+
+    def _placeholder(self, resource: Resource) -> None:
+        """Names and ARNs for types that are not created locally (roles, policies, log groups)."""
+        name = resource.properties.get("RoleName") or resource.properties.get("LogGroupName") or resource.logical_id
+        service = resource.type.split("::")[1].lower() if resource.type.count("::") >= 2 else "unknown"
+        resource.attributes.setdefault("Ref", name)
+        resource.attributes.setdefault("Arn", f"arn:aws:{service}:{self.region}:{ACCOUNT_ID}:{resource.logical_id}")
+
+    # --- creation -----------------------------------------------------------------------------
+
+    def create_all(self) -> None:
+        for logical_id in self._creation_order():
+            resource = self.by_id[logical_id]
+            creator = getattr(self, "_create_" + resource.type.replace("AWS::", "").replace("::", "_").lower(), None)
+            if creator is None:
+                self._placeholder(resource)
+                continue
+            properties = self.resolve(resource.properties)
+            try:
+                creator(resource, properties)
+            except ConfigError:
+                raise
+            except Exception as exc:
+                raise ConfigError(f"could not create {resource.type} {logical_id} locally: {_one_line(exc)}") from exc
+            resource.created = True
+
+    def _creation_order(self) -> list[str]:
+        dependencies: dict[str, set[str]] = {}
+        for logical, resource in self.by_id.items():
+            spec = self.config.resources[logical]
+            needs = intrinsics.references(resource.properties)
+            depends_on = spec.get("DependsOn") or []
+            needs |= set([depends_on] if isinstance(depends_on, str) else depends_on)
+            dependencies[logical] = {n for n in needs if n in self.by_id and n != logical}
+        order: list[str] = []
+        state: dict[str, int] = {}
+
+        def visit(node: str, path: list[str]) -> None:
+            if state.get(node) == 2:
+                return
+            if state.get(node) == 1:
+                raise ConfigError(f"resources refer to each other in a cycle: {' -> '.join([*path, node])}")
+            state[node] = 1
+            for dependency in sorted(dependencies[node]):
+                visit(dependency, [*path, node])
+            state[node] = 2
+            order.append(node)
+
+        for logical in self.by_id:
+            visit(logical, [])
+        return order
+
+    def _default_name(self, resource: Resource) -> str:
+        return f"{self.config.service}-{self.config.stage}-{resource.logical_id}"
+
+    def _create_dynamodb_table(self, resource: Resource, props: dict[str, Any]) -> None:
+        client = self.clients("dynamodb")
+        name = props.get("TableName") or self._default_name(resource)
+        stream = props.get("StreamSpecification") or {}
+        request: dict[str, Any] = {
+            "TableName": name,
+            "AttributeDefinitions": props["AttributeDefinitions"],
+            "KeySchema": props["KeySchema"],
+            "BillingMode": props.get("BillingMode", "PROVISIONED"),
+        }
+        if request["BillingMode"] == "PROVISIONED":
+            request["ProvisionedThroughput"] = props.get("ProvisionedThroughput") or {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5}
+        for key in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes"):
+            if props.get(key):
+                request[key] = props[key]
+        if stream.get("StreamViewType"):
+            request["StreamSpecification"] = {"StreamEnabled": True, "StreamViewType": stream["StreamViewType"]}
+        try:
+            description = client.create_table(**request)["TableDescription"]
+        except client.exceptions.ResourceInUseException:
+            description = client.describe_table(TableName=name)["Table"]
+        ttl = props.get("TimeToLiveSpecification") or {}
+        if ttl.get("Enabled") and ttl.get("AttributeName"):
+            try:
+                client.update_time_to_live(TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": ttl["AttributeName"]})
+            except Exception:  # already enabled on a reused endpoint
+                pass
+        resource.attributes.update(
+            Ref=name,
+            Arn=description["TableArn"],
+            StreamArn=description.get("LatestStreamArn"),
+            TtlAttribute=ttl.get("AttributeName") if ttl.get("Enabled") else None,
+        )
+
+    def _create_sqs_queue(self, resource: Resource, props: dict[str, Any]) -> None:
+        client = self.clients("sqs")
+        fifo = bool(props.get("FifoQueue"))
+        name = props.get("QueueName") or self._default_name(resource) + (".fifo" if fifo else "")
+        attributes: dict[str, str] = {}
+        for key in ("VisibilityTimeout", "MessageRetentionPeriod", "DelaySeconds", "MaximumMessageSize", "ReceiveMessageWaitTimeSeconds", "ContentBasedDeduplication", "FifoQueue"):
+            if props.get(key) is not None:
+                value = props[key]
+                attributes[key] = str(value).lower() if isinstance(value, bool) else str(value)
+        for key in ("RedrivePolicy", "RedriveAllowPolicy"):
+            if props.get(key):
+                value = props[key]
+                attributes[key] = value if isinstance(value, str) else json.dumps(value)
+        url = client.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+        arn = client.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        resource.attributes.update(Ref=url, Arn=arn, QueueUrl=url, QueueName=name)
+
+    def _create_sns_topic(self, resource: Resource, props: dict[str, Any]) -> None:
+        client = self.clients("sns")
+        name = props.get("TopicName") or self._default_name(resource)
+        attributes = {"FifoTopic": "true"} if props.get("FifoTopic") else {}
+        arn = client.create_topic(Name=name, Attributes=attributes)["TopicArn"]
+        for subscription in props.get("Subscription") or []:
+            client.subscribe(TopicArn=arn, Protocol=subscription["Protocol"], Endpoint=subscription["Endpoint"])
+        resource.attributes.update(Ref=arn, TopicArn=arn, TopicName=name)
+
+    def _create_sns_subscription(self, resource: Resource, props: dict[str, Any]) -> None:
+        client = self.clients("sns")
+        attributes: dict[str, str] = {}
+        for key in ("RawMessageDelivery", "FilterPolicy", "FilterPolicyScope", "RedrivePolicy"):
+            if props.get(key) is not None:
+                value = props[key]
+                attributes[key] = json.dumps(value) if isinstance(value, dict) else str(value).lower() if isinstance(value, bool) else str(value)
+        if props.get("Protocol") == "lambda":  # the local stack invokes functions itself (see sns_dispatch)
+            resource.attributes.update(Ref=f"{props.get('TopicArn')}:{resource.logical_id}")
+            return
+        arn = client.subscribe(TopicArn=props["TopicArn"], Protocol=props["Protocol"], Endpoint=props["Endpoint"], Attributes=attributes, ReturnSubscriptionArn=True)["SubscriptionArn"]
+        resource.attributes.update(Ref=arn)
+
+    def _create_kinesis_stream(self, resource: Resource, props: dict[str, Any]) -> None:
+        client = self.clients("kinesis")
+        name = props.get("Name") or self._default_name(resource)
+        mode = (props.get("StreamModeDetails") or {}).get("StreamMode", "PROVISIONED")
+        request: dict[str, Any] = {"StreamName": name, "StreamModeDetails": {"StreamMode": mode}}
+        if mode == "PROVISIONED":
+            request["ShardCount"] = int(props.get("ShardCount") or 1)
+        try:
+            client.create_stream(**request)
+        except client.exceptions.ResourceInUseException:
+            pass
+        deadline = time.monotonic() + 30
+        while True:
+            summary = client.describe_stream_summary(StreamName=name)["StreamDescriptionSummary"]
+            if summary["StreamStatus"] == "ACTIVE" or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        resource.attributes.update(Ref=name, Arn=summary["StreamARN"])
+
+    # --- queries ------------------------------------------------------------------------------
+
+    def of_type(self, type_name: str) -> list[Resource]:
+        return [r for r in self.by_id.values() if r.type == type_name]
+
+    def by_arn(self, arn: str) -> Resource | None:
+        for resource in self.by_id.values():
+            if arn in (resource.attributes.get("Arn"), resource.attributes.get("StreamArn"), resource.attributes.get("Ref")):
+                return resource
+        return None
+
+    def dead_letter_queue_arns(self) -> set[str]:
+        """ARNs of the queues that are some queue's redrive target."""
+        found = set()
+        for queue in self.of_type("AWS::SQS::Queue"):
+            policy = self.resolve(queue.properties.get("RedrivePolicy"))
+            if isinstance(policy, str):
+                policy = json.loads(policy)
+            if isinstance(policy, dict) and policy.get("deadLetterTargetArn"):
+                found.add(policy["deadLetterTargetArn"])
+        return found
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__

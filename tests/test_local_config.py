@@ -1,0 +1,194 @@
+"""serverless.yml for the local stack: variables, intrinsics, resources created on the endpoint,
+and Lambda's filter rules."""
+
+from __future__ import annotations
+
+import base64
+import json
+import textwrap
+
+import pytest
+
+from lambda_kit.local.clients import Clients
+from lambda_kit.local.config import load_service
+from lambda_kit.local.filters import compile_patterns, matches
+from lambda_kit.local.resources import Resources
+from lambda_kit.serverless_config import ConfigError
+
+CONFIG = """
+service: cfg-{suffix}
+custom:
+  tableName: ${{self:service}}-${{sls:stage}}-table
+  prod: {{size: 3}}
+  dev: {{size: 1}}
+  size: ${{self:custom.${{sls:stage}}.size}}
+provider:
+  name: aws
+  stage: ${{opt:stage, 'dev'}}
+  region: ${{opt:region, 'us-east-1'}}
+  timeout: 9
+  environment:
+    TABLE: ${{self:custom.tableName}}
+    FROM_ENV: ${{env:LAMBDA_KIT_TEST_UNSET_VARIABLE, 'fallback'}}
+    REGION: ${{aws:region}}
+functions:
+  worker:
+    handler: pkg/worker.handler
+    timeout: 20
+    environment:
+      QUEUE_URL: !Ref Queue
+      QUEUE_ARN: !GetAtt Queue.Arn
+      STREAM: !GetAtt Table.StreamArn
+      SUB: !Sub "${{Queue.QueueName}} in ${{AWS::Region}}"
+      JOINED: !Join [":", [a, !Ref Topic]]
+      SIZE: ${{self:custom.size}}
+resources:
+  Resources:
+    Table:
+      Type: AWS::DynamoDB::Table
+      Properties:
+        TableName: ${{self:custom.tableName}}
+        BillingMode: PAY_PER_REQUEST
+        AttributeDefinitions: [{{AttributeName: PK, AttributeType: S}}]
+        KeySchema: [{{AttributeName: PK, KeyType: HASH}}]
+        StreamSpecification: {{StreamViewType: NEW_IMAGE}}
+        TimeToLiveSpecification: {{AttributeName: expires, Enabled: true}}
+    Queue:
+      Type: AWS::SQS::Queue
+      Properties:
+        QueueName: cfg-{suffix}-queue
+        VisibilityTimeout: 45
+        RedrivePolicy:
+          deadLetterTargetArn: !GetAtt DLQ.Arn
+          maxReceiveCount: 4
+    DLQ:
+      Type: AWS::SQS::Queue
+      Properties:
+        QueueName: cfg-{suffix}-dlq
+    Topic:
+      Type: AWS::SNS::Topic
+      Properties:
+        TopicName: cfg-{suffix}-topic
+    Stream:
+      Type: AWS::Kinesis::Stream
+      Properties:
+        Name: cfg-{suffix}-stream
+        ShardCount: 2
+    Role:
+      Type: AWS::IAM::Role
+      Properties:
+        Policies:
+          - PolicyDocument:
+              Statement:
+                - Resource: !Sub arn:${{AWS::Partition}}:logs:${{AWS::Region}}:${{AWS::AccountId}}:log-group:x
+"""
+
+
+def _write(tmp_path, text, name="serverless.yml"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def test_serverless_variables(tmp_path):
+    config = load_service(_write(tmp_path, CONFIG.format(suffix="vars")), stage="prod")
+    assert config.stage == "prod" and config.region == "us-east-1"
+    worker = config.functions["worker"]
+    assert worker.name == "cfg-vars-prod-worker" and worker.timeout == 20 and worker.module == "pkg.worker"
+    assert worker.environment["TABLE"] == "cfg-vars-prod-table"
+    assert worker.environment["FROM_ENV"] == "fallback"
+    assert worker.environment["REGION"] == "us-east-1"
+    assert worker.environment["SIZE"] == 3  # nested ${self:custom.${sls:stage}.size}
+    assert worker.environment["QUEUE_URL"] == {"Ref": "Queue"}  # intrinsics wait for the resources
+    assert load_service(_write(tmp_path, CONFIG.format(suffix="vars"))).stage == "dev"
+
+
+def test_resources_are_created_and_intrinsics_resolve(tmp_path, aws_endpoint):
+    config = load_service(_write(tmp_path, CONFIG.format(suffix="res")))
+    clients = Clients(aws_endpoint.url, config.region)
+    resources = Resources(config, clients)
+    resources.create_all()
+    env = resources.resolve(config.functions["worker"].environment)
+    assert env["QUEUE_URL"].startswith(aws_endpoint.url) and env["QUEUE_URL"].endswith("/cfg-res-queue")
+    assert env["QUEUE_ARN"] == "arn:aws:sqs:us-east-1:123456789012:cfg-res-queue"
+    assert env["STREAM"].startswith("arn:aws:dynamodb:us-east-1:123456789012:table/cfg-res-dev-table/stream/")
+    assert env["SUB"] == "cfg-res-queue in us-east-1"
+    assert env["JOINED"] == "a:arn:aws:sns:us-east-1:123456789012:cfg-res-topic"
+    sqs = clients("sqs")
+    attributes = sqs.get_queue_attributes(QueueUrl=env["QUEUE_URL"], AttributeNames=["All"])["Attributes"]
+    assert attributes["VisibilityTimeout"] == "45"
+    assert json.loads(attributes["RedrivePolicy"]) == {"deadLetterTargetArn": "arn:aws:sqs:us-east-1:123456789012:cfg-res-dlq", "maxReceiveCount": 4}
+    ttl = clients("dynamodb").describe_time_to_live(TableName="cfg-res-dev-table")["TimeToLiveDescription"]
+    assert ttl["AttributeName"] == "expires" and ttl["TimeToLiveStatus"] == "ENABLED"
+    shards = clients("kinesis").list_shards(StreamName="cfg-res-stream")["Shards"]
+    assert len(shards) == 2
+    assert resources.dead_letter_queue_arns() == {"arn:aws:sqs:us-east-1:123456789012:cfg-res-dlq"}
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("service: x\nprovider: {name: aws}\n", "no functions"),
+        ("service: x\nfunctions:\n  f: {handler: nodot}\n", "needs `handler"),
+        ("service: x\nfunctions:\n  f:\n    handler: m.h\n    environment: {A: '${ssm:/secret}'}\n", "cannot resolve ${ssm:/secret}"),
+        ("service: x\nfunctions: [1\n", "not valid YAML"),
+    ],
+)
+def test_unusable_configs_are_one_line_errors(tmp_path, text, message):
+    with pytest.raises(ConfigError) as error:
+        load_service(_write(tmp_path, text))
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_unknown_function_names_the_known_ones(tmp_path):
+    config = load_service(_write(tmp_path, CONFIG.format(suffix="names")))
+    with pytest.raises(ConfigError, match="unknown function 'nope'.*worker"):
+        config.function("nope")
+
+
+# --- filter rules ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "pattern, event, expected",
+    [
+        ({"a": ["x"]}, {"a": "x"}, True),
+        ({"a": ["x"]}, {"a": "y"}, False),
+        ({"a": [5]}, {"a": 5.0}, True),
+        ({"a": [None]}, {"a": None}, True),
+        ({"a": ["x"]}, {"a": ["y", "x"]}, True),  # any element of a list value
+        ({"a": [{"prefix": "UR"}]}, {"a": "URL#1"}, True),
+        ({"a": [{"prefix": "UR"}]}, {"a": "X"}, False),
+        ({"a": [{"suffix": ".png"}]}, {"a": "f.png"}, True),
+        ({"a": [{"equals-ignore-case": "abc"}]}, {"a": "ABC"}, True),
+        ({"a": [{"wildcard": "a*c"}]}, {"a": "abbbc"}, True),
+        ({"a": [{"anything-but": ["x", "y"]}]}, {"a": "z"}, True),
+        ({"a": [{"anything-but": ["x", "y"]}]}, {"a": "x"}, False),
+        ({"a": [{"anything-but": "x"}]}, {}, False),
+        ({"a": [{"anything-but": {"prefix": "t"}}]}, {"a": "test"}, False),
+        ({"a": [{"numeric": [">", 0, "<=", 5]}]}, {"a": 5}, True),
+        ({"a": [{"numeric": [">", 0, "<=", 5]}]}, {"a": 6}, False),
+        ({"a": [{"numeric": ["=", 3]}]}, {"a": "3"}, False),  # numbers only
+        ({"a": [{"exists": True}]}, {"a": 1}, True),
+        ({"a": [{"exists": True}]}, {}, False),
+        ({"a": [{"exists": False}]}, {}, True),
+        ({"a": [{"exists": False}]}, {"a": 1}, False),
+        ({"a": {"b": ["x"]}}, {"a": {"b": "x", "c": 1}}, True),
+        ({"a": {"b": ["x"]}}, {"a": "x"}, False),
+        ({"$or": [{"a": ["1"]}, {"b": ["2"]}]}, {"b": "2"}, True),
+        ({"$or": [{"a": ["1"]}, {"b": ["2"]}]}, {"c": "3"}, False),
+    ],
+)
+def test_filter_rules(pattern, event, expected):
+    assert matches(pattern, event) is expected
+
+
+def test_filters_see_records_as_lambda_documents():
+    sqs = compile_patterns([{"body": {"kind": ["view"]}}], "sqs")
+    assert sqs({"body": json.dumps({"kind": "view"})}) and not sqs({"body": "not json"})
+    kinesis = compile_patterns(['{"data": {"n": [{"numeric": [">", 1]}]}}'], "kinesis")
+    encoded = base64.b64encode(json.dumps({"n": 2}).encode()).decode()
+    assert kinesis({"kinesis": {"data": encoded}})
+    dynamodb = compile_patterns([{"eventName": ["INSERT"], "dynamodb": {"Keys": {"PK": {"S": [{"prefix": "URL#"}]}}}}], "dynamodb")
+    assert dynamodb({"eventName": "INSERT", "dynamodb": {"Keys": {"PK": {"S": "URL#a"}}}})
+    assert not dynamodb({"eventName": "MODIFY", "dynamodb": {"Keys": {"PK": {"S": "URL#a"}}}})

@@ -1,0 +1,95 @@
+"""End to end: ``lambda-kit run`` on the real view-stats service, and ``lambda-kit local`` serving
+until interrupted — each in its own process, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+@pytest.mark.skipif(not (ROOT / "handlers" / "ingest.py").exists(), reason="the view-stats handlers are not there yet")
+def test_run_counts_every_unique_event_once(tmp_path):
+    logs = tmp_path / "logs.jsonl"
+    command = [sys.executable, "-m", "lambda_kit.cli", "run", "--events", "60", "--articles", "6", "--logs", str(logs)]
+    done = subprocess.run(command, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "✓ counted == unique" in out
+    assert "poison messages           2   ✓ 2 in views-dlq" in out
+    assert "latency POST→counted" in out and "trace demo-7-" in out
+    lines = [json.loads(line) for line in logs.read_text(encoding="utf-8").splitlines()]
+    functions = {line["function_name"] for line in lines}
+    assert {"view-stats-dev-ingest", "view-stats-dev-counter", "view-stats-dev-aggregator"} <= functions
+    # The poison messages failed in the counter with their trace id, each in an ERROR line.
+    assert {line["trace_id"] for line in lines if line["level"] == "ERROR"} >= {"poison-7-1", "poison-7-2"}
+
+
+SERVICE = """
+service: served
+provider:
+  name: aws
+functions:
+  echo:
+    handler: served_echo.handler
+    events:
+      - httpApi: 'POST /echo'
+"""
+
+ECHO = """
+from lambda_kit import api_handler
+
+@api_handler
+def handler(request, context):
+    return {"echo": request.json}
+"""
+
+
+def test_local_serves_until_interrupted(tmp_path):
+    (tmp_path / "serverless.yml").write_text(textwrap.dedent(SERVICE), encoding="utf-8")
+    (tmp_path / "served_echo.py").write_text(textwrap.dedent(ECHO), encoding="utf-8")
+    env = _env()
+    env["PYTHONPATH"] = str(ROOT)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lambda_kit.cli", "local", "--port", "0"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        url = None
+        deadline = time.monotonic() + 60
+        assert process.stdout is not None
+        while time.monotonic() < deadline:
+            line = process.stdout.readline()
+            if not line:
+                break
+            if line.strip().startswith("HTTP API"):
+                url = line.split()[2]
+            if "serving until Ctrl-C" in line:
+                break
+        assert url, process.stderr.read() if process.stderr else ""
+        request = urllib.request.Request(url + "/echo", data=b'{"a": 1}', method="POST", headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert json.loads(response.read()) == {"echo": {"a": 1}}
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) in (0, 130)
+        assert "request processed" in (tmp_path / ".lambda-kit" / "logs.jsonl").read_text(encoding="utf-8")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

@@ -1,0 +1,115 @@
+"""The local HTTP API: real HTTP requests routed per serverless.yml's httpApi events into HTTP
+API (payload 2.0) events; responses shaped as API Gateway does."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+from _local_toys import module_of, toy_stack
+
+CONFIG = """
+service: {service}
+provider:
+  name: aws
+functions:
+  api:
+    handler: toy_api.handler
+    events:
+      - httpApi: 'GET /items/{{id}}'
+      - httpApi:
+          method: POST
+          path: /items
+      - httpApi: 'GET /files/{{proxy+}}'
+      - httpApi: 'GET /crash'
+      - httpApi: 'GET /plain'
+      - httpApi: 'GET /items/special'
+"""
+
+API = """
+import base64
+from lambda_kit import api_handler
+events = []
+
+@api_handler
+def decorated(request, context):
+    if request.path == "/crash":
+        raise RuntimeError("secret internals")
+    if request.method == "POST":
+        return {"statusCode": 201, "body": {"created": request.json, "query": request.query}}
+    return {"id": request.path_params.get("id"), "trace": request.trace_id}
+
+def handler(event, context):
+    events.append(event)
+    if event["rawPath"] == "/plain":
+        return {"plain": True}
+    if event["rawPath"].startswith("/files/"):
+        return {"statusCode": 200, "headers": {"content-type": "image/png"}, "isBase64Encoded": True,
+                "body": base64.b64encode(b"\\x89PNG").decode(), "cookies": ["a=1"]}
+    if event["rawPath"] == "/items/special":
+        return {"statusCode": 200, "body": "special"}
+    return decorated(event, context)
+"""
+
+
+def _call(url, method="GET", body=None, headers=None):
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read()
+
+
+@pytest.fixture(scope="module")
+def api_stack(tmp_path_factory, aws_endpoint):
+    root = tmp_path_factory.mktemp("gateway")
+    with toy_stack(root, CONFIG.format(service=f"gateway-{id(root)}"), {"toy_api": API}, aws_endpoint.url, api_port=0) as stack:
+        yield stack
+
+
+def test_path_parameters_and_the_trace_header(api_stack):
+    status, headers, body = _call(api_stack.api_url + "/items/42", headers={"X-Trace-Id": "T-gw-1"})
+    assert status == 200
+    assert json.loads(body) == {"id": "42", "trace": "T-gw-1"}
+    assert headers["X-Trace-Id"] == "T-gw-1"
+    event = module_of(api_stack, "api").events[-1]
+    assert event["version"] == "2.0" and event["routeKey"] == "GET /items/{id}"
+    assert event["pathParameters"] == {"id": "42"} and event["requestContext"]["http"]["method"] == "GET"
+
+
+def test_literal_routes_win_over_parameters(api_stack):
+    status, _, body = _call(api_stack.api_url + "/items/special")
+    assert (status, body) == (200, b"special")
+
+
+def test_post_body_and_query(api_stack):
+    status, _, body = _call(api_stack.api_url + "/items?tag=a&tag=b&x=1", "POST", {"name": "n"})
+    assert status == 201
+    assert json.loads(body) == {"created": {"name": "n"}, "query": {"tag": "a,b", "x": "1"}}
+
+
+def test_unknown_route_and_wrong_method_are_404(api_stack):
+    assert _call(api_stack.api_url + "/nothing")[::2] == (404, b'{"message": "Not Found"}')
+    assert _call(api_stack.api_url + "/items", "DELETE")[0] == 404
+
+
+def test_greedy_path_and_base64_response(api_stack):
+    status, headers, body = _call(api_stack.api_url + "/files/a/b/c.png")
+    assert (status, body) == (200, b"\x89PNG")
+    assert headers["content-type"] == "image/png" and headers["Set-Cookie"] == "a=1"
+    assert module_of(api_stack, "api").events[-1]["pathParameters"] == {"proxy": "a/b/c.png"}
+
+
+def test_function_errors_never_leak(api_stack):
+    status, _, body = _call(api_stack.api_url + "/crash")
+    assert status == 500 and b"secret" not in body
+
+
+def test_a_plain_return_value_is_a_200_json_body(api_stack):
+    status, headers, body = _call(api_stack.api_url + "/plain")
+    assert status == 200 and json.loads(body) == {"plain": True}
+    assert headers["Content-Type"] == "application/json"
