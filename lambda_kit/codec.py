@@ -37,7 +37,7 @@ def _load() -> None:
     _ujson_dumps = ujson.dumps
 
     def _dumps_u(obj: Any) -> str:
-        text = _ujson_dumps(obj, ensure_ascii=False, reject_bytes=True)
+        text = _ujson_dumps(obj, ensure_ascii=False, reject_bytes=True, allow_nan=False)
         if not text.isascii():
             # ujson copies lone surrogates into its output, which then cannot be written as
             # UTF-8: raise here instead, as orjson does, so callers take their fallback path.

@@ -1,0 +1,342 @@
+"""Hostile input for api_handler.
+
+Whatever the request and whatever the function raises, the response is a dict with an int
+``statusCode``, a str body (JSON ``{"error", "trace_id"}`` on errors) and the trace header; no
+response holds an exception's message, a traceback or an internal path. A hostile trace header
+never becomes the trace id and never reaches a log line unescaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from typing import Any
+from unittest.mock import MagicMock
+
+import pytest
+from _hostile import CODECS, HOSTILE, captured, of_level, parse_lines, using_codec
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lambda_kit import HTTPError, api_handler, current_trace_id
+from lambda_kit.testing import api_event, lambda_context
+from lambda_kit.trace import is_valid_id
+
+FRESH_ID = re.compile(r"[0-9a-f]{32}")
+SECRET = "S3CR3T-7f1c"
+LEAKS = (SECRET, "/var/task", "/opt/python", "site-packages", "lambda_kit/", "Traceback", 'File "', "hunter2")
+
+
+# --- functions that misbehave in every way ----------------------------------------------------
+
+class Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError(f"{SECRET} in __str__")
+
+
+def _raise(error: BaseException) -> Any:
+    raise error
+
+
+BEHAVIOURS: dict[str, Any] = {
+    "ok": lambda request, context: {"ok": True, "trace_id": current_trace_id()},
+    "echo_json": lambda request, context: {"got": request.json},
+    "runtime_error": lambda r, c: _raise(RuntimeError(f"db at /var/task/app.py password=hunter2 {SECRET}")),
+    "key_error": lambda r, c: _raise(KeyError(f"/opt/python/lib/{SECRET}")),
+    "os_error": lambda r, c: _raise(FileNotFoundError(2, "No such file", f"/var/task/{SECRET}.json")),
+    "chained": lambda r, c: _raise_chained(),
+    "unprintable": lambda r, c: _raise(Unprintable()),
+    "http_400": lambda r, c: _raise(HTTPError(400, "bad input")),
+    "http_404_headers": lambda r, c: _raise(HTTPError(404, "no such thing", {"X-Trace-Id": "forged\n", "Retry": "1"})),
+    "http_503": lambda r, c: _raise(HTTPError(503, "try later")),
+    "http_out_of_range": lambda r, c: _raise(HTTPError(200, "not an error status")),
+    "http_surrogate": lambda r, c: _raise(HTTPError(422, "bad \ud800 value")),
+    "http_object_message": lambda r, c: _raise(HTTPError(409, object())),  # type: ignore[arg-type]
+    "unserializable": lambda request, context: {"when": object()},
+    "surrogate_result": lambda request, context: {"text": "\ud800"},
+    "status_dict": lambda r, c: {"statusCode": 201, "headers": {"x-trace-id": "forged\r\nX: 1"}, "body": {"a": 1}},
+    "status_dict_bad_headers": lambda r, c: {"statusCode": 201, "headers": {1: "x"}, "body": "ok"},
+    "none": lambda request, context: None,
+}
+SERVER_ERRORS = {"runtime_error", "key_error", "os_error", "chained", "unprintable", "unserializable",
+                 "surrogate_result"}
+
+
+def _raise_chained() -> Any:
+    try:
+        raise OSError(f"/var/task/{SECRET}")
+    except OSError as cause:
+        raise ValueError(f"wrapped {SECRET}") from cause
+
+
+def check_response(response: Any, trace_header: str = "X-Trace-Id") -> tuple[int, str, Any]:
+    """The response's shape; returns (status, trace id, decoded body or None)."""
+    assert isinstance(response, dict)
+    status = response["statusCode"]
+    assert type(status) is int and 100 <= status <= 599, status
+    headers = response["headers"]
+    assert isinstance(headers, dict)
+    [name] = [key for key in headers if isinstance(key, str) and key.lower() == trace_header.lower()]
+    trace_id = headers[name]
+    assert is_valid_id(trace_id), trace_id
+    body = response.get("body")
+    assert isinstance(body, str)
+    body.encode("utf-8")  # no lone surrogates: API Gateway must be able to send it
+    text = json.dumps(response, ensure_ascii=False)
+    for leak in LEAKS:
+        assert leak not in text, f"{leak!r} leaked into the response: {text[:500]}"
+    decoded = None
+    if status >= 400:
+        decoded = json.loads(body)
+        assert isinstance(decoded, dict) and set(decoded) == {"error", "trace_id"}, decoded
+        assert isinstance(decoded["error"], str) and decoded["error"]
+        assert decoded["trace_id"] == trace_id
+    return status, trace_id, decoded
+
+
+# --- strategies --------------------------------------------------------------------------------
+
+NASTY = ["", "\x00", "\n", "\r\n", '","level":"ERROR', "\ud800", "\u2028", "é", "x" * 300, "{", '{"a":', "[1,]"]
+nasty_text = st.one_of(st.text(max_size=20), st.sampled_from(NASTY))
+json_value = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | nasty_text,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(nasty_text, inner, max_size=3),
+    max_leaves=8,
+)
+HOSTILE_TRACE_IDS = [
+    "abc\ndef", "abc\r\nX-Injected: 1", '","level":"ERROR","trace_id":"forged', '{"trace_id": "x"}',
+    "x" * 10_240, "ünïcødé-ïd", "a\x00b", "\x1b[31m", "id with spaces", "", " ", "x" * 129, "<script>",
+    "\ud800", "a\u2028b", "tab\there", "semi;ok;but\nnot",
+]
+trace_values = st.one_of(st.sampled_from(HOSTILE_TRACE_IDS), st.text(max_size=40), st.sampled_from(["T-1", "a:b/c"]))
+bodies = st.one_of(
+    st.none(),
+    json_value.map(json.dumps),
+    nasty_text,
+    st.tuples(json_value, st.integers(0, 30)).map(lambda t: json.dumps(t[0])[: t[1]]),
+    st.sampled_from(["x" * (1024 * 1024 + 1), json.dumps({"big": "é" * 600_000}, ensure_ascii=False)]),
+    json_value,  # not even a string
+)
+content_types = st.sampled_from([None, "application/json", "application/json; charset=utf-8", "text/plain",
+                                 "application/x-www-form-urlencoded", "application/problem+json", "APPLICATION/JSON",
+                                 "multipart/form-data; boundary=x", ""])
+API_PATHS = [
+    ("headers",), ("multiValueHeaders",), ("body",), ("isBase64Encoded",), ("requestContext",),
+    ("requestContext", "requestId"), ("requestContext", "http"), ("httpMethod",), ("rawPath",), ("path",),
+    ("queryStringParameters",), ("multiValueQueryStringParameters",), ("pathParameters",), ("cookies",),
+]
+
+
+@st.composite
+def api_events(draw: Any) -> Any:
+    kind = draw(st.sampled_from(["good", "good", "mutated", "junk"]))
+    if kind == "junk":
+        return draw(json_value)
+    headers = {}
+    if draw(st.booleans()):
+        headers[draw(st.sampled_from(["X-Trace-Id", "x-trace-id", "X-TRACE-ID"]))] = draw(trace_values)
+    content_type = draw(content_types)
+    if content_type is not None:
+        headers["Content-Type"] = content_type
+    event = api_event(draw(st.sampled_from(["GET", "POST", "put"])), "/p", headers=headers,
+                      version=draw(st.sampled_from(["v1", "v2"])))
+    event["body"] = draw(bodies)
+    if draw(st.booleans()) and isinstance(event["body"], str):
+        if draw(st.booleans()):
+            event["body"] = base64.b64encode(event["body"].encode("utf-8", "surrogatepass")).decode()
+        event["isBase64Encoded"] = True
+    if kind == "mutated":
+        for path, junk, delete in draw(st.lists(st.tuples(st.sampled_from(API_PATHS), json_value, st.booleans()),
+                                                min_size=1, max_size=3)):
+            target = event
+            for key in path[:-1]:
+                target = target.get(key) if isinstance(target, dict) else None
+            if isinstance(target, dict):
+                if delete:
+                    target.pop(path[-1], None)
+                else:
+                    target[path[-1]] = junk
+    return event
+
+
+# --- the property -------------------------------------------------------------------------------
+
+@HOSTILE
+@given(event=api_events(), behaviour=st.sampled_from(sorted(BEHAVIOURS)),
+       context=st.sampled_from([None, "ctx", "mock"]), codec_name=st.sampled_from(CODECS))
+def test_api_handler_answers_any_request_without_leaking(event, behaviour, context, codec_name):
+    handler = api_handler(BEHAVIOURS[behaviour])
+    ctx = {None: None, "ctx": lambda_context(), "mock": MagicMock()}[context]
+    with using_codec(codec_name), captured() as out:
+        response = handler(event, ctx)
+    status, trace_id, body = check_response(response)
+    lines = parse_lines(out)
+    assert lines and all(line["trace_id"] == trace_id for line in lines)
+    errors = of_level(lines, "ERROR")
+    if status >= 500:
+        [error] = errors  # exactly one ERROR line, with the details the response does not carry
+        assert error["status"] == status and "error" in error
+    else:
+        assert errors == []
+    if status == 413:
+        assert body["error"].startswith("request body is larger than")
+    if behaviour in SERVER_ERRORS and status != 413:
+        assert status == 500 and body["error"] == "Internal Server Error"
+
+
+# --- no internals in any response ---------------------------------------------------------------
+
+@pytest.mark.parametrize("codec_name", CODECS)
+@pytest.mark.parametrize("behaviour", sorted(SERVER_ERRORS))
+def test_server_errors_say_nothing_of_the_exception(behaviour, codec_name):
+    with using_codec(codec_name), captured() as out:
+        response = api_handler(BEHAVIOURS[behaviour])(api_event("POST", body={"a": 1}), lambda_context())
+    status, trace_id, body = check_response(response)
+    assert (status, body) == (500, {"error": "Internal Server Error", "trace_id": trace_id})
+    [error] = of_level(parse_lines(out), "ERROR")  # the details go to the log, with the trace id
+    assert error["trace_id"] == trace_id and error["error_type"]
+
+
+@pytest.mark.parametrize(("behaviour", "status", "message"), [
+    ("http_400", 400, "bad input"),
+    ("http_404_headers", 404, "no such thing"),
+    ("http_503", 503, "try later"),
+    ("http_surrogate", 422, "bad ? value"),
+    ("http_object_message", 409, "Conflict"),
+    ("http_out_of_range", 500, "not an error status"),  # not an error status: a server error
+])
+@pytest.mark.parametrize("codec_name", CODECS)
+def test_http_errors_answer_their_status_and_message(behaviour, status, message, codec_name):
+    with using_codec(codec_name), captured():
+        response = api_handler(BEHAVIOURS[behaviour])(api_event(), None)
+    got_status, trace_id, body = check_response(response)
+    assert (got_status, body["error"]) == (status, message)
+
+
+# --- 413, 415, 400 --------------------------------------------------------------------------------
+
+def called_with(calls: list[Any]) -> Any:
+    def handler(request: Any, context: Any) -> Any:
+        calls.append(request)
+        return {"got": request.json}
+
+    return handler
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+@pytest.mark.parametrize(("body", "base64_body", "max_body"), [
+    ("x" * (1024 * 1024 + 1), False, None),
+    ("x" * (1024 * 1024 + 1), True, None),
+    ("é" * (512 * 1024 + 1), False, None),  # counted in bytes: 1 MiB + 2 bytes of UTF-8
+    ('{"a": "' + "y" * 20 + '"}', False, 16),
+])
+def test_oversized_body_is_413_and_never_reaches_the_function(version, body, base64_body, max_body):
+    calls: list[Any] = []
+    options = {} if max_body is None else {"max_body": max_body}
+    event = api_event("POST", body=body, version=version, base64_body=base64_body)
+    with captured() as out:
+        response = api_handler(**options)(called_with(calls))(event, lambda_context())
+    status, trace_id, decoded = check_response(response)
+    assert status == 413 and calls == []
+    assert decoded["error"].startswith("request body is larger than")
+    lines = parse_lines(out)
+    assert of_level(lines, "ERROR") == [] and of_level(lines, "WARNING")[0]["status"] == 413
+    assert all(len(text.encode()) <= 64 * 1024 for text in out)
+
+
+@pytest.mark.parametrize("content_type", [
+    "text/plain", "application/xml", "application/x-www-form-urlencoded", "multipart/form-data; boundary=b",
+    "application/jsonp", "text/json-ish", "application/json-patch",
+])
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_wrong_content_type_is_415_on_json(content_type, version):
+    event = api_event("POST", body={"a": 1}, version=version, headers={"Content-Type": content_type})
+    with captured():
+        response = api_handler(called_with([]))(event, None)
+    status, trace_id, decoded = check_response(response)
+    assert status == 415 and decoded["error"] == "Content-Type must be application/json"
+
+
+@pytest.mark.parametrize("content_type", [
+    "application/json", "application/json; charset=utf-8", "APPLICATION/JSON", "application/problem+json",
+])
+def test_json_content_types_are_accepted(content_type):
+    event = api_event("POST", body={"a": 1}, headers={"content-type": content_type})
+    with captured():
+        response = api_handler(called_with([]))(event, None)
+    assert check_response(response)[0] == 200 and json.loads(response["body"]) == {"got": {"a": 1}}
+
+
+@pytest.mark.parametrize("codec_name", CODECS)
+@pytest.mark.parametrize("body", ["{", '{"a": ', "", "not json", "[1,]", "NaN-ish", '{"a": 1} trailing', "\x00",
+                                  "[" * 5_000])
+def test_bad_json_is_400_and_not_a_server_error(body, codec_name):
+    event = api_event("POST", body=body)
+    with using_codec(codec_name), captured() as out:
+        response = api_handler(called_with([]))(event, lambda_context())
+    status, trace_id, decoded = check_response(response)
+    assert status == 400 and decoded == {"error": "request body is not valid JSON", "trace_id": trace_id}
+    assert of_level(parse_lines(out), "ERROR") == []
+
+
+def test_bad_base64_body_is_400_not_a_crash():
+    event = api_event("POST", body="{}")
+    event.update(body="!!not base64!!", isBase64Encoded=True)
+    with captured():
+        response = api_handler(called_with([]))(event, None)
+    assert check_response(response)[0] == 400
+
+
+# --- trace-id header injection ------------------------------------------------------------------
+
+@pytest.mark.parametrize("codec_name", CODECS)
+@pytest.mark.parametrize("version", ["v1", "v2"])
+@pytest.mark.parametrize("value", HOSTILE_TRACE_IDS, ids=lambda v: repr(v[:24]))
+def test_hostile_trace_header_never_becomes_the_trace_id_nor_a_raw_log_line(value, version, codec_name):
+    event = api_event("GET", "/p", headers={"X-Trace-Id": value}, version=version)
+    handler = api_handler(lambda request, context: {"seen": current_trace_id()})
+    with using_codec(codec_name), captured() as out:
+        first = handler(event, lambda_context())
+        second = handler(event, lambda_context())
+    status, trace_id, _ = check_response(first)
+    assert status == 200 and FRESH_ID.fullmatch(trace_id) and trace_id != value
+    assert json.loads(first["body"]) == {"seen": trace_id}  # the function saw the fresh id too
+    assert check_response(second)[1] != trace_id  # fresh each time, not derived from the value
+    lines = parse_lines(out)
+    assert [line["level"] for line in lines] == ["WARNING", "INFO", "INFO"] * 2
+    assert {line["trace_id"] for line in lines[:3]} == {trace_id}
+    warning = lines[0]
+    assert warning["rejected_trace_id"] == ascii(value)[:256]  # escaped, bounded
+    for text in out:
+        if any(char in value for char in '\n\r"\x00\x1b\u2028\ud800'):
+            assert value not in text  # never written unescaped
+
+
+@HOSTILE
+@given(value=st.text(min_size=1, max_size=200), header=st.sampled_from(["X-Trace-Id", "x-trace-id", "X-TRACE-ID"]),
+       version=st.sampled_from(["v1", "v2"]), codec_name=st.sampled_from(CODECS))
+def test_any_trace_header_is_used_only_when_valid(value, header, version, codec_name):
+    event = api_event("GET", "/p", headers={header: value}, version=version)
+    with using_codec(codec_name), captured() as out:
+        response = api_handler(lambda request, context: None)(event, None)
+    status, trace_id, _ = check_response(response)
+    assert trace_id == value if is_valid_id(value) else FRESH_ID.fullmatch(trace_id)
+    lines = parse_lines(out)
+    assert all(line["trace_id"] == trace_id for line in lines)
+    assert len(lines) == (2 if is_valid_id(value) else 3)
+
+
+def test_custom_trace_header_is_the_one_read_and_answered():
+    event = api_event(headers={"X-Request-Trace": "evil\nvalue", "X-Trace-Id": "T-1"})
+    with captured():
+        response = api_handler(trace_header="X-Request-Trace")(lambda r, c: None)(event, None)
+    status, trace_id, _ = check_response(response, "X-Request-Trace")
+    assert FRESH_ID.fullmatch(trace_id)
+
+
+def test_multi_value_trace_header_is_not_a_trace_id():
+    event = api_event(version="v1", multi_value_headers={"X-Trace-Id": ["T-1", "T-2"]})
+    with captured():
+        response = api_handler(lambda r, c: None)(event, None)
+    assert FRESH_ID.fullmatch(check_response(response)[1])
