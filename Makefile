@@ -22,6 +22,7 @@ run: $(VENV)/.installed
 
 test: $(VENV)/.installed node_modules/.installed
 	$(VENV)/bin/ruff check lambda_kit handlers tests bench
+	$(VENV)/bin/lambda-kit check serverless.yml
 	$(PY) -m pytest -n 2 -p no:cacheprovider
 
 bench: $(VENV)/.installed
