@@ -11,6 +11,9 @@ the code below checks again, so its own ``AGG#`` and ``MILESTONE`` writes never 
   seen by exactly one change, however counts were batched or raced. Each crossing is published to
   ``MILESTONES_TOPIC_ARN`` (a redelivery publishes again; the milestones handler records it once).
   The change from 0 views is the article's first: it counts once, by url, in the distinct articles.
+
+Each record is read on its own; the batch's aggregates are then counted together in one
+``increment_many`` (``commit=``), so a stream batch of 100 markers costs about two transactions.
 """
 
 from __future__ import annotations
@@ -29,12 +32,31 @@ from handlers.aggregates import (
 )
 from handlers.views import day_of_day_key, url_of_article_key
 from lambda_kit import current_record, get_logger, stream_handler
-from lambda_kit.counters import COUNT_ATTRIBUTE, COUNTER_SK, MARKER_PREFIX
+from lambda_kit.counters import COUNT_ATTRIBUTE, COUNTER_SK, MARKER_PREFIX, Increment
 
 log = get_logger(__name__)
 
 
-@stream_handler
+def count_aggregates(results: list[tuple[Any, dict[str, Any]]]) -> None:
+    """Once per batch: the site aggregates of every view marker in it in one ``increment_many``,
+    and the articles seen for the first time in another (their markers never expire)."""
+    site = [
+        Increment(result["aggregate"], result["event_id"], result["amount"], record.trace_id)
+        for record, result in results
+        if "aggregate" in result
+    ]
+    first_views = [
+        Increment(DISTINCT_ARTICLES, result["first_view"], 1, record.trace_id)
+        for record, result in results
+        if "first_view" in result
+    ]
+    if site:
+        clients.counter().increment_many(site)
+    if first_views:
+        clients.counter(ARTICLE_MARKER_TTL).increment_many(first_views)
+
+
+@stream_handler(commit=count_aggregates)
 def handler(change: dict[str, Any], context: Any) -> dict[str, Any]:
     keys = change["keys"]
     pk, sk = keys.get("PK"), keys.get("SK")
@@ -58,14 +80,13 @@ def _view_marker(pk: str, marker: dict[str, Any]) -> dict[str, Any]:
         if day is None:
             return {"ignored": pk}
         key = site_day_key(day[1])
-    counted = clients.counter().increment(key, _stream_event_id(), amount)
-    return {"aggregate": key, "counted": counted}
+    return {"aggregate": key, "event_id": _stream_event_id(), "amount": amount}
 
 
 def _article_total(url: str, old: int, new: int) -> dict[str, Any]:
     result: dict[str, Any] = {"url": url, "views": new}
     if old == 0 < new:
-        result["first_view"] = clients.counter(ARTICLE_MARKER_TTL).increment(DISTINCT_ARTICLES, article_event_id(url))
+        result["first_view"] = article_event_id(url)
     crossed = milestones_crossed(old, new)
     if crossed:
         sns = clients.client("sns")
