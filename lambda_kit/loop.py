@@ -47,6 +47,10 @@ class CommitFailed(RuntimeError):
     """The batch's ``commit`` reported this record as failed."""
 
 
+class GroupHeldBack(RuntimeError):
+    """Not processed: an earlier record of its ordering group (FIFO message group) failed."""
+
+
 class Outcome:
     """What became of a batch: failures (with their exceptions), records not reached, counts."""
 
@@ -92,11 +96,22 @@ def record_loop(
     set_record, reset_record = _record.set, _record.reset
     commit = options.commit
     pending: list[tuple[Record, Any, float]] = []
+    failed_groups: set[str] = set()
 
     for index, record in enumerate(records):
         token = set_record(record)
         try:
             trace_id = record.trace_id
+            if failed_groups and record.group in failed_groups:
+                held = GroupHeldBack(f"an earlier message of group {record.group!r} failed in this batch")
+                failures.append((record, held))
+                emit(
+                    "WARNING",
+                    "not processed: an earlier record of its group failed; it is retried in order",
+                    trace_id,
+                    {"source": record.source, "record_id": record.id, "group": clean(record.group)},
+                )
+                continue
             if record.rejected_trace_id is not None:
                 warn_rejected_trace_id(record)
             if powertools is not None:
@@ -160,6 +175,8 @@ def record_loop(
             emit("ERROR", "record failed" if record.error is None else "record could not be decoded", trace_id, fields)
             if result_of_failure == "failed":
                 failures.append((record, error))
+                if record.group is not None:
+                    failed_groups.add(record.group)
                 if stop:
                     outcome.skipped = records[index + 1 :]
                     if outcome.skipped:

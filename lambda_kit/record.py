@@ -10,10 +10,12 @@ class Record:
 
     ``id`` is the identifier the source's own failure report uses; ``error`` is set when the
     record could not be decoded (it then fails without reaching the function);
-    ``rejected_trace_id`` keeps an invalid trace id that was found and not used.
+    ``rejected_trace_id`` keeps an invalid trace id that was found and not used; ``group`` is the
+    ordering group (SQS FIFO ``MessageGroupId``): after a failure, later records of the same group
+    are not processed, so they are retried in order.
     """
 
-    __slots__ = ("source", "id", "trace_id", "payload", "raw", "error", "attempt", "rejected_trace_id")
+    __slots__ = ("source", "id", "trace_id", "payload", "raw", "error", "attempt", "rejected_trace_id", "group")
 
     def __init__(
         self,
@@ -25,6 +27,7 @@ class Record:
         error: str | None = None,
         attempt: int = 0,
         rejected_trace_id: Any = None,
+        group: str | None = None,
     ) -> None:
         self.source = source
         self.id = id
@@ -34,6 +37,7 @@ class Record:
         self.error = error
         self.attempt = attempt
         self.rejected_trace_id = rejected_trace_id
+        self.group = group
 
     def __repr__(self) -> str:
         return f"Record(source={self.source!r}, id={self.id!r}, trace_id={self.trace_id!r})"

@@ -117,10 +117,15 @@ def test_malicious_attribute_is_not_used_and_is_logged_escaped(capfd, bad):
     def handler(message, context):
         seen.append(current_trace_id())
 
-    event = sns_event({"a": 1}, trace_id=bad, subject="valid-subject")
+    # the attribute is rejected; the next place in order, a valid Subject, is used
+    handler(sns_event({"a": 1}, trace_id=bad, subject="valid-subject"), None)
+    assert seen == ["valid-subject"]
+    capfd.readouterr()
+    # no valid Subject either: the stable MessageId
+    event = sns_event({"a": 1}, trace_id=bad, subject="Milestone reached!")
     handler(event, None)
     message_id = event["Records"][0]["Sns"]["MessageId"]
-    assert seen == [message_id]
+    assert seen[-1] == message_id
     lines = read_lines(capfd)
     assert {line["trace_id"] for line in lines} == {message_id}
     warnings = of_level(lines, "WARNING")

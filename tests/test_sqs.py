@@ -226,3 +226,27 @@ def test_event_without_records_logs_one_error_line(capfd):
     assert handler({"not": "sqs"}, None) == {"batchItemFailures": []}
     errors = of_level(read_lines(capfd), "ERROR")
     assert len(errors) == 1 and "SQS" in errors[0]["message"]
+
+
+def test_fifo_failure_holds_back_the_rest_of_its_group_and_other_groups_go_on(capfd):
+    seen = []
+
+    @sqs_handler(log_event=False, log_result=False)
+    def handler(message, context):
+        seen.append(message["n"])
+        if message["n"] == "A1":
+            raise ValueError("A1 is bad")
+
+    names = ["A1", "B1", "A2", "B2", "A3"]
+    event = sqs_event(*[{"n": n} for n in names], queue="views.fifo")
+    for record, name in zip(event["Records"], names, strict=True):
+        record["attributes"]["MessageGroupId"] = name[0]
+    response = handler(event, None)
+
+    assert seen == ["A1", "B1", "B2"]  # A2, A3 not processed: they must not overtake A1
+    by_id = {r["messageId"]: n for r, n in zip(event["Records"], names, strict=True)}
+    assert [by_id[f["itemIdentifier"]] for f in response["batchItemFailures"]] == ["A1", "A2", "A3"]
+    lines = read_lines(capfd)
+    assert len(of_level(lines, "ERROR")) == 1  # only A1 failed by itself
+    held = of_level(lines, "WARNING")
+    assert len(held) == 2 and all(line["group"] == "A" for line in held)

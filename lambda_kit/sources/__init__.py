@@ -46,3 +46,20 @@ def reason(exc: BaseException) -> str:
 def batch_item_failures(failures: list[tuple[Record, BaseException]]) -> dict[str, Any]:
     """The partial batch response SQS, Kinesis and DynamoDB Streams event source mappings read."""
     return {"batchItemFailures": [{"itemIdentifier": record.id} for record, _ in failures]}
+
+
+class BatchSource:
+    """What every batch adapter shares: records read one by one, failures not stopping the batch.
+
+    Subclasses set ``name`` and implement ``record(raw)`` and ``response(failures, skipped)``.
+    """
+
+    name = ""
+    stop_at_first_failure = False
+    requeueing = False
+
+    def records(self, raw_records: list[Any]) -> list[Record]:
+        return [self.record(raw) for raw in raw_records]
+
+    def record(self, raw: Any) -> Record:
+        raise NotImplementedError

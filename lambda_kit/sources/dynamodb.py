@@ -7,7 +7,7 @@ import base64
 from typing import Any
 
 from ..record import Record
-from . import batch_item_failures, malformed, pick_trace_id, reason
+from . import BatchSource, batch_item_failures, malformed, pick_trace_id, reason
 
 
 def _number(text: str) -> int | float:
@@ -58,13 +58,9 @@ def deserialize_image(image: Any) -> dict[str, Any] | None:
     return {key: deserialize(item) for key, item in image.items()}
 
 
-class DynamoDBSource:
+class DynamoDBSource(BatchSource):
     name = "dynamodb"
     stop_at_first_failure = True
-    requeueing = False
-
-    def records(self, raw_records: list[Any]) -> list[Record]:
-        return [self.record(raw) for raw in raw_records]
 
     def record(self, raw: Any) -> Record:
         change = raw.get("dynamodb") if type(raw) is dict else None

@@ -17,12 +17,12 @@ from typing import Any
 from .. import aws, codec
 from ..record import Record
 from ..trace import is_valid_id
-from . import batch_item_failures, malformed, pick_trace_id, reason
+from . import BatchSource, batch_item_failures, malformed, pick_trace_id, reason
 
 REQUEUE_KEY = "lambda_kit_requeue"
 
 
-class KinesisSource:
+class KinesisSource(BatchSource):
     name = "kinesis"
 
     def __init__(
@@ -37,9 +37,6 @@ class KinesisSource:
         self.stop_at_first_failure = not self.requeueing
         self.max_attempts = max_attempts
         self._dead_letter = dead_letter
-
-    def records(self, raw_records: list[Any]) -> list[Record]:
-        return [self.record(raw) for raw in raw_records]
 
     def record(self, raw: Any) -> Record:
         kinesis = raw.get("kinesis") if type(raw) is dict else None

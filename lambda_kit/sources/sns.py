@@ -8,18 +8,14 @@ from typing import Any
 from .. import codec
 from ..record import Record
 from ..trace import is_valid_id
-from . import malformed, pick_trace_id, reason
+from . import BatchSource, malformed, pick_trace_id, reason
 
 
-class SnsSource:
+class SnsSource(BatchSource):
     name = "sns"
-    stop_at_first_failure = False
 
     def __init__(self, json: bool = True) -> None:
         self.json = json
-
-    def records(self, raw_records: list[Any]) -> list[Record]:
-        return [self.record(raw) for raw in raw_records]
 
     def record(self, raw: Any) -> Record:
         sns = raw.get("Sns") if type(raw) is dict else None
@@ -32,9 +28,9 @@ class SnsSource:
         attributes = sns.get("MessageAttributes")
         if type(attributes) is dict and type(attributes.get("trace_id")) is dict:
             found = attributes["trace_id"].get("Value")
-        if found is None and is_valid_id(sns.get("Subject")):
-            found = sns["Subject"]
         trace_id, rejected = pick_trace_id(found, message_id)
+        if (found is None or rejected is not None) and is_valid_id(sns.get("Subject")):
+            trace_id = sns["Subject"]  # the next place in order; a rejected attribute is still logged
         message = sns.get("Message")
         payload, error = message, None
         if not isinstance(message, str):

@@ -1,5 +1,7 @@
 """SQS: JSON bodies (SNS envelopes unwrapped), trace id in the ``trace_id`` message attribute,
-failures reported as ``batchItemFailures`` so only failed messages come back."""
+failures reported as ``batchItemFailures`` so only failed messages come back. On a FIFO queue a
+failure also holds back the later messages of its message group (reported as failures, unprocessed),
+so the group is retried in order; other groups go on."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from typing import Any
 from .. import codec
 from ..record import Record
 from ..trace import is_valid_id
-from . import batch_item_failures, malformed, pick_trace_id, reason
+from . import BatchSource, batch_item_failures, malformed, pick_trace_id, reason
 
 
 def _is_sns_envelope(doc: Any) -> bool:
@@ -29,15 +31,11 @@ def _envelope_trace_id(doc: dict[str, Any]) -> Any:
     return None
 
 
-class SqsSource:
+class SqsSource(BatchSource):
     name = "sqs"
-    stop_at_first_failure = False
 
     def __init__(self, json: bool = True) -> None:
         self.json = json
-
-    def records(self, raw_records: list[Any]) -> list[Record]:
-        return [self.record(raw) for raw in raw_records]
 
     def record(self, raw: Any) -> Record:
         if type(raw) is not dict:
@@ -52,11 +50,14 @@ class SqsSource:
             if type(attribute) is dict:
                 found = attribute.get("stringValue")
         attempt = 0
+        group = None
         system = raw.get("attributes")
         if type(system) is dict:
             count = system.get("ApproximateReceiveCount")
             if count != "1" and isinstance(count, str) and count.isdigit():  # "1": first try, 0
                 attempt = max(int(count) - 1, 0)
+            if "MessageGroupId" in system:  # FIFO queue: keep each group in order
+                group = str(system["MessageGroupId"])
         body = raw.get("body")
         payload: Any = body
         error = None
@@ -82,7 +83,7 @@ class SqsSource:
             trace_id, rejected = found, None
         else:
             trace_id, rejected = pick_trace_id(found, message_id)
-        return Record("sqs", message_id, trace_id, None if error else payload, raw, error, attempt, rejected)
+        return Record("sqs", message_id, trace_id, None if error else payload, raw, error, attempt, rejected, group)
 
     def response(self, failures: list[tuple[Record, BaseException]], skipped: list[Record]) -> dict[str, Any]:
         return batch_item_failures(failures)
