@@ -93,6 +93,11 @@ def _request_fields(request: api_source.Request, record: Record) -> dict[str, An
             body = request.json
         except HTTPError:
             body = _body_for_log(body)
+    elif body and "x-www-form-urlencoded" in request.headers.get("content-type", ""):
+        # logged as its fields, so a password=... in a form is masked like a JSON one
+        from urllib.parse import parse_qsl
+
+        body = dict(parse_qsl(body, keep_blank_values=True))
     return {
         "source": "api",
         "record_id": record.id,

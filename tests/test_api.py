@@ -268,3 +268,21 @@ def test_request_and_response_are_logged_with_secrets_masked(capfd):
     assert received["query"] == {"api_key": "***", "page": "1"}
     assert received["body"] == {"user": "ann", "password": "***"}
     assert with_message(lines, "request processed")[0]["result"] == {"token": "***", "user": "ann"}
+
+
+def test_a_form_encoded_body_is_logged_as_fields_with_secrets_masked(capfd):
+    @api_handler
+    def handler(request, context):
+        return {"ok": True}
+
+    event = api_event(
+        "POST",
+        "/login",
+        body="user=ana&password=hunter2&api_key=k-123",
+        headers={"content-type": "application/x-www-form-urlencoded"},
+    )
+    assert handler(event, None)["statusCode"] == 200
+    lines = read_lines(capfd)
+    assert not any("hunter2" in json.dumps(line) or "k-123" in json.dumps(line) for line in lines)
+    [received] = [line for line in lines if line["message"] == "request received"]
+    assert received["body"] == {"user": "ana", "password": "***", "api_key": "***"}
