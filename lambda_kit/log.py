@@ -299,11 +299,19 @@ _FAST_LINE_CHARS = MAX_LINE_CHARS // 4  # below this a line can never need cutti
 
 
 def encode(line: dict[str, Any]) -> str:
+    """``line`` as one JSON line: the codec's output as is when it is short ASCII (no line break to
+    escape, nothing to cut: the hot path), else sanitized, escaped and cut to fit."""
+    try:
+        text = codec.dumps(line)
+    except Exception:
+        text = None
+    if text is not None and len(text) <= _FAST_LINE_CHARS and text.isascii():
+        return text + "\n"
     try:
         text = _dumps(line)
     except Exception:
         text = _dumps(_sanitize(line))
-    if len(text) > _FAST_LINE_CHARS and _utf8_size(text) > MAX_LINE_CHARS:
+    if _utf8_size(text) > MAX_LINE_CHARS:
         text = _fit(_sanitize(line))
     return text + "\n"
 
@@ -332,22 +340,10 @@ def emit(
     fields: dict[str, Any] | None = None,
     now: float | None = None,
 ) -> None:
-    """Write one line. ``fields`` must already be cleaned (``clean``) by the caller.
-
-    The hot path (two lines per record): the common cases of ``_timestamp``, ``encode`` and the
-    sink are inlined here, each falling back to the full function, so a line costs few calls.
-    """
+    """Write one line. ``fields`` must already be cleaned (``clean``) by the caller."""
     function_name, request_id = _invocation.get()
-    if now is None:
-        now = time.time()
-    second = int(now)
-    millis = int((now - second) * 1000)
-    if second == _ts_cache[0] and 0 <= millis < 1000:
-        timestamp = _ts_cache[1] + _MILLIS[millis]
-    else:
-        timestamp = _timestamp(now)
     line: dict[str, Any] = {
-        "timestamp": timestamp,
+        "timestamp": _timestamp(time.time() if now is None else now),
         "level": level,
         "message": message,
         "function_name": function_name,
@@ -357,20 +353,7 @@ def emit(
         line["trace_id"] = trace_id
     if fields:
         line.update(fields)
-    try:
-        text = codec.dumps(line)
-    except Exception:
-        text = None
-    # An ASCII line well under the limit is what ``encode`` returns as is (no line break to
-    # escape, nothing to cut); anything else takes the full path.
-    if text is not None and len(text) <= _FAST_LINE_CHARS and text.isascii():
-        text += "\n"
-    else:
-        text = encode(line)
-    if _sink is _stdout_write:
-        sys.stdout.write(text)
-    else:
-        _sink(text)
+    _sink(encode(line))
 
 
 def error_fields(exc: BaseException) -> dict[str, Any]:

@@ -91,7 +91,7 @@ def record_loop(
     log_result = options.log_result and info
     powertools = options.logger
     stop = adapter.stop_at_first_failure
-    requeue = getattr(adapter, "requeue", None) if getattr(adapter, "requeueing", False) else None
+    requeue = adapter.requeue if adapter.requeueing else None
     emit, clean = log.emit, log.clean
     set_record, reset_record = _record.set, _record.reset
     commit = options.commit

@@ -24,10 +24,10 @@ def event_records(event: Any) -> list[Any] | None:
 
 def pick_trace_id(found: Any, fallback: Any) -> tuple[str, Any]:
     """(trace id, rejected value): ``found`` when it is a valid id, else the stable fallback."""
+    if type(found) is str and is_valid_id(found):  # the common case first
+        return found, None
     if found is None:
         return stable_id(fallback), None
-    if is_valid_id(found):
-        return found, None
     return stable_id(fallback), found
 
 

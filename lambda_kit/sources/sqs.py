@@ -9,7 +9,6 @@ from typing import Any
 
 from .. import codec
 from ..record import Record
-from ..trace import is_valid_id
 from . import BatchSource, batch_item_failures, malformed, pick_trace_id, reason
 
 
@@ -79,10 +78,7 @@ class SqsSource(BatchSource):
                         payload, error = None, f"SNS message in the body is not valid JSON ({reason(exc)})"
             elif self.json and error is None:
                 payload = doc
-        if type(found) is str and is_valid_id(found):  # the common case, without the general path
-            trace_id, rejected = found, None
-        else:
-            trace_id, rejected = pick_trace_id(found, message_id)
+        trace_id, rejected = pick_trace_id(found, message_id)
         return Record("sqs", message_id, trace_id, None if error else payload, raw, error, attempt, rejected, group)
 
     def response(self, failures: list[tuple[Record, BaseException]], skipped: list[Record]) -> dict[str, Any]:
