@@ -21,6 +21,9 @@ def soak(tmp_path_factory):
         events=300,
         seed=7,
         articles=25,
+        # batched consumers make few DynamoDB calls for 300 events: a higher rate still
+        # injects every fault kind several times
+        fault_rate=0.25,
         config=ROOT / "serverless.yml",
         stage=f"soak{os.getpid()}",  # moto's state is per process: fresh resources for this run
         log_path=tmp_path_factory.mktemp("soak") / "logs.jsonl",

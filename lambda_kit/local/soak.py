@@ -197,6 +197,8 @@ FAULT_KINDS = (
     "InternalServerError (500, not carried out)",
     "InternalServerError (500 after the write was carried out)",
 )
+AFTER_WRITE = FAULT_KINDS[-1]
+WRITE_OPERATIONS = frozenset({"TransactWriteItems", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem"})
 
 
 class ClientFaults:
@@ -263,6 +265,8 @@ class ClientFaults:
             if self._rng.random() >= self.rate:
                 return None
             kind = next(self._cycle)
+            if kind == AFTER_WRITE and operation not in WRITE_OPERATIONS:
+                kind = next(self._cycle)  # a lost response only means something for a write
             self.injected[kind] += 1
         if kind == "ThrottlingException":
             return _error(request, 400, "com.amazon.coral.availability#ThrottlingException", "Rate of requests exceeds the allowed throughput.")
@@ -280,7 +284,7 @@ class ClientFaults:
             return _error(request, 400, "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
                           f"Transaction cancelled, please refer cancellation reasons for specific reasons [{codes}]",
                           CancellationReasons=reasons)
-        if kind.endswith("after the write was carried out)"):
+        if kind == AFTER_WRITE:
             if _forward(request) == 200:
                 with self._lock:
                     self.applied_before_500 += 1
