@@ -170,7 +170,7 @@ def record_loop(
             if routing_failure is not None:
                 fields["requeue_error"] = clean(routing_failure)
             if record.error is not None:
-                fields["payload"] = clean(_raw_payload(record.raw))
+                fields["payload"] = clean(record.payload)  # the raw part the adapter could not decode
                 fields.pop("traceback")
             emit("ERROR", "record failed" if record.error is None else "record could not be decoded", trace_id, fields)
             if result_of_failure == "failed":
@@ -234,11 +234,3 @@ def _commit(
         finally:
             _record.reset(token)
 
-
-def _raw_payload(raw: Any) -> Any:
-    """The undecodable part of a raw record, for its ERROR line (cleaned and cut by the caller)."""
-    if isinstance(raw, dict):
-        for key in ("body", "Sns", "kinesis", "dynamodb"):
-            if key in raw:
-                return raw[key]
-    return raw

@@ -9,7 +9,8 @@ class Record:
     """One unit of work: what the wrapped function receives, plus what the loop needs to route it.
 
     ``id`` is the identifier the source's own failure report uses; ``error`` is set when the
-    record could not be decoded (it then fails without reaching the function);
+    record could not be decoded (it then fails without reaching the function, and ``payload``
+    holds the raw part that could not be decoded, for its ERROR line);
     ``rejected_trace_id`` keeps an invalid trace id that was found and not used; ``group`` is the
     ordering group (SQS FIFO ``MessageGroupId``): after a failure, later records of the same group
     are not processed, so they are retried in order.

@@ -32,9 +32,10 @@ def pick_trace_id(found: Any, fallback: Any) -> tuple[str, Any]:
 
 
 def malformed(source: str, raw: Any, why: str) -> Record:
-    """A record that cannot be read at all: it fails with ``why`` and reports an empty id,
+    """A record that cannot be read at all (its payload is the raw record, for the ERROR line):
+    it fails with ``why`` and reports an empty id,
     which Lambda treats as a failure of the whole batch (nothing is lost)."""
-    return Record(source, "", stable_id(repr(raw)[:512]), None, raw, why)
+    return Record(source, "", stable_id(repr(raw)[:512]), raw, raw, why)
 
 
 def reason(exc: BaseException) -> str:

@@ -80,7 +80,7 @@ class DynamoDBSource(BatchSource):
             }
         except Exception as exc:
             trace_id, _ = pick_trace_id(None, fallback)
-            return Record("dynamodb", sequence_number, trace_id, None, raw, f"stream image is malformed ({reason(exc)})")
+            return Record("dynamodb", sequence_number, trace_id, change, raw, f"stream image is malformed ({reason(exc)})")
         image = payload["old_image"] if event_name == "REMOVE" else payload["new_image"]
         found = image.get("trace_id") if image else None
         trace_id, rejected = pick_trace_id(found, fallback)

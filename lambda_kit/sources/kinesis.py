@@ -72,6 +72,8 @@ class KinesisSource(BatchSource):
             if not self.json and isinstance(payload, dict | list) and error is None:
                 payload = data
         trace_id, rejected = pick_trace_id(found, fallback)
+        if error is not None:
+            payload = kinesis.get("data")
         return Record("kinesis", sequence_number, trace_id, payload, raw, error, attempt, rejected)
 
     def _unwrap(self, envelope: dict[str, Any]) -> tuple[Any, int, str | None]:

@@ -34,12 +34,12 @@ class SnsSource(BatchSource):
         message = sns.get("Message")
         payload, error = message, None
         if not isinstance(message, str):
-            payload, error = None, "Sns.Message is missing or not a string"
+            error = "Sns.Message is missing or not a string"
         elif self.json:
             try:
                 payload = codec.loads(message)
             except Exception as exc:
-                payload, error = None, f"Sns.Message is not valid JSON ({reason(exc)})"
+                error = f"Sns.Message is not valid JSON ({reason(exc)})"
         return Record("sns", message_id, trace_id, payload, raw, error, 0, rejected)
 
     def response(self, failures: list[tuple[Record, BaseException]], skipped: list[Record]) -> None:

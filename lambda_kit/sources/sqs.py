@@ -79,7 +79,7 @@ class SqsSource(BatchSource):
             elif self.json and error is None:
                 payload = doc
         trace_id, rejected = pick_trace_id(found, message_id)
-        return Record("sqs", message_id, trace_id, None if error else payload, raw, error, attempt, rejected, group)
+        return Record("sqs", message_id, trace_id, body if error else payload, raw, error, attempt, rejected, group)
 
     def response(self, failures: list[tuple[Record, BaseException]], skipped: list[Record]) -> dict[str, Any]:
         return batch_item_failures(failures)
