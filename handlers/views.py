@@ -20,12 +20,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from lambda_kit.counters import bucket_keys, to_utc
+from lambda_kit.counters import MAX_KEY_BYTES, bucket_keys, to_utc
 
 ARTICLE_PREFIX = "URL#"
 DAY_INFIX = "#DAY#"
 MAX_URL_CHARS = 2048
-MAX_KEY_BYTES = 2048  # DynamoDB's partition key limit
+# The counter's own key limit is the one truth: a url the counter would refuse in a batch commit
+# (failing every record of that batch) is refused here, for its own record alone.
 MAX_URL_BYTES = MAX_KEY_BYTES - len(ARTICLE_PREFIX) - len(DAY_INFIX + "2022-03-28")
 MAX_CLIENT_ID_CHARS = 256
 

@@ -326,6 +326,41 @@ def test_the_counter_counts_a_whole_batch_in_two_transactions(service):
     assert sum(service.counter.get(article_key(f"myblog.com/a{i}")) for i in range(3)) == 60
 
 
+@pytest.mark.parametrize("url_bytes", [2_020, 2_021, 2_025, 2_029, 2_030])
+def test_every_url_the_api_accepts_is_one_the_counter_can_count(url_bytes):
+    """The view validation and the counter share one key limit: a url the API answers 202 for
+    never reaches a batch commit the counter refuses (which would fail every record with it)."""
+    from lambda_kit.counters import InvalidKeyError, check_key
+
+    url = "myblog.com/" + "x" * (url_bytes - len("myblog.com/"))
+    doc = {"url": url, "time": "2022-03-28T13:17:23+00:00", "clientId": "c"}
+    try:
+        parsed = parse_view(doc)
+    except InvalidView:
+        with pytest.raises(InvalidKeyError):
+            check_key(day_key(url, "2022-03-28"))
+        return
+    for key in (article_key(parsed.url), day_key(parsed.url, parsed.day)):
+        assert check_key(key) == key
+
+
+def test_a_record_whose_keys_the_counter_refuses_fails_alone_at_commit(service):
+    """Defense in depth: even a key that got past validation costs only its own record."""
+    from handlers.counting import count_views
+
+    class Rec:
+        def __init__(self, id: str) -> None:
+            self.id, self.trace_id = id, f"t-{id}"
+
+    good, bad = Rec("good"), Rec("bad")
+    results = [
+        (good, {"event_id": "e-good", "keys": [article_key("myblog.com/ok")]}),
+        (bad, {"event_id": "e-bad", "keys": [article_key("myblog.com/" + "x" * 2_100)]}),
+    ]
+    assert count_views(results) == [bad]
+    assert service.counter.get(article_key("myblog.com/ok")) == 1
+
+
 def test_a_redelivered_message_is_counted_once(service):
     service.post(view())
     records = sqs_records(service.sqs, service.queue)

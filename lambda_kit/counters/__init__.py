@@ -16,7 +16,16 @@ from lambda_kit.counters.buckets import (
 )
 from lambda_kit.counters.counter import Counter, EventRef, Increment, IncrementRequest, IncrementResult
 from lambda_kit.counters.errors import CounterError, InvalidKeyError
-from lambda_kit.counters.layout import COUNT_ATTRIBUTE, COUNTER_SK, MARKER_PREFIX, key_of, marker_sk, shard_pk
+from lambda_kit.counters.layout import (
+    COUNT_ATTRIBUTE,
+    COUNTER_SK,
+    MARKER_PREFIX,
+    MAX_KEY_BYTES,
+    check_key,
+    key_of,
+    marker_sk,
+    shard_pk,
+)
 from lambda_kit.counters.retry import Backoff
 
 __all__ = [
@@ -24,6 +33,7 @@ __all__ = [
     "COUNT_ATTRIBUTE",
     "GRANULARITIES",
     "MARKER_PREFIX",
+    "MAX_KEY_BYTES",
     "Backoff",
     "Counter",
     "CounterError",
@@ -36,6 +46,7 @@ __all__ = [
     "Timestamp",
     "bucket",
     "bucket_keys",
+    "check_key",
     "key_of",
     "day_key",
     "hour_key",

@@ -39,6 +39,9 @@ MAX_AMOUNT = 10**38  # DynamoDB numbers carry 38 significant digits
 SHARD_SEPARATOR = "#SHARD#"
 """Joins a counter key and its shard number in a shard's partition key."""
 
+MAX_KEY_BYTES = MAX_PK_BYTES - len(SHARD_SEPARATOR) - 6
+"""The longest counter key, in bytes of UTF-8: room is kept for a shard suffix (``#SHARD#n``)."""
+
 
 def shard_pk(key: str, shard: int) -> str:
     """Partition key of ``shard`` of counter ``key``: the key itself for shard 0."""
@@ -69,8 +72,8 @@ def check_key(key: object) -> str:
         raise InvalidKeyError(f"counter key {key!r} must be a str, not {type(key).__name__}")
     if not key:
         raise InvalidKeyError("counter key '' must not be empty")
-    if len(key.encode("utf-8")) > MAX_PK_BYTES - len(SHARD_SEPARATOR) - 6:
-        raise InvalidKeyError(f"counter key {key[:60]!r}... is longer than {MAX_PK_BYTES - len(SHARD_SEPARATOR) - 6} bytes")
+    if len(key.encode("utf-8")) > MAX_KEY_BYTES:
+        raise InvalidKeyError(f"counter key {key[:60]!r}... is longer than {MAX_KEY_BYTES} bytes")
     return key
 
 
