@@ -18,6 +18,7 @@ _EXPORTS = {
     "stream_handler": "decorators",
     "api_handler": "decorators",
     "HTTPError": "errors",
+    "UnsupportedEvent": "errors",
     "get_logger": "log",
     "propagate": "propagation",
     "current_record": "trace",
@@ -42,7 +43,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from .decorators import api_handler, sns_handler, sqs_handler, stream_handler  # noqa: F401
-    from .errors import HTTPError  # noqa: F401
+    from .errors import HTTPError, UnsupportedEvent  # noqa: F401
     from .log import get_logger  # noqa: F401
     from .propagation import propagate  # noqa: F401
     from .trace import current_record, current_trace_id  # noqa: F401

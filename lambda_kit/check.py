@@ -8,14 +8,16 @@ reports, one line each::
     warning: ViewsQueue: VisibilityTimeout 30 s is under 6 x the counter timeout ...
 
 What it looks for: a handler path that does not import; a handler that is not a lambda_kit
-decorator (warning: its sources cannot be checked); a decorator whose source is not the event's;
-an ``sqs_handler``/``stream_handler`` whose event lacks ``ReportBatchItemFailures`` (Lambda would
-ignore the reported failures and treat failed records as processed); an SNS function without an
-on-failure destination and an SNS event without a redrive policy; a stream event without an
-on-failure destination or retry limit; a stream event starting at ``LATEST`` (an error on a
-function that counts with ``lambda_kit.counters``); an SQS queue without a redrive policy that is
-not itself a dead-letter queue; a queue whose visibility timeout is shorter than its consumer's
-timeout allows. Exit status: 0 clean or warnings only, 1 errors, 2 no usable serverless.yml.
+decorator (warning: its sources cannot be checked); a decorator that cannot process the
+function's events; a decorator that reports partial batch failures on an event without
+``ReportBatchItemFailures`` (Lambda would ignore the reported failures and treat failed records as
+processed); an asynchronously invoked function (SNS ...) without an on-failure destination, and an
+SNS event without a redrive policy; an ordered stream event without an on-failure destination or
+retry limit; a stream event starting at ``LATEST`` (an error on a function that counts with
+``lambda_kit.counters``); an SQS queue without a redrive policy that is not itself a dead-letter
+queue; a queue whose visibility timeout is shorter than its consumer's timeout allows. What each
+source needs comes from the source registry (``lambda_kit.sources``). Exit status: 0 clean or
+warnings only, 1 errors, 2 no usable serverless.yml.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from . import sources
 from .serverless_config import ConfigError, load
 
 __all__ = ["Finding", "check", "main"]
@@ -38,9 +41,6 @@ __all__ = ["Finding", "check", "main"]
 RBIF = "ReportBatchItemFailures"
 DEFAULT_TIMEOUT = 6  # the framework's default function timeout, seconds
 DEFAULT_VISIBILITY_TIMEOUT = 30  # SQS default, seconds
-# serverless.yml event keys -> the lambda_kit decorator source that handles them
-EVENT_SOURCES = {"sqs": "sqs", "sns": "sns", "stream": "stream", "httpApi": "api", "http": "api"}
-DECORATORS = {"sqs": "sqs_handler", "sns": "sns_handler", "stream": "stream_handler", "api": "api_handler"}
 
 
 @dataclass(frozen=True)
@@ -260,29 +260,33 @@ def _check_function(
     findings: list[Finding],
 ) -> None:
     events = _events(function)
-    source = handler.marks.get("source") if handler and handler.marks else None
-    if handler is not None and handler.marks is None and any(kind in EVENT_SOURCES for kind, _ in events):
+    marks = handler.marks if handler and handler.marks else None
+    handled = set(marks.get("sources") or ()) if marks else set()
+    decorator = marks.get("decorator") if marks else None
+    delivered = {kind: sources.for_serverless_event(kind) for kind, _ in events}
+    if handler is not None and marks is None and any(delivered.values()):
         findings.append(Finding("warning", name, "handler is not a lambda_kit decorator (no __lambda_kit__), so its partial-failure wiring cannot be checked"))
-    if source is not None:
-        kinds = {EVENT_SOURCES[kind] for kind, _ in events if kind in EVENT_SOURCES}
-        for kind in sorted(kinds - {source}):
-            decorator = DECORATORS.get(str(source), str(source))
-            findings.append(Finding("error", name, f"handler is a {decorator} but the function has {kind} events: use {DECORATORS[kind]} or move the event"))
+    if decorator is not None:
+        for kind in sorted({kind for kind, found in delivered.items() if found and not handled & {s.name for s in found}}):
+            fits = " or ".join(dict.fromkeys(s.decorator for s in delivered[kind]))
+            findings.append(Finding("error", name, f"handler is a {decorator} but the function has {kind} events: use {fits} or move the event"))
 
     for kind, spec in events:
-        if kind in ("sqs", "stream") and source == kind and spec.get("functionResponseType") != RBIF:
-            findings.append(Finding("error", name, f"add functionResponseType: {RBIF} to its {kind} event: without it Lambda ignores the failures the {DECORATORS[kind]} reports and treats failed records as processed"))
-        if kind == "stream":
+        mine = [s for s in delivered[kind] if s.name in handled]
+        if any(s.reports_batch_failures for s in mine) and spec.get("functionResponseType") != RBIF:
+            findings.append(Finding("error", name, f"add functionResponseType: {RBIF} to its {kind} event: without it Lambda ignores the failures the {decorator} reports and treats failed records as processed"))
+        if any(s.ordered for s in delivered[kind]):
             _check_stream(name, spec, handler, resources, findings)
         if kind == "sns" and not isinstance(spec.get("redrivePolicy"), dict):
             findings.append(Finding("warning", name, "add redrivePolicy (a dead-letter queue) to its sns event: messages SNS cannot deliver to the function are dropped"))
         if kind == "sqs":
             _check_visibility(name, spec, function, queues, provider, findings)
 
-    if any(kind == "sns" for kind, _ in events):
+    if any(s.asynchronous for found in delivered.values() for s in found):
         destinations = function.get("destinations") if isinstance(function.get("destinations"), dict) else {}
         if not destinations.get("onFailure") and not function.get("onError"):
-            findings.append(Finding("error", name, "add destinations.onFailure (or onError) to the function: SNS invokes it asynchronously and failed invocations are dropped after Lambda's retries"))
+            kinds = ", ".join(sorted({kind for kind, found in delivered.items() if any(s.asynchronous for s in found)}))
+            findings.append(Finding("error", name, f"add destinations.onFailure (or onError) to the function: its {kinds} events invoke it asynchronously and failed invocations are dropped after Lambda's retries"))
 
 
 def _check_stream(

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
-EVENT_KINDS = ("sqs", "sns", "kinesis", "dynamodb", "api")
+from . import sources
+
 DEFAULT_LOGS = os.path.join(".lambda-kit", "logs.jsonl")
 
 
@@ -73,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     invoke = commands.add_parser("invoke", help="invoke one function locally with a generated event")
     invoke.add_argument("function", metavar="FUNCTION")
-    invoke.add_argument("--event", required=True, choices=EVENT_KINDS, help="the kind of event to generate")
+    invoke.add_argument("--event", required=True, choices=sources.NAMES, help="the event source to generate an event of")
     body = invoke.add_mutually_exclusive_group()
     body.add_argument("--body", default=None, metavar="JSON", help="the message / record payload / request body, as JSON")
     body.add_argument("--file", default=None, metavar="F", help="read the payload from a JSON file")
@@ -195,8 +196,8 @@ def _start_stack(args: argparse.Namespace, out: TextIO, **options: Any) -> Any:
         print(f"  HTTP API       {stack.api_url}   {routes}", file=out)
     kinds = []
     for runtime in stack.runtimes.values():
-        sources = [_source_label(e.kind, e.spec) for e in runtime.function.events] or ["direct only"]
-        kinds.append(f"{runtime.function.key} ({', '.join(dict.fromkeys(sources))})")
+        labels = [_source_label(e.kind, e.spec) for e in runtime.function.events] or ["direct only"]
+        kinds.append(f"{runtime.function.key} ({', '.join(dict.fromkeys(labels))})")
     print(f"  functions      {' · '.join(kinds)}", file=out)
     print(f"  logs           {args.logs}", file=out)
     for event in stack.journal.events("env.conflict"):
@@ -360,45 +361,14 @@ def _payload(args: argparse.Namespace) -> Any:
 def build_event(kind: str, payload: Any, stack: Any, function: Any, method: str | None, path: str | None, trace_id: str | None) -> dict[str, Any]:
     from . import testing
 
-    source_arn = _event_source_arn(stack, function, kind)
-    if kind == "sqs":
-        event = testing.sqs_event({} if payload is None else payload, trace_id=trace_id)
-        for record in event["Records"]:
-            if source_arn:
-                record["eventSourceARN"] = source_arn
-        return event
-    if kind == "sns":
-        event = testing.sns_event({} if payload is None else payload, trace_id=trace_id)
-        if source_arn:
-            for record in event["Records"]:
-                record["Sns"]["TopicArn"] = source_arn
-        return event
-    if kind == "kinesis":
-        body = {} if payload is None else payload
-        if trace_id and isinstance(body, dict):
-            body = {**body, "trace_id": trace_id}
-        event = testing.kinesis_event(body)
-        if source_arn:
-            for record in event["Records"]:
-                record["eventSourceARN"] = source_arn
-        return event
-    if kind == "dynamodb":
-        payload = {} if payload is None else payload
-        if not isinstance(payload, dict):
-            raise UserError("--event dynamodb takes a JSON object: the new image, or {event_name, keys, new_image, old_image}")
-        if set(payload) & {"event_name", "keys", "new_image", "old_image"}:
-            record = testing.dynamodb_record(
-                payload.get("event_name", "INSERT"), payload.get("keys"), payload.get("new_image"), payload.get("old_image")
-            )
-        else:
-            image = {**payload, "trace_id": trace_id} if trace_id else payload
-            record = testing.dynamodb_record("INSERT", None, image)
-        if source_arn:
-            record["eventSourceARN"] = source_arn
-        return testing.dynamodb_stream_event(record)
-    route_method, route_path = _first_route(function)
-    headers = {"X-Trace-Id": trace_id} if trace_id else None
-    return testing.api_event((method or route_method).upper(), path or route_path, body=payload, headers=headers, route=None)
+    options: dict[str, Any] = {}
+    if kind == "api":  # an HTTP request goes to one of the function's routes
+        route_method, route_path = _first_route(function)
+        options = {"method": (method or route_method).upper(), "path": path or route_path}
+    try:
+        return testing.event(kind, payload, trace_id=trace_id, source_arn=_event_source_arn(stack, function, kind), **options)
+    except ValueError as exc:
+        raise UserError(f"--event {kind}: {exc}") from None
 
 
 def _first_route(function: Any) -> tuple[str, str]:
@@ -411,7 +381,8 @@ def _first_route(function: Any) -> tuple[str, str]:
 
 
 def _event_source_arn(stack: Any, function: Any, kind: str) -> str | None:
-    wanted = {"sqs": ("sqs",), "sns": ("sns",), "kinesis": ("stream",), "dynamodb": ("stream",)}.get(kind, ())
+    """The ARN of the function's own event of this source (queue, topic, stream, table), if any."""
+    wanted = sources.get(kind).serverless_events
     for event in function.events:
         if event.kind not in wanted:
             continue
@@ -420,11 +391,7 @@ def _event_source_arn(stack: Any, function: Any, kind: str) -> str | None:
         except Exception:
             continue
         arn = spec.get("arn") if isinstance(spec.get("arn"), str) else None
-        if kind == "kinesis" and arn and ":kinesis:" not in arn:
-            continue
-        if kind == "dynamodb" and arn and ":dynamodb:" not in arn:
-            continue
-        if arn:
+        if arn and f":{kind}:" in arn:  # the ARN's service is the source's name (a stream: kinesis or dynamodb)
             return arn
     return None
 

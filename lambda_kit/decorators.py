@@ -1,72 +1,64 @@
-"""One decorator per event source: a source adapter bound to the record loop with options.
+"""One decorator per event source: source adapters from the registry, bound to the record loop.
 
 Each works bare (``@sqs_handler``) and with options (``@sqs_handler(json=False)``), keeps the
 function's metadata, and returns a plain Lambda handler ``(event, context)``. The decorated
-function carries ``__lambda_kit__`` (its source and options) for ``lambda-kit check``.
+function carries ``__lambda_kit__`` (its decorator, sources and options) for ``lambda-kit check``.
+An event none of the decorator's sources recognizes is refused with ``UnsupportedEvent``.
 """
 
 from __future__ import annotations
 
 import functools
-import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from . import log, metrics
-from .loop import Options, Outcome, record_loop
+from .loop import Options, run_batch
 from .record import Record
-from .sources import event_records
+from .sources import get
+from .sources.base import Source
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-EXPECTED_EVENT = {"sqs": "an SQS", "sns": "an SNS", "stream": "a Kinesis or DynamoDB Streams"}
-
-
-def invocation_of(context: Any) -> tuple[str | None, str | None]:
-    name = getattr(context, "function_name", None) or os.environ.get("AWS_LAMBDA_FUNCTION_NAME")
-    return name, getattr(context, "aws_request_id", None)
+Commit = Callable[[list[tuple[Record, Any]]], Any]
 
 
-def _run_batch(
-    kind: str,
-    adapter_for: Callable[[list[Any]], Any],
-    fn: Callable[[Any, Any], Any],
-    options: Options,
-    event: Any,
-    context: Any,
-) -> Any:
-    invocation = invocation_of(context)
-    token = log._invocation.set(invocation)
-    outcome = Outcome()
-    adapter: Any = None
-    try:
-        raw_records = event_records(event)
-        if raw_records is None:
-            log.emit(
-                "ERROR",
-                f"event has no Records list; this function expects {EXPECTED_EVENT[kind]} event",
-                None,
-                {"event": log.clean(event)},
-            )
-            return {"batchItemFailures": []} if kind != "sns" else None
-        adapter = adapter_for(raw_records)
-        outcome = record_loop(adapter.records(raw_records), fn, context, options, adapter)
-        return adapter.response(outcome.failures, outcome.skipped)
-    finally:
-        if adapter is not None and metrics.enabled(options.metrics):
-            metrics.count(invocation[0], adapter.name, outcome.processed, len(outcome.failures), outcome.retried)
-        log.flush()
-        log._invocation.reset(token)
+ASYNC_CODE_FLAGS = 0x80 | 0x200  # CO_COROUTINE | CO_ASYNC_GENERATOR (``inspect`` costs ~13 ms to import)
 
 
-def _batch_decorator(kind: str, fn: Any, options: Options, adapter_for: Callable[[list[Any]], Any], marks: dict[str, Any]) -> Any:
+def is_async(function: Any) -> bool:
+    """Whether calling ``function`` gives a coroutine or an async generator instead of running it."""
+    while isinstance(function, functools.partial):
+        function = function.func
+    function = getattr(function, "__func__", function)  # a bound method
+    code = getattr(function, "__code__", None)
+    if code is None and callable(function):  # a callable object: its __call__
+        code = getattr(type(function).__call__, "__code__", None)
+    return code is not None and bool(code.co_flags & ASYNC_CODE_FLAGS)
+
+
+def refuse_coroutine_function(decorator: str, function: Any) -> None:
+    """lambda_kit calls functions synchronously: an ``async def`` would never run (its records
+    acknowledged unprocessed), so decorating one is an error at import time."""
+    if is_async(function):
+        raise TypeError(
+            f"@{decorator} cannot wrap async function {getattr(function, '__qualname__', function)!r}: "
+            "lambda_kit calls functions synchronously; make it a plain def"
+        )
+
+
+def marked(decorator: str, adapters: Sequence[Source], marks: dict[str, Any], function: Any, handler: Any) -> Any:
+    functools.update_wrapper(handler, function)
+    handler.__lambda_kit__ = {"decorator": decorator, "sources": [a.name for a in adapters], **marks}
+    return handler
+
+
+def batch_decorator(decorator: str, fn: Any, adapters: Sequence[Source], options: Options, marks: dict[str, Any]) -> Any:
     def decorate(function: F) -> F:
-        @functools.wraps(function)
-        def handler(event: Any, context: Any = None) -> Any:
-            return _run_batch(kind, adapter_for, function, options, event, context)
+        refuse_coroutine_function(decorator, function)
 
-        handler.__lambda_kit__ = {"source": kind, **marks}  # type: ignore[attr-defined]
-        return handler  # type: ignore[return-value]
+        def handler(event: Any, context: Any = None) -> Any:
+            return run_batch(decorator, adapters, function, options, event, context)
+
+        return marked(decorator, adapters, marks, function, handler)  # type: ignore[no-any-return]
 
     return decorate if fn is None else decorate(fn)
 
@@ -80,7 +72,7 @@ def sqs_handler(
     log_result: bool = True,
     logger: Any = None,
     metrics: bool | None = None,
-    commit: Callable[[list[tuple[Record, Any]]], Any] | None = None,
+    commit: Commit | None = None,
 ) -> Any:
     """Call ``fn(message, context)`` once per SQS record; report failures as ``batchItemFailures``.
 
@@ -90,10 +82,8 @@ def sqs_handler(
     (or record ids), just those fail.
     """
     options = Options(json, log_event, log_result, logger, metrics, commit)
-    from .sources.sqs import SqsSource  # each decorator loads only its own adapter (cold start)
-
-    source = SqsSource(json=json)
-    return _batch_decorator("sqs", fn, options, lambda records: source, {"json": json, "commit": commit is not None})
+    adapters = [get("sqs")(json=json)]
+    return batch_decorator("sqs_handler", fn, adapters, options, {"json": json, "commit": commit is not None})
 
 
 def sns_handler(
@@ -108,10 +98,7 @@ def sns_handler(
 ) -> Any:
     """Call ``fn(message, context)`` once per SNS record; a failure is logged and re-raised."""
     options = Options(json, log_event, log_result, logger, metrics)
-    from .sources.sns import SnsSource
-
-    source = SnsSource(json=json)
-    return _batch_decorator("sns", fn, options, lambda records: source, {"json": json})
+    return batch_decorator("sns_handler", fn, [get("sns")(json=json)], options, {"json": json})
 
 
 ON_FAILURE = ("stop", "requeue")
@@ -129,7 +116,7 @@ def stream_handler(
     on_failure: str = "stop",
     max_attempts: int = 3,
     dead_letter: str | Callable[[], str | None] | None = None,
-    commit: Callable[[list[tuple[Record, Any]]], Any] | None = None,
+    commit: Commit | None = None,
 ) -> Any:
     """Call ``fn(payload, context)`` once per Kinesis or DynamoDB Streams record, in order.
 
@@ -142,18 +129,10 @@ def stream_handler(
     if max_attempts < 1:
         raise ValueError("stream_handler: max_attempts must be at least 1")
     options = Options(json, log_event, log_result, logger, metrics, commit)
-    from .sources.dynamodb import DynamoDBSource
-    from .sources.kinesis import KinesisSource
-
-    kinesis = KinesisSource(json=json, on_failure=on_failure, max_attempts=max_attempts, dead_letter=dead_letter)
-    dynamodb = DynamoDBSource()
-
-    def adapter_for(records: list[Any]) -> Any:
-        first = records[0] if records and isinstance(records[0], dict) else {}
-        return dynamodb if first.get("eventSource") == "aws:dynamodb" or "dynamodb" in first else kinesis
-
-    marks = {"json": json, "on_failure": on_failure, "max_attempts": max_attempts}
-    return _batch_decorator("stream", fn, options, adapter_for, marks)
+    kinesis = get("kinesis")(json=json, on_failure=on_failure, max_attempts=max_attempts, dead_letter=dead_letter)
+    adapters = [kinesis, get("dynamodb")()]
+    marks = {"json": json, "on_failure": on_failure, "max_attempts": max_attempts, "commit": commit is not None}
+    return batch_decorator("stream_handler", fn, adapters, options, marks)
 
 
 DEFAULT_MAX_BODY = 1024 * 1024
@@ -170,22 +149,24 @@ def api_handler(
     metrics: bool | None = None,
     max_body: int | None = DEFAULT_MAX_BODY,
 ) -> Any:
-    """Call ``fn(request, context)`` once per API Gateway (v1 or v2) request.
+    """Call ``fn(request, context)`` once per HTTP request (API Gateway REST or HTTP API, Function
+    URL, ALB).
 
     ``HTTPError(status, message)`` answers that status; any other exception answers 500 without
     its text. Every response carries the trace id in ``trace_header``; bodies larger than
-    ``max_body`` bytes answer 413.
+    ``max_body`` bytes answer 413. Any event that is not an HTTP request is refused.
     """
     from .request_scope import run_request
 
     options = Options(True, log_event, log_result, logger, metrics)
+    adapters = [get("api")()]
 
     def decorate(function: F) -> F:
-        @functools.wraps(function)
-        def handler(event: Any, context: Any = None) -> Any:
-            return run_request(function, options, trace_header, max_body, event, context)
+        refuse_coroutine_function("api_handler", function)
 
-        handler.__lambda_kit__ = {"source": "api", "trace_header": trace_header}  # type: ignore[attr-defined]
-        return handler  # type: ignore[return-value]
+        def handler(event: Any, context: Any = None) -> Any:
+            return run_request(adapters, function, options, trace_header, max_body, event, context)
+
+        return marked("api_handler", adapters, {"trace_header": trace_header}, function, handler)  # type: ignore[no-any-return]
 
     return decorate if fn is None else decorate(fn)

@@ -15,12 +15,12 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Mapping
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from itertools import islice
 from typing import Any
 
 from . import codec
-from .trace import _record
+from .trace import current_record
 
 MAX_VALUE_CHARS = 8_192
 MAX_LINE_CHARS = 64 * 1024  # bytes of UTF-8, newline not counted
@@ -58,6 +58,21 @@ _threshold = _level_from_env()
 _invocation: ContextVar[tuple[str | None, str | None]] = ContextVar(
     "lambda_kit_invocation", default=(os.environ.get("AWS_LAMBDA_FUNCTION_NAME"), None)
 )
+
+
+def enter_invocation(context: Any) -> tuple[Token[tuple[str | None, str | None]], str | None]:
+    """Stamp the lines written until ``leave_invocation`` with this invocation's function name
+    and request id; returns (token, function name)."""
+    name = getattr(context, "function_name", None) or os.environ.get("AWS_LAMBDA_FUNCTION_NAME")
+    return _invocation.set((name, getattr(context, "aws_request_id", None))), name
+
+
+def leave_invocation(token: Token[tuple[str | None, str | None]]) -> None:
+    _invocation.reset(token)
+
+
+def current_function_name() -> str | None:
+    return _invocation.get()[0]
 
 
 def set_level(level: str | int) -> None:
@@ -359,12 +374,12 @@ def emit(
 def error_fields(exc: BaseException) -> dict[str, Any]:
     return {
         "error_type": type(exc).__name__,
-        "error": clean(_safe_str(exc)),
+        "error": clean(safe_str(exc)),
         "traceback": clean("".join(traceback.format_exception(type(exc), exc, exc.__traceback__))),
     }
 
 
-def _safe_str(exc: BaseException) -> str:
+def safe_str(exc: BaseException) -> str:
     try:
         return str(exc)
     except Exception:
@@ -384,7 +399,7 @@ class JsonLogHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             fields: dict[str, Any] = {"logger": record.name}
-            current = _record.get()
+            current = current_record()
             for key, value in record.__dict__.items():
                 if key not in _STANDARD_ATTRS:
                     if type(key) is not str:

@@ -1,24 +1,36 @@
 """The record loop: the per-record scope shared by every batch source.
 
-For each record it sets the trace scope, logs arrival, calls the function, logs the result or
-exactly one ERROR line, and counts the outcome. It never names a source: what a failure means
-(stop the batch, requeue, report) comes from the adapter's ``stop_at_first_failure`` and
-``requeue``.
+``run_batch`` is one invocation of a batch decorator: the adapter that recognizes the event reads
+its records (an event no adapter recognizes is refused: raised, never acknowledged), the loop runs
+them, and the adapter shapes the response. For each record the loop sets the trace scope, logs
+arrival, calls the function, logs the result or exactly one ERROR line, and counts the outcome.
+It never names a source: what a failure means (stop the batch, requeue, report) comes from the
+adapter's ``stop_at_first_failure`` and ``requeueing``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from time import perf_counter
-from typing import Any
+from typing import Any, NoReturn
 
-from . import log
-from .record import Record
-from .trace import _record
+from . import log, metrics
+from .errors import UnsupportedEvent
+from .record import Outcome, Record
+from .sources.base import Source
+from .trace import reset_current_record, set_current_record
 
 
 class UndecodableRecord(ValueError):
     """A record whose payload could not be read; it fails without reaching the function."""
+
+
+class CommitFailed(RuntimeError):
+    """The batch's ``commit`` reported this record as failed."""
+
+
+class GroupHeldBack(RuntimeError):
+    """Not processed: an earlier record of its ordering group (FIFO message group) failed."""
 
 
 class Options:
@@ -43,24 +55,218 @@ class Options:
         self.commit = commit
 
 
-class CommitFailed(RuntimeError):
-    """The batch's ``commit`` reported this record as failed."""
+# --- one invocation -------------------------------------------------------------------------------
+
+def run_batch(
+    decorator: str, adapters: Sequence[Source], fn: Callable[[Any, Any], Any], options: Options, event: Any, context: Any
+) -> Any:
+    token, function_name = log.enter_invocation(context)
+    adapter: Source | None = None
+    outcome = Outcome()
+    try:
+        adapter = recognize(decorator, adapters, event, options)
+        outcome = record_loop(adapter.records(event), fn, context, options, adapter)
+        return adapter.response(event, outcome)
+    finally:
+        if adapter is not None and metrics.enabled(options.metrics):
+            metrics.count(function_name, adapter.name, outcome.processed, len(outcome.failures), outcome.retried)
+        log.flush()
+        log.leave_invocation(token)
 
 
-class GroupHeldBack(RuntimeError):
-    """Not processed: an earlier record of its ordering group (FIFO message group) failed."""
+def recognize(decorator: str, adapters: Sequence[Any], event: Any, options: Options) -> Any:
+    """The adapter of ``adapters`` that recognizes ``event``; any other event is refused."""
+    for adapter in adapters:
+        if adapter.recognizes(event):
+            return adapter
+    refuse(decorator, adapters, event, options)
 
 
-class Outcome:
-    """What became of a batch: failures (with their exceptions), records not reached, counts."""
+def refuse(decorator: str, adapters: Sequence[Any], event: Any, options: Options) -> NoReturn:
+    """Log one ERROR line saying what the event looks like and which decorator fits, then raise
+    ``UnsupportedEvent``: Lambda retries the event and its DLQ / on-failure destination keeps it."""
+    from .sources import describe  # only on this path: it loads every adapter to name the event
 
-    __slots__ = ("failures", "skipped", "processed", "retried")
+    found, fits = describe(event)
+    expected = " or ".join(dict.fromkeys(adapter.label for adapter in adapters))
+    error = UnsupportedEvent(decorator, expected, found, fits if fits != decorator else None)
+    log.emit("ERROR", "event not processed: unsupported event", None, {
+        "decorator": decorator, "error_type": "UnsupportedEvent", "error": str(error), "event": log.clean(event),
+    })
+    if metrics.enabled(options.metrics):
+        metrics.count(log.current_function_name(), "unsupported", 0, 1, 0)
+    raise error
 
-    def __init__(self) -> None:
-        self.failures: list[tuple[Record, BaseException]] = []
-        self.skipped: list[Record] = []
-        self.processed = 0
-        self.retried = 0
+
+# --- the record loop --------------------------------------------------------------------------------
+
+def record_loop(records: list[Record], fn: Callable[[Any, Any], Any], context: Any, options: Options, adapter: Any) -> Outcome:
+    steps = RecordSteps(fn, context, options, adapter)
+    outcome = steps.outcome
+    powertools = options.logger
+    stop = adapter.stop_at_first_failure
+    for index, record in enumerate(records):
+        token = set_current_record(record)
+        try:
+            if steps.failed_groups and record.group in steps.failed_groups:
+                steps.hold_back(record)
+                continue
+            if record.rejected_trace_id is not None:
+                warn_rejected_trace_id(record)
+            if powertools is not None:
+                set_powertools_correlation(powertools, record.trace_id)
+            if record.attempt:
+                outcome.retried += 1
+            started = perf_counter()
+            error = steps.run(record, started)
+            if error is not None and steps.fail(record, error, started) and stop:
+                steps.stop_after(records, index)
+                break
+        finally:
+            reset_current_record(token)
+    if steps.pending:
+        steps.commit()
+    return outcome
+
+
+class RecordSteps:
+    """The steps the loop takes for each record, with what they share over one batch."""
+
+    __slots__ = ("fn", "context", "adapter", "outcome", "log_event", "log_result", "commit_batch", "pending", "failed_groups")
+
+    def __init__(self, fn: Callable[[Any, Any], Any], context: Any, options: Options, adapter: Any) -> None:
+        self.fn = fn
+        self.context = context
+        self.adapter = adapter
+        self.outcome = Outcome()
+        info = log.enabled(20)
+        self.log_event = options.log_event and info
+        self.log_result = options.log_result and info
+        self.commit_batch = options.commit
+        self.pending: list[tuple[Record, Any, float]] = []
+        self.failed_groups: set[str] = set()
+
+    def run(self, record: Record, started: float) -> BaseException | None:
+        """Call the function with the record's payload; the error it failed with, or None."""
+        if record.error is not None:
+            return UndecodableRecord(record.error)
+        if self.log_event:
+            log.emit("INFO", "record received", record.trace_id,
+                     {"source": record.source, "record_id": record.id, "payload": log.clean(record.payload)})
+        try:
+            result = self.fn(record.payload, self.context)
+        except Exception as exc:
+            return exc
+        if result is not None and hasattr(result, "__await__"):
+            return not_awaited(result)
+        if self.commit_batch is not None:
+            self.pending.append((record, result, started))
+            return None
+        self.outcome.processed += 1
+        if self.log_result:
+            log.emit("INFO", "record processed", record.trace_id, {
+                "source": record.source,
+                "record_id": record.id,
+                "outcome": "ok",
+                "duration_ms": round((perf_counter() - started) * 1000, 3),
+                "result": log.clean(result),
+            })
+        return None
+
+    def fail(self, record: Record, error: BaseException, started: float) -> bool:
+        """Route a failed record and write its one ERROR line; True when it counts as a failure
+        of this batch (False when the adapter requeued or dead-lettered it instead)."""
+        routed = "failed"
+        routing_error = None
+        if self.adapter.requeueing and record.id:
+            try:
+                routed = self.adapter.requeue(record, error)
+            except Exception as exc:  # reported as a batch failure, on the same line
+                routing_error = f"{type(exc).__name__}: {log.safe_str(exc)}"
+        fields = {
+            "source": record.source,
+            "record_id": record.id,
+            "outcome": routed,
+            "attempt": record.attempt + 1,
+            "duration_ms": round((perf_counter() - started) * 1000, 3),
+            **log.error_fields(error),
+        }
+        if routing_error is not None:
+            fields["requeue_error"] = log.clean(routing_error)
+        if record.error is not None:
+            fields["payload"] = log.clean(record.payload)  # the raw part the adapter could not decode
+            del fields["traceback"]
+        log.emit("ERROR", "record failed" if record.error is None else "record could not be decoded", record.trace_id, fields)
+        if routed != "failed":
+            return False
+        self.outcome.failures.append((record, error))
+        if record.group is not None:
+            self.failed_groups.add(record.group)
+        return True
+
+    def hold_back(self, record: Record) -> None:
+        """An earlier record of this record's ordering group failed: fail it unprocessed."""
+        held = GroupHeldBack(f"an earlier message of group {record.group!r} failed in this batch")
+        self.outcome.failures.append((record, held))
+        log.emit("WARNING", "not processed: an earlier record of its group failed; it is retried in order",
+                 record.trace_id, {"source": record.source, "record_id": record.id, "group": log.clean(record.group)})
+
+    def stop_after(self, records: list[Record], index: int) -> None:
+        """The adapter keeps order: the records after a failure are not processed this time."""
+        record = records[index]
+        self.outcome.skipped = records[index + 1:]
+        if self.outcome.skipped:
+            log.emit("WARNING", "stopped the batch at the failed record; Lambda retries from it, in order", record.trace_id,
+                     {"source": record.source, "record_id": record.id, "not_processed": len(self.outcome.skipped)})
+
+    def commit(self) -> None:
+        """Run the batch's commit over every record the function accepted, then log each outcome.
+
+        A commit that raises fails all of them (their source retries them); one that returns
+        records (or record ids) fails just those.
+        """
+        assert self.commit_batch is not None
+        failed_ids: set[Any] | None = None
+        error: BaseException | None = None
+        try:
+            reported = self.commit_batch([(record, result) for record, result, _ in self.pending])
+            if reported:
+                failed_ids = {getattr(item, "id", item) for item in reported}
+        except Exception as exc:
+            error = exc
+        for record, result, started in self.pending:
+            token = set_current_record(record)
+            try:
+                fields: dict[str, Any] = {
+                    "source": record.source,
+                    "record_id": record.id,
+                    "duration_ms": round((perf_counter() - started) * 1000, 3),
+                }
+                if error is None and (failed_ids is None or record.id not in failed_ids):
+                    self.outcome.processed += 1
+                    if self.log_result:
+                        fields.update(outcome="ok", result=log.clean(result))
+                        log.emit("INFO", "record processed", record.trace_id, fields)
+                    continue
+                record_error = error or CommitFailed("the batch commit reported this record as failed")
+                fields.update(outcome="failed", attempt=record.attempt + 1, **log.error_fields(record_error))
+                log.emit("ERROR", "record failed at commit", record.trace_id, fields)
+                self.outcome.failures.append((record, record_error))
+            finally:
+                reset_current_record(token)
+
+
+# --- shared with the API's request scope ---------------------------------------------------------------
+
+def not_awaited(result: Any) -> TypeError:
+    """The error for a function that returned an awaitable: it was not run, so it must not pass."""
+    close = getattr(result, "close", None)
+    if callable(close):
+        close()  # no "coroutine was never awaited" warning: we say it ourselves
+    return TypeError(
+        f"the function returned {type(result).__name__} (an awaitable), which lambda_kit does not run: "
+        "make it a plain def"
+    )
 
 
 def set_powertools_correlation(logger: Any, trace_id: str) -> None:
@@ -75,162 +281,3 @@ def warn_rejected_trace_id(record: Record) -> None:
         record.trace_id,
         {"source": record.source, "rejected_trace_id": ascii(record.rejected_trace_id)[:256]},
     )
-
-
-def record_loop(
-    records: list[Record],
-    fn: Callable[[Any, Any], Any],
-    context: Any,
-    options: Options,
-    adapter: Any,
-) -> Outcome:
-    outcome = Outcome()
-    failures = outcome.failures
-    info = log.enabled(20)
-    log_event = options.log_event and info
-    log_result = options.log_result and info
-    powertools = options.logger
-    stop = adapter.stop_at_first_failure
-    requeue = adapter.requeue if adapter.requeueing else None
-    emit, clean = log.emit, log.clean
-    set_record, reset_record = _record.set, _record.reset
-    commit = options.commit
-    pending: list[tuple[Record, Any, float]] = []
-    failed_groups: set[str] = set()
-
-    for index, record in enumerate(records):
-        token = set_record(record)
-        try:
-            trace_id = record.trace_id
-            if failed_groups and record.group in failed_groups:
-                held = GroupHeldBack(f"an earlier message of group {record.group!r} failed in this batch")
-                failures.append((record, held))
-                emit(
-                    "WARNING",
-                    "not processed: an earlier record of its group failed; it is retried in order",
-                    trace_id,
-                    {"source": record.source, "record_id": record.id, "group": clean(record.group)},
-                )
-                continue
-            if record.rejected_trace_id is not None:
-                warn_rejected_trace_id(record)
-            if powertools is not None:
-                set_powertools_correlation(powertools, trace_id)
-            if record.attempt:
-                outcome.retried += 1
-            started = perf_counter()
-            if record.error is None:
-                if log_event:
-                    emit(
-                        "INFO",
-                        "record received",
-                        trace_id,
-                        {"source": record.source, "record_id": record.id, "payload": clean(record.payload)},
-                    )
-                try:
-                    result = fn(record.payload, context)
-                except Exception as exc:
-                    error: BaseException = exc
-                else:
-                    if commit is not None:
-                        pending.append((record, result, started))
-                        continue
-                    outcome.processed += 1
-                    if log_result:
-                        emit(
-                            "INFO",
-                            "record processed",
-                            trace_id,
-                            {
-                                "source": record.source,
-                                "record_id": record.id,
-                                "outcome": "ok",
-                                "duration_ms": round((perf_counter() - started) * 1000, 3),
-                                "result": clean(result),
-                            },
-                        )
-                    continue
-            else:
-                error = UndecodableRecord(record.error)
-            result_of_failure = "failed"
-            routing_failure = None
-            if requeue is not None and record.id:
-                try:
-                    result_of_failure = requeue(record, error)
-                except Exception as routing_error:  # reported as a batch failure, on the same line
-                    routing_failure = f"{type(routing_error).__name__}: {log._safe_str(routing_error)}"
-            fields = {
-                "source": record.source,
-                "record_id": record.id,
-                "outcome": result_of_failure,
-                "attempt": record.attempt + 1,
-                "duration_ms": round((perf_counter() - started) * 1000, 3),
-                **log.error_fields(error),
-            }
-            if routing_failure is not None:
-                fields["requeue_error"] = clean(routing_failure)
-            if record.error is not None:
-                fields["payload"] = clean(record.payload)  # the raw part the adapter could not decode
-                fields.pop("traceback")
-            emit("ERROR", "record failed" if record.error is None else "record could not be decoded", trace_id, fields)
-            if result_of_failure == "failed":
-                failures.append((record, error))
-                if record.group is not None:
-                    failed_groups.add(record.group)
-                if stop:
-                    outcome.skipped = records[index + 1 :]
-                    if outcome.skipped:
-                        emit(
-                            "WARNING",
-                            "stopped the batch at the failed record; Lambda retries from it, in order",
-                            trace_id,
-                            {"source": record.source, "record_id": record.id, "not_processed": len(outcome.skipped)},
-                        )
-                    break
-        finally:
-            reset_record(token)
-    if pending:
-        _commit(pending, commit, outcome, log_result)
-    return outcome
-
-
-def _commit(
-    pending: list[tuple[Record, Any, float]],
-    commit: Callable[[list[tuple[Record, Any]]], Any],
-    outcome: Outcome,
-    log_result: bool,
-) -> None:
-    """Run the batch's commit over every record the function accepted, then log each outcome.
-
-    A commit that raises fails all of them (their source retries them); one that returns records
-    (or record ids) fails just those.
-    """
-    failed_ids: set[Any] | None = None
-    error: BaseException | None = None
-    try:
-        reported = commit([(record, result) for record, result, _ in pending])
-        if reported:
-            failed_ids = {getattr(item, "id", item) for item in reported}
-    except Exception as exc:
-        error = exc
-    for record, result, started in pending:
-        token = _record.set(record)
-        try:
-            fields: dict[str, Any] = {
-                "source": record.source,
-                "record_id": record.id,
-                "duration_ms": round((perf_counter() - started) * 1000, 3),
-            }
-            if error is None and (failed_ids is None or record.id not in failed_ids):
-                outcome.processed += 1
-                if log_result:
-                    fields.update(outcome="ok", result=log.clean(result))
-                    log.emit("INFO", "record processed", record.trace_id, fields)
-                continue
-            record_error = error or CommitFailed("the batch commit reported this record as failed")
-            fields.update(outcome="failed", attempt=record.attempt + 1, **log.error_fields(record_error))
-            log.emit("ERROR", "record failed at commit", record.trace_id, fields)
-            outcome.failures.append((record, record_error))
-        finally:
-            _record.reset(token)
-

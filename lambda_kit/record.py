@@ -1,4 +1,4 @@
-"""The normalized record every source adapter produces and the record loop consumes."""
+"""The normalized record every source adapter produces, and the outcome of a batch of them."""
 
 from __future__ import annotations
 
@@ -42,3 +42,15 @@ class Record:
 
     def __repr__(self) -> str:
         return f"Record(source={self.source!r}, id={self.id!r}, trace_id={self.trace_id!r})"
+
+
+class Outcome:
+    """What became of a batch: failures (with their exceptions), records not reached, counts."""
+
+    __slots__ = ("failures", "skipped", "processed", "retried")
+
+    def __init__(self) -> None:
+        self.failures: list[tuple[Record, BaseException]] = []
+        self.skipped: list[Record] = []
+        self.processed = 0
+        self.retried = 0

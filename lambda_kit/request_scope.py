@@ -7,20 +7,21 @@ exception's text; every response carries the trace header.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from time import perf_counter
 from typing import Any
 
 from . import codec, log, metrics
-from .decorators import invocation_of
 from .errors import HTTPError
-from .loop import Options, set_powertools_correlation, warn_rejected_trace_id
+from .loop import Options, not_awaited, recognize, set_powertools_correlation, warn_rejected_trace_id
 from .record import Record
 from .sources import api as api_source
-from .trace import _record
+from .sources.base import Source
+from .trace import reset_current_record, set_current_record
 
 
 def run_request(
+    adapters: Sequence[Source],
     fn: Callable[[Any, Any], Any],
     options: Options,
     trace_header: str,
@@ -28,52 +29,72 @@ def run_request(
     event: Any,
     context: Any,
 ) -> dict[str, Any]:
-    invocation = invocation_of(context)
-    invocation_token = log._invocation.set(invocation)
-    started = perf_counter()
-    request = api_source.Request(event, trace_header)
-    trace_id, rejected = api_source.trace_of(request, trace_header)
-    request.trace_id = trace_id
-    record = Record("api", api_source.request_id(event, context), trace_id, request, event, None, 0, rejected)
-    token = _record.set(record)
-    failed = False
+    invocation_token, function_name = log.enter_invocation(context)
+    token = None
+    outcome = "server_error"
     try:
+        recognize("api_handler", adapters, event, options)
+        started = perf_counter()
+        request = api_source.Request(event, trace_header)
+        trace_id, rejected = api_source.trace_of(request, trace_header)
+        request.trace_id = trace_id
+        record = Record("api", api_source.request_id(event, context), trace_id, request, event, None, 0, rejected)
+        token = set_current_record(record)
         if rejected is not None:
             warn_rejected_trace_id(record)
         if options.logger is not None:
             set_powertools_correlation(options.logger, trace_id)
         if options.log_event and log.enabled(20):
             log.emit("INFO", "request received", trace_id, _request_fields(request, record))
-        try:
-            if max_body is not None and len(request.body.encode("utf-8", "surrogatepass")) > max_body:
-                raise HTTPError(413, f"request body is larger than {max_body} bytes")
-            response = api_source.shape_response(fn(request, context), trace_id, trace_header)
-        except HTTPError as exc:
-            status = exc.status if 400 <= exc.status <= 599 else 500
-            response = api_source.error_response(status, exc.message, trace_id, trace_header, exc.headers)
-            failed = status >= 500
-            level = "ERROR" if failed else "WARNING"
-            if log.enabled(log.LEVELS[level]):
-                log.emit(level, "request failed", trace_id, _result_fields(record, response, started, exc.message))
-            return response
-        except Exception as exc:
-            failed = True
-            response = api_source.error_response(500, "Internal Server Error", trace_id, trace_header)
-            fields = _result_fields(record, response, started, None)
-            fields.update(log.error_fields(exc))
-            log.emit("ERROR", "request failed", trace_id, fields)
-            return response
-        if options.log_result and log.enabled(20):
+        response, outcome = _respond(fn, request, record, context, trace_header, max_body, started)
+        if outcome == "ok" and options.log_result and log.enabled(20):
             fields = _result_fields(record, response, started, None)
             fields["result"] = log.clean(_body_for_log(response.get("body")))
             log.emit("INFO", "request processed", trace_id, fields)
         return response
     finally:
-        _record.reset(token)
-        if metrics.enabled(options.metrics):
-            metrics.count(invocation[0], "api", 0 if failed else 1, 1 if failed else 0, 0)
+        if token is not None:
+            reset_current_record(token)
+            if metrics.enabled(options.metrics):
+                failed = outcome == "server_error"
+                metrics.count(function_name, "api", 0 if failed else 1, 1 if failed else 0, 0)
         log.flush()
-        log._invocation.reset(invocation_token)
+        log.leave_invocation(invocation_token)
+
+
+def _respond(
+    fn: Callable[[Any, Any], Any],
+    request: api_source.Request,
+    record: Record,
+    context: Any,
+    trace_header: str,
+    max_body: int | None,
+    started: float,
+) -> tuple[dict[str, Any], str]:
+    """(the response, "ok" | "client_error" | "server_error"): the function's result shaped, an
+    ``HTTPError`` as its status (its line written), anything else a 500 that says nothing of the
+    exception (its ERROR line written)."""
+    trace_id = record.trace_id
+    try:
+        if max_body is not None and len(request.body.encode("utf-8", "surrogatepass")) > max_body:
+            raise HTTPError(413, f"request body is larger than {max_body} bytes")
+        result = fn(request, context)
+        if result is not None and hasattr(result, "__await__"):
+            raise not_awaited(result)
+        return api_source.shape_response(result, trace_id, trace_header), "ok"
+    except HTTPError as exc:
+        status = exc.status if 400 <= exc.status <= 599 else 500
+        response = api_source.error_response(status, exc.message, trace_id, trace_header, exc.headers)
+        level = "ERROR" if status >= 500 else "WARNING"
+        if log.enabled(log.LEVELS[level]):
+            log.emit(level, "request failed", trace_id, _result_fields(record, response, started, exc.message))
+        return response, "server_error" if status >= 500 else "client_error"
+    except Exception as exc:
+        response = api_source.error_response(500, "Internal Server Error", trace_id, trace_header)
+        fields = _result_fields(record, response, started, None)
+        fields.update(log.error_fields(exc))
+        log.emit("ERROR", "request failed", trace_id, fields)
+        return response, "server_error"
 
 
 def _body_for_log(body: Any) -> Any:

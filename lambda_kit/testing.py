@@ -15,9 +15,11 @@ import itertools
 import json as _json
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
 from typing import Any
+
+from . import sources
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -58,6 +60,35 @@ class LambdaContext:
 
 def lambda_context(function_name: str = "test-function", timeout: float = 30.0) -> LambdaContext:
     return LambdaContext(function_name, timeout)
+
+
+# --- any registered source ----------------------------------------------------------------------
+
+Example = Callable[..., dict[str, Any]]
+EXAMPLES: dict[str, Example] = {}
+"""Source name -> how to build one event of it around a payload (every registered source has one)."""
+
+
+def example(source: str) -> Callable[[Example], Example]:
+    def register(build: Example) -> Example:
+        EXAMPLES[source] = build
+        return build
+
+    return register
+
+
+def event(
+    source: str, payload: Any = None, *, trace_id: str | None = None, source_arn: str | None = None, **options: Any
+) -> dict[str, Any]:
+    """One event of ``source`` (a name of ``lambda_kit.sources.NAMES``: ``"sqs"``, ``"api"`` ...)
+    carrying ``payload`` with ``trace_id`` where that source's producers put it, from
+    ``source_arn`` when given (a queue, stream, topic or table ARN). ``options`` go to the source's
+    factory (``method``/``path``/``query`` for ``"api"``). What ``lambda-kit invoke`` sends."""
+    sources.get(source)  # an unknown name: one error naming the known ones
+    build = EXAMPLES.get(source)
+    if build is None:
+        raise KeyError(f"lambda_kit.testing has no example event for source {source!r}")
+    return build(payload, trace_id=trace_id, source_arn=source_arn, **options)
 
 
 # --- SQS ------------------------------------------------------------------------------------
@@ -101,6 +132,14 @@ def sqs_event(*bodies: Any, trace_id: str | Sequence[str | None] | None = None, 
     """An SQS event with one record per body. ``trace_id``: one for all, or one per record."""
     trace_ids = _per_record(trace_id, len(bodies))
     return {"Records": [sqs_record(body, trace_id=tid, **options) for body, tid in zip(bodies, trace_ids, strict=True)]}
+
+
+@example("sqs")
+def _sqs_example(payload: Any, *, trace_id: str | None, source_arn: str | None, **options: Any) -> dict[str, Any]:
+    built = sqs_event({} if payload is None else payload, trace_id=trace_id, **options)
+    if source_arn:
+        built["Records"][0]["eventSourceARN"] = source_arn
+    return built
 
 
 def sns_envelope(message: Any, *, trace_id: str | None = None, topic: str = "milestones", subject: str | None = None) -> str:
@@ -160,6 +199,14 @@ def sns_event(*messages: Any, trace_id: str | Sequence[str | None] | None = None
     return {"Records": [sns_record(m, trace_id=t, **options) for m, t in zip(messages, trace_ids, strict=True)]}
 
 
+@example("sns")
+def _sns_example(payload: Any, *, trace_id: str | None, source_arn: str | None, **options: Any) -> dict[str, Any]:
+    built = sns_event({} if payload is None else payload, trace_id=trace_id, **options)
+    if source_arn:
+        built["Records"][0]["Sns"]["TopicArn"] = source_arn
+    return built
+
+
 # --- Kinesis --------------------------------------------------------------------------------
 
 def kinesis_record(
@@ -196,6 +243,17 @@ def kinesis_record(
 def kinesis_event(*payloads: Any, **options: Any) -> dict[str, Any]:
     """A Kinesis event; the trace id travels in each payload's ``trace_id`` field."""
     return {"Records": [kinesis_record(payload, **options) for payload in payloads]}
+
+
+@example("kinesis")
+def _kinesis_example(payload: Any, *, trace_id: str | None, source_arn: str | None, **options: Any) -> dict[str, Any]:
+    body = {} if payload is None else payload
+    if trace_id and isinstance(body, dict):
+        body = {**body, "trace_id": trace_id}  # Kinesis producers put the trace id in the payload
+    built = kinesis_event(body, **options)
+    if source_arn:
+        built["Records"][0]["eventSourceARN"] = source_arn
+    return built
 
 
 # --- DynamoDB Streams -----------------------------------------------------------------------
@@ -262,6 +320,23 @@ def dynamodb_stream_event(*records: dict[str, Any]) -> dict[str, Any]:
     """A DynamoDB Streams event from ``dynamodb_record(...)`` records (or dicts of its arguments)."""
     built = [r if "dynamodb" in r else dynamodb_record(**r) for r in records]
     return {"Records": built}
+
+
+@example("dynamodb")
+def _dynamodb_example(payload: Any, *, trace_id: str | None, source_arn: str | None, **options: Any) -> dict[str, Any]:
+    """``payload``: the new image of an INSERT, or ``{event_name, keys, new_image, old_image}``."""
+    payload = {} if payload is None else payload
+    if not isinstance(payload, dict):
+        raise ValueError("a DynamoDB Streams payload is a JSON object: the new image, or {event_name, keys, new_image, old_image}")
+    if set(payload) & {"event_name", "keys", "new_image", "old_image"}:
+        record = dynamodb_record(
+            payload.get("event_name", "INSERT"), payload.get("keys"), payload.get("new_image"), payload.get("old_image"), **options
+        )
+    else:
+        record = dynamodb_record("INSERT", None, {**payload, "trace_id": trace_id} if trace_id else payload, **options)
+    if source_arn:
+        record["eventSourceARN"] = source_arn
+    return dynamodb_stream_event(record)
 
 
 # --- API Gateway ----------------------------------------------------------------------------
@@ -346,3 +421,11 @@ def api_event(
         "body": text,
         "isBase64Encoded": base64_body,
     }
+
+
+@example("api")
+def _api_example(
+    payload: Any, *, trace_id: str | None, source_arn: str | None, method: str = "GET", path: str = "/", **options: Any
+) -> dict[str, Any]:
+    headers = {**options.pop("headers", {}), **({"X-Trace-Id": trace_id} if trace_id else {})}
+    return api_event(method, path, body=payload, headers=headers or None, **options)

@@ -11,6 +11,12 @@ _VALID_ID = re.compile(r"[A-Za-z0-9\-_.:=;/+]{1,128}")
 
 _record: ContextVar[Any] = ContextVar("lambda_kit_record", default=None)
 
+set_current_record = _record.set
+"""Make ``record`` the current one (returns a token for ``reset_current_record``)."""
+
+reset_current_record = _record.reset
+"""Restore the record that was current before the matching ``set_current_record``."""
+
 
 def is_valid_id(value: object) -> bool:
     """A trace id is 1-128 letters, digits or ``-_.:=;/+``; anything else is never used as one."""

@@ -35,7 +35,7 @@ from lambda_kit.counters import (
     key_of,
     month_key,
 )
-from lambda_kit.trace import _record
+from lambda_kit.trace import reset_current_record, set_current_record
 
 _hook_ids = itertools.count()
 
@@ -313,11 +313,11 @@ def test_transient_errors_propagate_after_the_last_try(counter_table, dynamodb):
 
 def test_markers_carry_ttl_trace_id_and_the_counter_key(counter_table, dynamodb):
     counter = Counter(counter_table, client=dynamodb, marker_ttl=timedelta(hours=2))
-    token = _record.set(SimpleNamespace(trace_id="trace-123", id="m1"))
+    token = set_current_record(SimpleNamespace(trace_id="trace-123", id="m1"))
     try:
         counter.increment("URL#myblog.com/article1", "evt-1", amount=3)
     finally:
-        _record.reset(token)
+        reset_current_record(token)
     counter.increment("URL#myblog.com/article1", "evt-2")
 
     marker = item(dynamodb, counter_table, "URL#myblog.com/article1", f"{MARKER_PREFIX}evt-1")

@@ -11,6 +11,7 @@ from _logs import read_lines
 import lambda_kit
 from lambda_kit import (
     HTTPError,
+    UnsupportedEvent,
     api_handler,
     current_record,
     current_trace_id,
@@ -41,7 +42,7 @@ IDS = [d.__name__ for d in DECORATORS]
 def test_public_names():
     expected = {
         "sqs_handler", "sns_handler", "stream_handler", "api_handler", "get_logger",
-        "current_trace_id", "current_record", "HTTPError", "propagate",
+        "current_trace_id", "current_record", "HTTPError", "propagate", "UnsupportedEvent",
     }
     assert expected <= set(lambda_kit.__all__)
     assert issubclass(HTTPError, Exception)
@@ -144,11 +145,13 @@ def test_a_handler_called_inside_another_restores_the_outer_scope():
     assert seen == [("outer", "t-outer"), ("inner", "t-inner"), ("outer", "t-outer")]
 
 
-def test_wrong_event_shape_logs_one_clear_error_line(capfd):
+def test_wrong_event_shape_is_refused_with_one_clear_error_line(capfd):
     @stream_handler
     def handler(payload, context):
         raise AssertionError("not called")
 
-    assert handler({"httpMethod": "GET"}, None) == {"batchItemFailures": []}
+    with pytest.raises(UnsupportedEvent) as refused:
+        handler({"httpMethod": "GET"}, None)
     (line,) = read_lines(capfd)
-    assert line["level"] == "ERROR" and "Kinesis or DynamoDB" in line["message"]
+    assert line["level"] == "ERROR" and line["error"] == str(refused.value)
+    assert "a Kinesis event or a DynamoDB Streams event" in line["error"]

@@ -19,7 +19,7 @@ from _hostile import CODECS, HOSTILE, captured, of_level, parse_lines, using_cod
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lambda_kit import HTTPError, api_handler, current_trace_id
+from lambda_kit import HTTPError, UnsupportedEvent, api_handler, current_trace_id
 from lambda_kit.testing import api_event, lambda_context
 from lambda_kit.trace import is_valid_id
 
@@ -132,7 +132,7 @@ API_PATHS = [
 def api_events(draw: Any) -> Any:
     kind = draw(st.sampled_from(["good", "good", "mutated", "junk"]))
     if kind == "junk":
-        return draw(json_value)
+        return kind, draw(json_value)
     headers = {}
     if draw(st.booleans()):
         headers[draw(st.sampled_from(["X-Trace-Id", "x-trace-id", "X-TRACE-ID"]))] = draw(trace_values)
@@ -157,7 +157,7 @@ def api_events(draw: Any) -> Any:
                     target.pop(path[-1], None)
                 else:
                     target[path[-1]] = junk
-    return event
+    return kind, event
 
 
 # --- the property -------------------------------------------------------------------------------
@@ -166,10 +166,20 @@ def api_events(draw: Any) -> Any:
 @given(event=api_events(), behaviour=st.sampled_from(sorted(BEHAVIOURS)),
        context=st.sampled_from([None, "ctx", "mock"]), codec_name=st.sampled_from(CODECS))
 def test_api_handler_answers_any_request_without_leaking(event, behaviour, context, codec_name):
-    handler = api_handler(BEHAVIOURS[behaviour])
+    """Any HTTP request gets a well-formed answer; anything else is refused, never answered 200."""
+    kind, event = event
+    calls = []
+    handler = api_handler(lambda request, context: calls.append(request) or BEHAVIOURS[behaviour](request, context))
     ctx = {None: None, "ctx": lambda_context(), "mock": MagicMock()}[context]
     with using_codec(codec_name), captured() as out:
-        response = handler(event, ctx)
+        try:
+            response = handler(event, ctx)
+        except UnsupportedEvent as refused:
+            assert kind != "good" and calls == []
+            [line] = parse_lines(out)
+            assert line["level"] == "ERROR" and line["error_type"] == "UnsupportedEvent"
+            assert str(refused).startswith("api_handler cannot process ")
+            return
     status, trace_id, body = check_response(response)
     lines = parse_lines(out)
     assert lines and all(line["trace_id"] == trace_id for line in lines)

@@ -2,8 +2,10 @@
 
 Whatever the event — not a dict, no ``Records``, records of the wrong type, missing ids, bad
 base64, truncated JSON, huge bodies, foreign event sources, empty batches, DynamoDB images with
-unknown types — nothing escapes from lambda_kit itself: each record reaches the function or fails
-with one clear ERROR line, and the batch response is always well formed.
+unknown types — nothing escapes from lambda_kit itself and nothing is acknowledged unprocessed:
+an event the decorator does not recognize is refused (``UnsupportedEvent``, one ERROR line, the
+function never called); in any other, each record reaches the function or fails with one clear
+ERROR line, and the batch response is always well formed.
 """
 
 from __future__ import annotations
@@ -23,7 +25,14 @@ from _hostile import CODECS, HOSTILE, captured, of_level, parse_line, parse_line
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lambda_kit import current_record, current_trace_id, sns_handler, sqs_handler, stream_handler
+from lambda_kit import (
+    UnsupportedEvent,
+    current_record,
+    current_trace_id,
+    sns_handler,
+    sqs_handler,
+    stream_handler,
+)
 from lambda_kit.loop import UndecodableRecord
 from lambda_kit.testing import (
     dynamodb_record,
@@ -149,24 +158,24 @@ DYNAMODB_PATHS = [
 def sqs_records(draw: Any) -> Any:
     kind = draw(st.sampled_from(["good", "good", "mutated", "junk", "foreign"]))
     if kind == "junk":
-        return draw(json_value)
+        return kind, draw(json_value)
     if kind == "foreign":
-        return draw(st.sampled_from(foreign_records()))
+        return kind, draw(st.sampled_from(foreign_records()))
     record = sqs_record("{}", trace_id=draw(st.none() | trace_candidates))
     record["body"] = draw(body_text)  # set after: the factory cannot hash lone surrogates
-    return mutate(record, draw(mutations(SQS_PATHS))) if kind == "mutated" else record
+    return kind, mutate(record, draw(mutations(SQS_PATHS))) if kind == "mutated" else record
 
 
 @st.composite
 def sns_records(draw: Any) -> Any:
     kind = draw(st.sampled_from(["good", "good", "mutated", "junk", "foreign"]))
     if kind == "junk":
-        return draw(json_value)
+        return kind, draw(json_value)
     if kind == "foreign":
-        return draw(st.sampled_from(foreign_records()))
+        return kind, draw(st.sampled_from(foreign_records()))
     record = sns_record("{}", trace_id=draw(st.none() | trace_candidates), subject=draw(st.none() | nasty_text))
     record["Sns"]["Message"] = draw(body_text)
-    return mutate(record, draw(mutations(SNS_PATHS))) if kind == "mutated" else record
+    return kind, mutate(record, draw(mutations(SNS_PATHS))) if kind == "mutated" else record
 
 
 kinesis_data = st.one_of(
@@ -190,12 +199,12 @@ kinesis_data = st.one_of(
 def kinesis_records(draw: Any) -> Any:
     kind = draw(st.sampled_from(["good", "good", "mutated", "junk", "foreign"]))
     if kind == "junk":
-        return draw(json_value)
+        return kind, draw(json_value)
     if kind == "foreign":
-        return draw(st.sampled_from(foreign_records()))
+        return kind, draw(st.sampled_from(foreign_records()))
     record = kinesis_record(None, raw_data="e30=")
     record["kinesis"]["data"] = draw(kinesis_data)
-    return mutate(record, draw(mutations(KINESIS_PATHS))) if kind == "mutated" else record
+    return kind, mutate(record, draw(mutations(KINESIS_PATHS))) if kind == "mutated" else record
 
 
 UNKNOWN_TYPES = ["ZZ", "s", "", "M2", "Bb", "SS ", "NULL\x00"]
@@ -239,26 +248,29 @@ image = st.one_of(
 def dynamodb_records(draw: Any) -> Any:
     kind = draw(st.sampled_from(["good", "good", "mutated", "junk", "foreign"]))
     if kind == "junk":
-        return draw(json_value)
+        return kind, draw(json_value)
     if kind == "foreign":
-        return draw(st.sampled_from(foreign_records()))
+        return kind, draw(st.sampled_from(foreign_records()))
     record = dynamodb_record(draw(st.sampled_from(["INSERT", "MODIFY", "REMOVE"])), keys={"PK": "a"})
     change = record["dynamodb"]
     for name in ("NewImage", "OldImage", "Keys"):
         if draw(st.booleans()):
             change[name] = draw(image)
-    return mutate(record, draw(mutations(DYNAMODB_PATHS))) if kind == "mutated" else record
+    return kind, mutate(record, draw(mutations(DYNAMODB_PATHS))) if kind == "mutated" else record
 
 
-def events(records: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-    batch = st.lists(records, max_size=6).map(lambda items: {"Records": items})
+def events(records: st.SearchStrategy[Any]) -> st.SearchStrategy[tuple[Any, bool]]:
+    """(event, whether it is a clean batch of the source, which must never be refused)."""
+    batch = st.lists(records, max_size=6).map(
+        lambda items: ({"Records": [record for _, record in items]}, all(kind == "good" for kind, _ in items))
+    )
     return st.one_of(
         batch,
         batch,
         batch,
-        json_value,  # not a dict, or a dict with no Records
-        json_value.filter(lambda v: not isinstance(v, list)).map(lambda v: {"Records": v}),
-        st.just({"Records": []}),
+        json_value.map(lambda v: (v, False)),  # not a dict, or a dict with no Records
+        json_value.filter(lambda v: not isinstance(v, list)).map(lambda v: ({"Records": v}, False)),
+        st.just(({"Records": []}, True)),
     )
 
 
@@ -332,11 +344,12 @@ def check_calls(fn: Recorder) -> None:
         assert isinstance(record_id, str) and record_id
 
 
-def check_no_records_event(response: Any, lines: list[dict[str, Any]], fn: Recorder, expected: Any) -> None:
-    assert response == expected
+def check_refused(clean: bool, refused: BaseException | None, lines: list[dict[str, Any]], fn: Recorder) -> None:
+    """A refused event: never a clean batch of the source; one ERROR line, the function not called."""
+    assert isinstance(refused, UnsupportedEvent) and not clean
     assert fn.calls == []
     [error] = lines
-    assert error["level"] == "ERROR" and "no Records list" in error["message"]
+    assert error["level"] == "ERROR" and error["error_type"] == "UnsupportedEvent" and error["error"] == as_logged(str(refused))
 
 
 # --- the properties ---------------------------------------------------------------------------
@@ -345,14 +358,20 @@ def check_no_records_event(response: Any, lines: list[dict[str, Any]], fn: Recor
 @given(event=events(sqs_records()), fail_every=st.sampled_from([0, 1, 2, 3]), json_flag=st.booleans(),
        context=contexts, codec_name=st.sampled_from(CODECS))
 def test_sqs_handler_survives_any_event(event, fail_every, json_flag, context, codec_name):
+    event, clean = event
     fn = Recorder(fail_every)
     handler = sqs_handler(json=json_flag)(fn)
+    refused = None
     with using_codec(codec_name), captured() as out:
-        response = handler(event, make_context(context))
+        try:
+            response = handler(event, make_context(context))
+        except UnsupportedEvent as error:
+            refused = error
     lines = parse_lines(out)
+    if refused is not None:
+        return check_refused(clean, refused, lines, fn)
     records = records_of(event)
-    if records is None:
-        return check_no_records_event(response, lines, fn, {"batchItemFailures": []})
+    assert records is not None
     failed_ids = check_batch_response(response)
     errors = of_level(lines, "ERROR")
     check_error_lines(errors)
@@ -370,12 +389,15 @@ def test_sqs_handler_survives_any_event(event, fail_every, json_flag, context, c
 @given(event=events(sns_records()), fail_every=st.sampled_from([0, 1, 2]), json_flag=st.booleans(),
        context=contexts, codec_name=st.sampled_from(CODECS))
 def test_sns_handler_raises_only_the_functions_error_or_a_decode_error(event, fail_every, json_flag, context, codec_name):
+    event, clean = event
     fn = Recorder(fail_every)
     handler = sns_handler(json=json_flag)(fn)
     raised: BaseException | None = None
     with using_codec(codec_name), captured() as out:
         try:
             response = handler(event, make_context(context))
+        except UnsupportedEvent as error:
+            return check_refused(clean, error, parse_lines(out), fn)
         except UndecodableRecord as error:
             raised = error
         except RuntimeError as error:
@@ -385,8 +407,7 @@ def test_sns_handler_raises_only_the_functions_error_or_a_decode_error(event, fa
             assert response is None
     lines = parse_lines(out)
     records = records_of(event)
-    if records is None:
-        return check_no_records_event(response, lines, fn, None)
+    assert records is not None
     errors = of_level(lines, "ERROR")
     check_error_lines(errors)
     check_calls(fn)
@@ -398,10 +419,19 @@ def test_sns_handler_raises_only_the_functions_error_or_a_decode_error(event, fa
         assert str(raised) == errors[0]["error"]
 
 
+def run_stream(handler: Any, event: tuple[Any, bool], fn: Recorder, context: Any, codec_name: str) -> None:
+    event, clean = event
+    with using_codec(codec_name), captured() as out:
+        try:
+            response = handler(event, make_context(context))
+        except UnsupportedEvent as error:
+            return check_refused(clean, error, parse_lines(out), fn)
+    check_stream(event, fn, response, parse_lines(out))
+
+
 def check_stream(event: Any, fn: Recorder, response: Any, lines: list[dict[str, Any]]) -> None:
     records = records_of(event)
-    if records is None:
-        return check_no_records_event(response, lines, fn, {"batchItemFailures": []})
+    assert records is not None
     failed_ids = check_batch_response(response)
     errors = of_level(lines, "ERROR")
     check_error_lines(errors)
@@ -423,10 +453,7 @@ def check_stream(event: Any, fn: Recorder, response: Any, lines: list[dict[str, 
        context=contexts, codec_name=st.sampled_from(CODECS))
 def test_stream_handler_survives_any_kinesis_event(event, fail_every, json_flag, context, codec_name):
     fn = Recorder(fail_every)
-    handler = stream_handler(json=json_flag)(fn)
-    with using_codec(codec_name), captured() as out:
-        response = handler(event, make_context(context))
-    check_stream(event, fn, response, parse_lines(out))
+    run_stream(stream_handler(json=json_flag)(fn), event, fn, context, codec_name)
 
 
 @HOSTILE
@@ -434,10 +461,7 @@ def test_stream_handler_survives_any_kinesis_event(event, fail_every, json_flag,
        codec_name=st.sampled_from(CODECS))
 def test_stream_handler_survives_any_dynamodb_event(event, fail_every, context, codec_name):
     fn = Recorder(fail_every)
-    handler = stream_handler(fn)
-    with using_codec(codec_name), captured() as out:
-        response = handler(event, make_context(context))
-    check_stream(event, fn, response, parse_lines(out))
+    run_stream(stream_handler(fn), event, fn, context, codec_name)
 
 
 # --- named cases: each failure says what is wrong ---------------------------------------------
@@ -476,17 +500,26 @@ def test_sqs_undecodable_record_fails_with_its_reason(record, reason, codec_name
     assert [call[0] for call in fn.calls] == [good["messageId"]]  # the good record still ran
 
 
-@pytest.mark.parametrize(
-    ("decorator", "expected"),
-    [(sqs_handler, {"batchItemFailures": []}), (sns_handler, None), (stream_handler, {"batchItemFailures": []})],
-)
-@pytest.mark.parametrize("event", [None, "Records", 42, [], [{"messageId": "m"}], {}, {"records": []},
-                                   {"Records": None}, {"Records": {"0": {}}}, {"Records": "[]"}])
-def test_event_without_a_records_list_is_one_clear_error(decorator, expected, event):
+@pytest.mark.parametrize("decorator", [sqs_handler, sns_handler, stream_handler])
+@pytest.mark.parametrize(("event", "looks_like"), [
+    (None, "an empty event (null)"),
+    ("Records", "a str, not a JSON object"),
+    (42, "a int, not a JSON object"),
+    ([], "an empty top-level list"),
+    ([{"messageId": "m"}], "a top-level list, as EventBridge Pipes sends"),
+    ({}, "an empty JSON object"),
+    ({"records": []}, "a JSON object with keys records"),
+    ({"Records": None}, "an event whose Records is not a list"),
+    ({"Records": {"0": {}}}, "an event whose Records is not a list"),
+    ({"Records": "[]"}, "an event whose Records is not a list"),
+    ({"Records": [{"a": 1}]}, "an event whose Records no source recognizes"),
+])
+def test_event_without_a_records_list_is_refused_with_one_clear_error(decorator, event, looks_like):
     fn = Recorder()
-    response, lines = run(decorator(fn), event)
-    check_no_records_event(response, lines, fn, expected)
-    assert "expects" in lines[0]["message"] and lines[0]["message"].endswith("event")
+    with captured() as out, pytest.raises(UnsupportedEvent) as refused:
+        decorator(fn)(event, lambda_context())
+    check_refused(False, refused.value, parse_lines(out), fn)
+    assert str(refused.value).startswith(f"{decorator.__name__} cannot process {looks_like}: {decorator.__name__} processes ")
 
 
 @pytest.mark.parametrize("decorator", [sqs_handler, sns_handler, stream_handler])
@@ -599,18 +632,34 @@ def test_huge_sqs_body_reaches_the_function_and_its_log_line_is_cut(codec_name):
     assert received["payload"]["url"] == "/a" and "...[truncated" in received["payload"]["blob"]
 
 
-@pytest.mark.parametrize("decorator", [sqs_handler, stream_handler])
-def test_foreign_event_sources_fail_every_record_clearly(decorator):
+@pytest.mark.parametrize("decorator", [sqs_handler, sns_handler, stream_handler])
+@pytest.mark.parametrize(("records", "looks_like"), [
+    ([{"eventSource": "aws:s3", "s3": {"object": {"key": "a"}}}, {"eventSource": "aws:unknown"}],
+     "an event mixing records of aws:s3, aws:unknown"),
+    ([{"eventSource": "aws:s3", "s3": {"object": {"key": "a"}}}], "an event with aws:s3 records"),
+])
+def test_records_of_a_source_no_decorator_handles_are_refused(decorator, records, looks_like):
     fn = Recorder()
-    records = [
-        {"eventSource": "aws:s3", "s3": {"object": {"key": "a"}}},
-        {"eventSource": "aws:unknown"},
-    ]
-    response, lines = run(decorator(fn), {"Records": records})
-    errors = of_level(lines, "ERROR")
-    assert fn.calls == [] and errors
-    assert all(line["error"].startswith("record has no") for line in errors)
-    assert check_batch_response(response) == [""] * len(errors)
+    with captured() as out, pytest.raises(UnsupportedEvent, match=f"cannot process {looks_like}"):
+        decorator(fn)({"Records": records}, None)
+    assert fn.calls == [] and len(of_level(parse_lines(out), "ERROR")) == 1
+
+
+@pytest.mark.parametrize(("decorator", "other", "fits"), [
+    (sqs_handler, sns_record({"n": 1}), "sns_handler"),
+    (sns_handler, sqs_record({"n": 1}), "sqs_handler"),
+    (stream_handler, sqs_record({"n": 1}), "sqs_handler"),
+    (sqs_handler, kinesis_record({"n": 1}), "stream_handler"),
+    (sqs_handler, dynamodb_record("INSERT", new_image={"PK": "a"}), "stream_handler"),
+])
+def test_another_sources_batch_is_refused_naming_the_decorator_that_fits(decorator, other, fits):
+    """Not one failure with an empty id (which SNS ignores): the whole event is refused."""
+    fn = Recorder()
+    good = {sqs_handler: sqs_record, sns_handler: sns_record, stream_handler: kinesis_record}[decorator]({"n": 2})
+    for records, says in (([other], f": use {fits}$"), ([good, other], "mixing records of"), ([other, good], "mixing records of")):
+        with captured() as out, pytest.raises(UnsupportedEvent, match=says):
+            decorator(fn)({"Records": records}, None)
+        assert fn.calls == [] and len(parse_lines(out)) == 1
 
 
 # --- fd 1 itself: what a real process writes ------------------------------------------------------

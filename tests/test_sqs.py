@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from _logs import of_level, read_lines, with_message
 
-from lambda_kit import current_record, current_trace_id, sqs_handler
+from lambda_kit import UnsupportedEvent, current_record, current_trace_id, sqs_handler
 from lambda_kit.testing import lambda_context, sns_envelope, sqs_event, sqs_record
 
 MALICIOUS = {
@@ -218,14 +218,15 @@ def test_payload_and_result_are_logged_and_can_be_turned_off(capfd):
     assert read_lines(capfd) == []
 
 
-def test_event_without_records_logs_one_error_line(capfd):
+def test_event_without_records_is_refused_with_one_error_line(capfd):
     @sqs_handler
     def handler(message, context):
         raise AssertionError("not called")
 
-    assert handler({"not": "sqs"}, None) == {"batchItemFailures": []}
+    with pytest.raises(UnsupportedEvent, match="sqs_handler cannot process a JSON object with keys not: sqs_handler processes an SQS event"):
+        handler({"not": "sqs"}, None)
     errors = of_level(read_lines(capfd), "ERROR")
-    assert len(errors) == 1 and "SQS" in errors[0]["message"]
+    assert len(errors) == 1 and errors[0]["error_type"] == "UnsupportedEvent"
 
 
 def test_fifo_failure_holds_back_the_rest_of_its_group_and_other_groups_go_on(capfd):

@@ -1,66 +1,72 @@
-"""Source adapters: one small module per event source.
+"""The source registry: every event source lambda_kit knows, one module each.
 
-Each knows how to read records out of its event (payload decoding, where the trace id lives,
-the record's identity) and how to turn per-record outcomes into what that source's retry
-machinery expects. Adapters never import each other.
+Decorators, ``lambda-kit check`` and ``invoke``, the testing factories and the local stack read
+this registry; adding a source is one module here (a ``Source`` subclass named ``SOURCE``) plus
+its tests and its factory in ``lambda_kit.testing``. Modules are imported only when asked for, so
+a decorator loads just its own adapter (cold start). Adapters never import each other.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-from ..record import Record
-from ..trace import is_valid_id, stable_id
+from .base import Source
+
+__all__ = ["NAMES", "Source", "all_sources", "describe", "for_serverless_event", "get"]
+
+NAMES: tuple[str, ...] = ("sqs", "sns", "kinesis", "dynamodb", "api")
+"""Every registered source, by name; each is the module ``lambda_kit.sources.<name>``."""
 
 
-def event_records(event: Any) -> list[Any] | None:
-    """The event's ``Records`` list, or None when the event has none (the caller logs why)."""
-    if isinstance(event, dict):
-        records = event.get("Records")
-        if isinstance(records, list):
-            return records
-    return None
+def get(name: str) -> type[Source]:
+    """The adapter class of source ``name``."""
+    if name not in NAMES:
+        raise KeyError(f"unknown event source {name!r}; known: {', '.join(NAMES)}")
+    adapter: type[Source] = importlib.import_module(f"{__name__}.{name}").SOURCE
+    return adapter
 
 
-def pick_trace_id(found: Any, fallback: Any) -> tuple[str, Any]:
-    """(trace id, rejected value): ``found`` when it is a valid id, else the stable fallback."""
-    if type(found) is str and is_valid_id(found):  # the common case first
-        return found, None
-    if found is None:
-        return stable_id(fallback), None
-    return stable_id(fallback), found
+def all_sources() -> list[type[Source]]:
+    return [get(name) for name in NAMES]
 
 
-def malformed(source: str, raw: Any, why: str) -> Record:
-    """A record that cannot be read at all (its payload is the raw record, for the ERROR line):
-    it fails with ``why`` and reports an empty id,
-    which Lambda treats as a failure of the whole batch (nothing is lost)."""
-    return Record(source, "", stable_id(repr(raw)[:512]), raw, raw, why)
+def for_serverless_event(key: str) -> list[type[Source]]:
+    """The sources a ``serverless.yml`` event key (``sqs``, ``stream``, ``httpApi`` ...) delivers."""
+    return [source for source in all_sources() if key in source.serverless_events]
 
 
-def reason(exc: BaseException) -> str:
-    """A decoding error's message, short enough for one log field."""
-    text = str(exc)
-    return text if len(text) <= 200 else text[:200] + "..."
+def describe(event: Any) -> tuple[str, str | None]:
+    """(what ``event`` looks like, the decorator that processes it, if any): for error lines."""
+    for source in all_sources():
+        try:
+            if source.recognizes(event):
+                return source.label, source.decorator
+        except Exception:  # a recognizer must not turn a refusal into a crash
+            continue
+    return shape_of(event), None
 
 
-def batch_item_failures(failures: list[tuple[Record, BaseException]]) -> dict[str, Any]:
-    """The partial batch response SQS, Kinesis and DynamoDB Streams event source mappings read."""
-    return {"batchItemFailures": [{"itemIdentifier": record.id} for record, _ in failures]}
-
-
-class BatchSource:
-    """What every batch adapter shares: records read one by one, failures not stopping the batch.
-
-    Subclasses set ``name`` and implement ``record(raw)`` and ``response(failures, skipped)``.
-    """
-
-    name = ""
-    stop_at_first_failure = False
-    requeueing = False
-
-    def records(self, raw_records: list[Any]) -> list[Record]:
-        return [self.record(raw) for raw in raw_records]
-
-    def record(self, raw: Any) -> Record:
-        raise NotImplementedError
+def shape_of(event: Any) -> str:
+    """A short description of an event no source recognizes."""
+    if event is None:
+        return "an empty event (null)"
+    if isinstance(event, list):
+        return "a top-level list, as EventBridge Pipes sends" if event else "an empty top-level list"
+    if not isinstance(event, dict):
+        return f"a {type(event).__name__}, not a JSON object"
+    if "Records" in event:
+        records = event["Records"]
+        if not isinstance(records, list):
+            return "an event whose Records is not a list"
+        kinds = sorted({str(r.get("eventSource") or r.get("EventSource")) for r in records if isinstance(r, dict)} - {"None"})
+        if len(kinds) > 1:
+            return f"an event mixing records of {', '.join(kinds)}"
+        if kinds:
+            return f"an event with {kinds[0]} records"
+        return "an event whose Records no source recognizes"
+    keys = sorted(str(key)[:40] for key in event)
+    if not keys:
+        return "an empty JSON object"
+    shown = ", ".join(keys[:8]) + (", ..." if len(keys) > 8 else "")
+    return f"a JSON object with keys {shown}"

@@ -1,4 +1,5 @@
-"""API Gateway (REST API v1 and HTTP API v2): the request object and the response shapes.
+"""HTTP requests (API Gateway REST API v1, HTTP API v2, Function URLs, ALB): the request object
+and the response shapes. One request per invocation: ``request_scope`` runs it, not the record loop.
 
 The trace id comes from the ``X-Trace-Id`` header (name configurable) or is generated; every
 response carries it. Error bodies are ``{"error": message, "trace_id": ...}`` and never hold an
@@ -14,6 +15,26 @@ from typing import Any
 from .. import codec
 from ..errors import HTTPError
 from ..trace import is_valid_id, new_id
+from .base import Source
+
+
+class ApiSource(Source):
+    name = "api"
+    label = "an HTTP request event (API Gateway, Function URL or ALB)"
+    decorator = "api_handler"
+    serverless_events = ("httpApi", "http")
+
+    @classmethod
+    def recognizes(cls, event: Any) -> bool:
+        if type(event) is not dict or type(event.get("requestContext")) is not dict:
+            return False
+        if isinstance(event.get("httpMethod"), str):  # REST API, HTTP API payload 1.0, ALB
+            return True
+        http = event["requestContext"].get("http")  # HTTP API payload 2.0, Function URLs
+        return type(http) is dict and isinstance(http.get("method"), str)
+
+
+SOURCE = ApiSource
 
 
 class Headers(dict[str, str]):

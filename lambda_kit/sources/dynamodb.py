@@ -7,7 +7,7 @@ import base64
 from typing import Any
 
 from ..record import Record
-from . import BatchSource, batch_item_failures, malformed, pick_trace_id, reason
+from .base import Source, malformed, pick_trace_id, reason
 
 
 def _number(text: str) -> int | float:
@@ -58,8 +58,15 @@ def deserialize_image(image: Any) -> dict[str, Any] | None:
     return {key: deserialize(item) for key, item in image.items()}
 
 
-class DynamoDBSource(BatchSource):
+class DynamoDBSource(Source):
     name = "dynamodb"
+    label = "a DynamoDB Streams event"
+    decorator = "stream_handler"
+    event_source = "aws:dynamodb"
+    record_marker = "dynamodb"
+    serverless_events = ("stream",)
+    reports_batch_failures = True
+    ordered = True
     stop_at_first_failure = True
 
     def record(self, raw: Any) -> Record:
@@ -86,5 +93,5 @@ class DynamoDBSource(BatchSource):
         trace_id, rejected = pick_trace_id(found, fallback)
         return Record("dynamodb", sequence_number, trace_id, payload, raw, None, 0, rejected)
 
-    def response(self, failures: list[tuple[Record, BaseException]], skipped: list[Record]) -> dict[str, Any]:
-        return batch_item_failures(failures)
+
+SOURCE = DynamoDBSource

@@ -17,13 +17,20 @@ from typing import Any
 from .. import aws, codec
 from ..record import Record
 from ..trace import is_valid_id
-from . import BatchSource, batch_item_failures, malformed, pick_trace_id, reason
+from .base import Source, malformed, pick_trace_id, reason
 
 REQUEUE_KEY = "lambda_kit_requeue"
 
 
-class KinesisSource(BatchSource):
+class KinesisSource(Source):
     name = "kinesis"
+    label = "a Kinesis event"
+    decorator = "stream_handler"
+    event_source = "aws:kinesis"
+    record_marker = "kinesis"
+    serverless_events = ("stream",)
+    reports_batch_failures = True
+    ordered = True
 
     def __init__(
         self,
@@ -159,11 +166,11 @@ class KinesisSource(BatchSource):
             queue_url = sqs.get_queue_url(QueueName=parts[5], QueueOwnerAWSAccountId=parts[4])["QueueUrl"]
         sqs.send_message(QueueUrl=queue_url, MessageBody=body, MessageAttributes=trace)
 
-    def response(self, failures: list[tuple[Record, BaseException]], skipped: list[Record]) -> dict[str, Any]:
-        return batch_item_failures(failures)
-
 
 def _stream_name(arn: Any) -> str:
     if not isinstance(arn, str) or "stream/" not in arn:
         raise ValueError(f"cannot requeue: eventSourceARN {arn!r} is not a Kinesis stream ARN")
     return arn.split("stream/", 1)[1].split("/", 1)[0]
+
+
+SOURCE = KinesisSource

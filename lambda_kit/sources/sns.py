@@ -8,11 +8,17 @@ from typing import Any
 from .. import codec
 from ..record import Record
 from ..trace import is_valid_id
-from . import BatchSource, malformed, pick_trace_id, reason
+from .base import Source, malformed, pick_trace_id, reason
 
 
-class SnsSource(BatchSource):
+class SnsSource(Source):
     name = "sns"
+    label = "an SNS event"
+    decorator = "sns_handler"
+    event_source = "aws:sns"
+    record_marker = "Sns"
+    serverless_events = ("sns",)
+    asynchronous = True
 
     def __init__(self, json: bool = True) -> None:
         self.json = json
@@ -42,7 +48,5 @@ class SnsSource(BatchSource):
                 error = f"Sns.Message is not valid JSON ({reason(exc)})"
         return Record("sns", message_id, trace_id, payload, raw, error, 0, rejected)
 
-    def response(self, failures: list[tuple[Record, BaseException]], skipped: list[Record]) -> None:
-        if failures:
-            raise failures[0][1]
-        return None
+
+SOURCE = SnsSource

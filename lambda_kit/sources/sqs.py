@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import codec
 from ..record import Record
-from . import BatchSource, batch_item_failures, malformed, pick_trace_id, reason
+from .base import Source, malformed, pick_trace_id, reason
 
 
 def _is_sns_envelope(doc: Any) -> bool:
@@ -30,8 +30,14 @@ def _envelope_trace_id(doc: dict[str, Any]) -> Any:
     return None
 
 
-class SqsSource(BatchSource):
+class SqsSource(Source):
     name = "sqs"
+    label = "an SQS event"
+    decorator = "sqs_handler"
+    event_source = "aws:sqs"
+    record_marker = "messageId"
+    serverless_events = ("sqs",)
+    reports_batch_failures = True
 
     def __init__(self, json: bool = True) -> None:
         self.json = json
@@ -81,6 +87,6 @@ class SqsSource(BatchSource):
         trace_id, rejected = pick_trace_id(found, message_id)
         return Record("sqs", message_id, trace_id, body if error else payload, raw, error, attempt, rejected, group)
 
-    def response(self, failures: list[tuple[Record, BaseException]], skipped: list[Record]) -> dict[str, Any]:
-        return batch_item_failures(failures)
+
+SOURCE = SqsSource
 

@@ -1,0 +1,146 @@
+"""What every source adapter is: the ``Source`` class, and the small helpers adapters share.
+
+An adapter makes the same moves for every event source (as Mangum gives each event source one
+small class that infers, builds the request and shapes the response):
+
+- ``recognizes(event)``: is this event one of this source's? (the decorator refuses any other);
+- ``records(event)``: the event split into ``Record``s: payload decoded, trace id read from where
+  the producer put it (with its fallback), and the id the source's failure report uses;
+- ``response(event, outcome)``: what the source's retry machinery expects, given the failures.
+
+Class attributes describe the source to the rest of lambda_kit (decorators, ``lambda-kit check``
+and ``invoke``, the testing factories, the local stack), so none of them lists sources itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from ..record import Outcome, Record
+from ..trace import is_valid_id, stable_id
+
+
+class Source:
+    """One event source. Subclasses set the class attributes and implement ``recognizes``,
+    ``record`` (or ``records``) and ``response``."""
+
+    name: ClassVar[str] = ""
+    """The source's name: ``Record.source``, the ``source`` field of log lines, ``--event`` of
+    ``lambda-kit invoke``."""
+
+    label: ClassVar[str] = ""
+    """How a message names this source's events: ``"an SQS event"``."""
+
+    decorator: ClassVar[str] = ""
+    """The decorator that processes these events: ``"sqs_handler"``."""
+
+    serverless_events: ClassVar[tuple[str, ...]] = ()
+    """The ``serverless.yml`` event keys that deliver these events (``"sqs"``, ``"stream"`` ...)."""
+
+    reports_batch_failures: ClassVar[bool] = False
+    """Failures go back as a partial batch response, which Lambda reads only with
+    ``functionResponseType: ReportBatchItemFailures`` on the event source mapping."""
+
+    asynchronous: ClassVar[bool] = False
+    """Lambda invokes the function asynchronously: a failure is raised, Lambda retries, then the
+    function's on-failure destination (or DLQ) keeps the event."""
+
+    ordered: ClassVar[bool] = False
+    """Records come in order per shard/partition: a failure must not let later records pass it."""
+
+    event_source: ClassVar[str] = ""
+    """For ``{"Records": [...]}`` events: the records' ``eventSource`` (``"aws:sqs"``)."""
+
+    record_marker: ClassVar[str] = ""
+    """For ``{"Records": [...]}`` events: a key only this source's records have (``"messageId"``),
+    for records that carry no ``eventSource``."""
+
+    stop_at_first_failure: bool = False
+    requeueing: bool = False
+
+    @classmethod
+    def recognizes(cls, event: Any) -> bool:
+        """By default: a ``Records`` batch of ``event_source`` records."""
+        return records_claimed(event, cls.event_source, cls.record_marker)
+
+    def records(self, event: Any) -> list[Record]:
+        return [self.record(raw) for raw in event["Records"]]
+
+    def record(self, raw: Any) -> Record:
+        raise NotImplementedError
+
+    def response(self, event: Any, outcome: Outcome) -> Any:
+        """By default: the partial batch response, or for an asynchronous source the first
+        failure raised."""
+        if self.asynchronous:
+            raise_first_failure(outcome)
+            return None
+        return batch_item_failures(outcome)
+
+    def requeue(self, record: Record, error: BaseException) -> str:
+        """Route a failed record elsewhere (only adapters with ``requeueing``)."""
+        raise NotImplementedError
+
+
+# --- recognizing a Records batch -----------------------------------------------------------------
+
+def records_claimed(event: Any, event_source: str, marker: str) -> bool:
+    """Whether ``event`` is a ``{"Records": [...]}`` batch of one source: some record is this
+    source's (its ``eventSource``/``EventSource`` is ``event_source``, or it has none and holds the
+    source's ``marker`` key) and none names another source. Records it cannot tell are let through,
+    to fail alone as malformed. An empty ``Records`` list is anyone's (nothing to do)."""
+    if type(event) is not dict:
+        return False
+    records = event.get("Records")
+    if type(records) is not list:
+        return False
+    mine = not records
+    for raw in records:
+        if type(raw) is not dict:
+            continue
+        found = raw.get("eventSource", raw.get("EventSource"))
+        if found is not None:
+            if found != event_source:
+                return False
+            mine = True
+        elif marker in raw:
+            mine = True
+    return mine
+
+
+# --- reading records ----------------------------------------------------------------------------
+
+def pick_trace_id(found: Any, fallback: Any) -> tuple[str, Any]:
+    """(trace id, rejected value): ``found`` when it is a valid id, else the stable fallback."""
+    if type(found) is str and is_valid_id(found):  # the common case first
+        return found, None
+    if found is None:
+        return stable_id(fallback), None
+    return stable_id(fallback), found
+
+
+def malformed(source: str, raw: Any, why: str) -> Record:
+    """A record that cannot be read at all (its payload is the raw record, for the ERROR line):
+    it fails with ``why`` and reports an empty id,
+    which Lambda treats as a failure of the whole batch (nothing is lost)."""
+    return Record(source, "", stable_id(repr(raw)[:512]), raw, raw, why)
+
+
+def reason(exc: BaseException) -> str:
+    """A decoding error's message, short enough for one log field."""
+    text = str(exc)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+# --- responses ----------------------------------------------------------------------------------
+
+def batch_item_failures(outcome: Outcome) -> dict[str, Any]:
+    """The partial batch response SQS, Kinesis and DynamoDB Streams event source mappings read."""
+    return {"batchItemFailures": [{"itemIdentifier": record.id} for record, _ in outcome.failures]}
+
+
+def raise_first_failure(outcome: Outcome) -> None:
+    """For asynchronous invocations: re-raise the first failure, so Lambda retries the event and
+    its on-failure destination keeps it; nothing to return on success."""
+    if outcome.failures:
+        raise outcome.failures[0][1]

@@ -1,0 +1,227 @@
+"""Nothing is ever acknowledged unprocessed: what a decorator cannot process is refused.
+
+Every decorator recognizes its own sources' events and refuses every other (``UnsupportedEvent``,
+raised, so Lambda retries and the source's DLQ or on-failure destination keeps the event), with
+one ERROR line saying what the event looks like and which decorator fits. A coroutine function is
+never called and dropped. The cases come from the source registry, so a source added later is
+checked against every decorator without touching this file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import warnings
+
+import pytest
+from _logs import of_level, read_lines
+
+from lambda_kit import (
+    UnsupportedEvent,
+    api_handler,
+    sns_handler,
+    sqs_handler,
+    stream_handler,
+)
+from lambda_kit import sources as registry
+from lambda_kit.testing import EXAMPLES, api_event, event, lambda_context, sqs_event
+
+DECORATORS = {"sqs_handler": sqs_handler, "sns_handler": sns_handler, "stream_handler": stream_handler, "api_handler": api_handler}
+
+# Shapes of AWS events (from AWS's documented examples, trimmed) that no source may take for its own
+# unless it is registered for them.
+FOREIGN = {
+    "an EventBridge event": {
+        "version": "0", "id": "6a7e8feb-b491-4cf7-a9f1-bf3703467718", "detail-type": "EC2 Instance State-change Notification",
+        "source": "aws.ec2", "account": "111122223333", "time": "2017-12-22T18:43:48Z", "region": "us-west-1",
+        "resources": ["arn:aws:ec2:us-west-1:123456789012:instance/i-1234567890abcdef0"],
+        "detail": {"instance-id": "i-1234567890abcdef0", "state": "terminated"},
+    },
+    "an EventBridge Pipes batch of SQS messages": [
+        {"messageId": "059f36b4-87a3-44ab-83d2-661975830a7d", "receiptHandle": "AQEBwJnKyrHigUMZj6rYigCgxlaS3SLy0a",
+         "body": '{"url": "/a"}', "attributes": {"ApproximateReceiveCount": "1"}, "messageAttributes": {},
+         "md5OfBody": "e4e68fb7bd0e697a0ae8f1bb342846b3", "eventSource": "aws:sqs",
+         "eventSourceARN": "arn:aws:sqs:us-east-2:123456789012:my-queue", "awsRegion": "us-east-2"},
+    ],
+    "a Kafka event": {
+        "eventSource": "aws:kafka", "eventSourceArn": "arn:aws:kafka:us-east-1:123456789012:cluster/vpc-2priv-2pub/751d2973",
+        "bootstrapServers": "b-2.demo-cluster-1.a1bcde.c1.kafka.us-east-1.amazonaws.com:9092",
+        "records": {"mytopic-0": [{"topic": "mytopic", "partition": 0, "offset": 15, "timestamp": 1545084650987,
+                                   "timestampType": "CREATE_TIME", "key": "abcDEFghiJKLmnoPQRstuVWXyz1234==",
+                                   "value": "SGVsbG8sIHRoaXMgaXMgYSB0ZXN0Lg==", "headers": []}]},
+    },
+    "an S3 notification": {"Records": [{
+        "eventVersion": "2.1", "eventSource": "aws:s3", "awsRegion": "us-east-1", "eventTime": "2019-09-03T19:37:27.192Z",
+        "eventName": "ObjectCreated:Put", "s3": {"s3SchemaVersion": "1.0", "bucket": {"name": "DOC-EXAMPLE-BUCKET"},
+                                                 "object": {"key": "b21b84d653bb07b05b1e6b33684dc11b", "size": 1305107}}}]},
+    "a CloudWatch Logs subscription": {"awslogs": {"data": "H4sIAAAAAAAAAHWPwQqCMBiGX0V2ckhlVN5GwdQMT+rW3gDBQMlcBoaBDsmTNbHa"}},
+    "a scheduled event": {"version": "0", "id": "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa", "detail-type": "Scheduled Event",
+                          "source": "aws.events", "time": "2015-10-08T16:53:06Z", "detail": {}},
+    "a direct invocation with a plain payload": {"url": "/a", "time": "2024-05-21T10:00:00Z"},
+}
+
+
+def sources_of(decorator: str) -> set[str]:
+    return {source.name for source in registry.all_sources() if source.decorator == decorator}
+
+
+def refusal(handler, event_, capfd) -> tuple[UnsupportedEvent, dict]:
+    with pytest.raises(UnsupportedEvent) as refused:
+        handler(event_, lambda_context())
+    lines = read_lines(capfd)
+    assert len(lines) == 1, lines
+    return refused.value, lines[0]
+
+
+def test_every_registered_source_names_its_decorator_and_has_an_example_event():
+    for source in registry.all_sources():
+        assert source.decorator in DECORATORS, source
+        assert source.recognizes(event(source.name, {"n": 1}, trace_id="T"))
+    assert set(EXAMPLES) == set(registry.NAMES)
+
+
+@pytest.mark.parametrize("decorator", sorted(DECORATORS))
+@pytest.mark.parametrize("source", registry.NAMES)
+def test_each_decorator_takes_its_own_sources_and_refuses_every_other(decorator, source, capfd):
+    calls = []
+    handler = DECORATORS[decorator](lambda payload, context: calls.append(payload))
+    example = event(source, {"n": 1}, trace_id="T-1")
+    fits = registry.get(source).decorator
+    if source in sources_of(decorator):
+        handler(example, lambda_context())
+        assert len(calls) == 1
+        return
+    error, line = refusal(handler, example, capfd)
+    assert calls == []
+    assert str(error) == f"{decorator} cannot process {registry.get(source).label}: use {fits}"
+    assert (error.decorator, error.fits) == (decorator, fits)
+    assert line["level"] == "ERROR" and line["message"] == "event not processed: unsupported event"
+    assert line["error_type"] == "UnsupportedEvent" and line["error"] == str(error) and line["decorator"] == decorator
+    assert line["event"] == example  # what the DLQ will hold, to look at (secrets masked like any line)
+
+
+@pytest.mark.parametrize("decorator", sorted(DECORATORS))
+@pytest.mark.parametrize("shape", sorted(FOREIGN))
+def test_shapes_no_decorator_is_registered_for_are_refused(decorator, shape, capfd):
+    found, fits = registry.describe(FOREIGN[shape])
+    if fits == decorator:
+        pytest.skip(f"{decorator} now processes {found}")
+    calls = []
+    error, line = refusal(DECORATORS[decorator](lambda payload, context: calls.append(payload)), FOREIGN[shape], capfd)
+    assert calls == [] and line["error"] == str(error)
+    assert str(error).startswith(f"{decorator} cannot process {found}: ")
+
+
+def test_the_refusal_says_what_a_pipes_batch_looks_like(capfd):
+    error, _ = refusal(sqs_handler(lambda m, c: None), FOREIGN["an EventBridge Pipes batch of SQS messages"], capfd)
+    if registry.describe(FOREIGN["an EventBridge Pipes batch of SQS messages"])[1] is None:
+        assert str(error) == "sqs_handler cannot process a top-level list, as EventBridge Pipes sends: sqs_handler processes an SQS event"
+
+
+@pytest.mark.parametrize("shape", sorted(FOREIGN))
+def test_api_handler_never_answers_an_event_that_is_not_an_http_request(shape, capfd):
+    """It once made up a ``GET /`` for any event and answered 200."""
+    handler = api_handler(lambda request, context: {"ok": True})
+    error, line = refusal(handler, FOREIGN[shape], capfd)
+    assert str(error).startswith("api_handler cannot process ")
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_api_handler_refuses_an_http_event_stripped_of_its_request_context(version, capfd):
+    request = api_event("GET", "/a", version=version)
+    del request["requestContext"]
+    error, _ = refusal(api_handler(lambda request, context: {"ok": True}), request, capfd)
+    assert "api_handler processes an HTTP request event" in str(error)
+
+
+def test_refused_events_are_counted_as_failures_not_as_processed(capfd, monkeypatch):
+    """With metrics on, a refusal is one failed record of source ``unsupported``."""
+    sent = []
+    from lambda_kit import metrics
+
+    monkeypatch.setattr(metrics, "count", lambda *args: sent.append(args))
+    handler = sqs_handler(metrics=True)(lambda m, c: None)
+    with pytest.raises(UnsupportedEvent):
+        handler({"detail-type": "x"}, lambda_context("fn-x"))
+    assert sent == [("fn-x", "unsupported", 0, 1, 0)]
+
+
+# --- async functions --------------------------------------------------------------------------------
+
+async def count_async(payload, context):
+    return payload
+
+
+async def stream_async(payload, context):
+    yield payload
+
+
+@pytest.mark.parametrize("decorator", sorted(DECORATORS))
+@pytest.mark.parametrize("function", [count_async, stream_async], ids=["async def", "async generator"])
+@pytest.mark.parametrize("form", ["bare", "called"])
+def test_decorating_an_async_function_fails_at_import_time(decorator, function, form):
+    with pytest.raises(TypeError, match=rf"@{decorator} cannot wrap async function '{function.__name__}'.*make it a plain def"):
+        if form == "bare":
+            DECORATORS[decorator](function)
+        else:
+            DECORATORS[decorator]()(function)
+
+
+def test_a_function_that_returns_an_awaitable_fails_that_record_alone(capfd):
+    """A plain def that returns a coroutine (a partial of an async def, say): the coroutine would
+    never run, so its record fails; the others are processed."""
+    async def work(message):
+        return message
+
+    def handler_fn(message, context):
+        return work(message) if message.get("async") else message
+
+    handler = sqs_handler(handler_fn)
+    batch = sqs_event({"n": 1}, {"async": True}, {"n": 3})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "coroutine was never awaited": it is closed and reported
+        response = handler(batch, lambda_context())
+    failed = batch["Records"][1]["messageId"]
+    assert response == {"batchItemFailures": [{"itemIdentifier": failed}]}
+    [error] = of_level(read_lines(capfd), "ERROR")
+    assert error["record_id"] == failed and error["error_type"] == "TypeError"
+    assert "returned coroutine (an awaitable), which lambda_kit does not run" in error["error"]
+
+
+class AsyncCallable:
+    async def __call__(self, payload, context):
+        return payload
+
+    async def method(self, payload, context):
+        return payload
+
+
+@pytest.mark.parametrize("function", [
+    functools.partial(count_async), functools.partial(functools.partial(stream_async)), AsyncCallable(), AsyncCallable().method,
+], ids=["partial", "partial of partial", "callable object", "bound method"])
+def test_wrapped_async_functions_are_refused_at_import_time(function):
+    with pytest.raises(TypeError, match="cannot wrap async function"):
+        sns_handler(function)
+
+
+def test_plain_callables_are_not_mistaken_for_async():
+    class Plain:
+        def __call__(self, payload, context):
+            return payload
+
+    for function in (Plain(), functools.partial(lambda p, c: p), print, len):
+        sns_handler(function)
+
+
+def test_a_lambda_returning_a_coroutine_fails_when_it_runs(capfd):
+    handler = sns_handler(lambda message, context: count_async(message, context))
+    with pytest.raises(TypeError, match="an awaitable"):
+        handler(event("sns", {"n": 1}), lambda_context())
+
+
+def test_an_api_function_returning_an_awaitable_answers_500(capfd):
+    handler = api_handler(lambda request, context: asyncio.sleep(0))
+    response = handler(api_event("GET", "/a"), lambda_context())
+    assert response["statusCode"] == 500
+    [error] = of_level(read_lines(capfd), "ERROR")
+    assert error["error_type"] == "TypeError"
