@@ -17,6 +17,7 @@ _EXPORTS = {
     "sns_handler": "decorators",
     "stream_handler": "decorators",
     "api_handler": "decorators",
+    "kafka_handler": "decorators",
     "HTTPError": "errors",
     "UnsupportedEvent": "errors",
     "get_logger": "log",
@@ -42,7 +43,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from .decorators import api_handler, sns_handler, sqs_handler, stream_handler  # noqa: F401
+    from .decorators import api_handler, kafka_handler, sns_handler, sqs_handler, stream_handler  # noqa: F401
     from .errors import HTTPError, UnsupportedEvent  # noqa: F401
     from .log import get_logger  # noqa: F401
     from .propagation import propagate  # noqa: F401

@@ -135,6 +135,40 @@ def stream_handler(
     return batch_decorator("stream_handler", fn, adapters, options, marks)
 
 
+KAFKA_ON_FAILURE = ("raise", "report")
+
+
+def kafka_handler(
+    fn: F | None = None,
+    /,
+    *,
+    json: bool = True,
+    log_event: bool = True,
+    log_result: bool = True,
+    logger: Any = None,
+    metrics: bool | None = None,
+    on_failure: str = "raise",
+    commit: Commit | None = None,
+) -> Any:
+    """Call ``fn(message, context)`` once per Kafka record (Amazon MSK or self-managed), in order
+    within each topic-partition. ``message`` is a dict: ``topic``, ``partition``, ``offset``,
+    ``timestamp``, ``timestamp_type``, ``key`` (bytes), ``value`` (JSON-decoded; bytes with
+    ``json=False``), ``headers`` (name -> bytes).
+
+    ``on_failure="raise"`` (default) stops at the first failure and raises it: Lambda retries the
+    whole batch. ``"report"`` stops only the failed record's partition and returns the records not
+    done as ``batchItemFailures`` ({"partition", "offset"}), which Lambda reads only with
+    ``ReportBatchItemFailures`` on the event source mapping (provisioned mode).
+    ``commit`` works as for ``sqs_handler``.
+    """
+    if on_failure not in KAFKA_ON_FAILURE:
+        raise ValueError(f"kafka_handler: on_failure must be one of {KAFKA_ON_FAILURE}, not {on_failure!r}")
+    options = Options(json, log_event, log_result, logger, metrics, commit)
+    adapters = [get("kafka")(json=json, on_failure=on_failure)]
+    marks = {"json": json, "on_failure": on_failure, "commit": commit is not None}
+    return batch_decorator("kafka_handler", fn, adapters, options, marks)
+
+
 DEFAULT_MAX_BODY = 1024 * 1024
 
 

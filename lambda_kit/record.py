@@ -12,11 +12,13 @@ class Record:
     record could not be decoded (it then fails without reaching the function, and ``payload``
     holds the raw part that could not be decoded, for its ERROR line);
     ``rejected_trace_id`` keeps an invalid trace id that was found and not used; ``group`` is the
-    ordering group (SQS FIFO ``MessageGroupId``): after a failure, later records of the same group
-    are not processed, so they are retried in order.
+    ordering group (SQS FIFO ``MessageGroupId``, Kafka topic-partition): after a failure, later
+    records of the same group are not processed, so they are retried in order; ``report_id``, when
+    set, is what the failure report names this record by instead of ``id`` (EventBridge Pipes names
+    stream records by ``eventID``; a KPL user record is named by its aggregate's sequence number).
     """
 
-    __slots__ = ("source", "id", "trace_id", "payload", "raw", "error", "attempt", "rejected_trace_id", "group")
+    __slots__ = ("source", "id", "trace_id", "payload", "raw", "error", "attempt", "rejected_trace_id", "group", "report_id")
 
     def __init__(
         self,
@@ -29,6 +31,7 @@ class Record:
         attempt: int = 0,
         rejected_trace_id: Any = None,
         group: str | None = None,
+        report_id: Any = None,
     ) -> None:
         self.source = source
         self.id = id
@@ -39,6 +42,7 @@ class Record:
         self.attempt = attempt
         self.rejected_trace_id = rejected_trace_id
         self.group = group
+        self.report_id = report_id
 
     def __repr__(self) -> str:
         return f"Record(source={self.source!r}, id={self.id!r}, trace_id={self.trace_id!r})"

@@ -429,3 +429,97 @@ def _api_example(
 ) -> dict[str, Any]:
     headers = {**options.pop("headers", {}), **({"X-Trace-Id": trace_id} if trace_id else {})}
     return api_event(method, path, body=payload, headers=headers or None, **options)
+
+
+# --- Kafka (Amazon MSK, self-managed) ---------------------------------------------------------
+
+def kafka_record(
+    value: Any,
+    *,
+    topic: str = "orders",
+    partition: int = 0,
+    offset: int | None = None,
+    key: str | bytes | None = None,
+    headers: dict[str, str | bytes] | None = None,
+    trace_id: str | None = None,
+) -> dict[str, Any]:
+    """One Kafka record as Lambda delivers it: ``key``/``value`` base64, headers as byte lists."""
+    found = dict(headers or {})
+    if trace_id is not None:
+        found["trace_id"] = trace_id
+    return {
+        "topic": topic,
+        "partition": partition,
+        "offset": next(_sequence) if offset is None else offset,
+        "timestamp": int(time.time() * 1000),
+        "timestampType": "CREATE_TIME",
+        "key": None if key is None else base64.b64encode(key if isinstance(key, bytes) else key.encode()).decode(),
+        "value": None if value is None else base64.b64encode(
+            value if isinstance(value, bytes) else _text(value).encode()
+        ).decode(),
+        "headers": [{name: list(v if isinstance(v, bytes) else v.encode())} for name, v in found.items()],
+    }
+
+
+def kafka_event(
+    *values: Any,
+    trace_id: str | Sequence[str | None] | None = None,
+    self_managed: bool = False,
+    cluster: str = "demo-cluster",
+    **options: Any,
+) -> dict[str, Any]:
+    """An MSK event (``self_managed=True``: self-managed Kafka) with one record per value, all in
+    one topic-partition in offset order; build ``records`` yourself for several partitions."""
+    trace_ids = _per_record(trace_id, len(values))
+    records: dict[str, list[dict[str, Any]]] = {}
+    for value, tid in zip(values, trace_ids, strict=True):
+        record = kafka_record(value, trace_id=tid, **options)
+        records.setdefault(f"{record['topic']}-{record['partition']}", []).append(record)
+    servers = f"b-1.{cluster}.a1bcde.c1.kafka.{REGION}.amazonaws.com:9092"
+    if self_managed:
+        return {"eventSource": "SelfManagedKafka", "bootstrapServers": servers, "records": records}
+    return {
+        "eventSource": "aws:kafka",
+        "eventSourceArn": f"arn:aws:kafka:{REGION}:{ACCOUNT}:cluster/{cluster}/{uuid.uuid4()}-1",
+        "bootstrapServers": servers,
+        "records": records,
+    }
+
+
+@example("kafka")
+def _kafka_example(payload: Any, *, trace_id: str | None, source_arn: str | None, **options: Any) -> dict[str, Any]:
+    built = kafka_event({} if payload is None else payload, trace_id=trace_id, **options)
+    if source_arn:
+        built["eventSourceArn"] = source_arn
+    return built
+
+
+# --- EventBridge Pipes --------------------------------------------------------------------------
+
+def pipes_batch(event: dict[str, Any]) -> list[dict[str, Any]]:
+    """What an EventBridge Pipe with a Lambda target sends for the records of an SQS, Kinesis or
+    DynamoDB Streams ``event`` (from ``sqs_event``, ``kinesis_event``, ``dynamodb_stream_event``):
+    a top-level list; Kinesis records flattened (their ``kinesis`` fields beside the others)."""
+    batch = []
+    for record in event["Records"]:
+        if isinstance(record.get("kinesis"), dict):
+            record = {**record["kinesis"], **{k: v for k, v in record.items() if k != "kinesis"}}
+        batch.append(record)
+    return batch
+
+
+# --- KPL-aggregated Kinesis records -------------------------------------------------------------
+
+def kinesis_kpl_record(*payloads: Any, partition_keys: Sequence[str] | None = None, **options: Any) -> dict[str, Any]:
+    """One Kinesis record holding ``payloads`` aggregated as the KPL does, built with
+    aws-kinesis-agg's own aggregator (``pip install 'lambda-kit[kpl]'``); ``options`` as for
+    ``kinesis_record``."""
+    from aws_kinesis_agg.aggregator import RecordAggregator
+
+    keys = list(partition_keys) if partition_keys is not None else [uuid.uuid4().hex for _ in payloads]
+    aggregator = RecordAggregator()
+    for payload, key in zip(payloads, keys, strict=True):
+        if aggregator.add_user_record(key, payload if isinstance(payload, bytes) else _text(payload).encode()) is not None:
+            raise ValueError("these payloads do not fit in one aggregated record (1 MB)")
+    partition_key, _, data = aggregator.clear_and_get().get_contents()
+    return kinesis_record(None, partition_key=partition_key, raw_data=base64.b64encode(data).decode(), **options)

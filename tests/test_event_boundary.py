@@ -19,6 +19,7 @@ from _logs import of_level, read_lines
 from lambda_kit import (
     UnsupportedEvent,
     api_handler,
+    kafka_handler,
     sns_handler,
     sqs_handler,
     stream_handler,
@@ -26,7 +27,10 @@ from lambda_kit import (
 from lambda_kit import sources as registry
 from lambda_kit.testing import EXAMPLES, api_event, event, lambda_context, sqs_event
 
-DECORATORS = {"sqs_handler": sqs_handler, "sns_handler": sns_handler, "stream_handler": stream_handler, "api_handler": api_handler}
+DECORATORS = {
+    "sqs_handler": sqs_handler, "sns_handler": sns_handler, "stream_handler": stream_handler, "api_handler": api_handler,
+    "kafka_handler": kafka_handler,
+}
 
 # Shapes of AWS events (from AWS's documented examples, trimmed) that no source may take for its own
 # unless it is registered for them.
@@ -112,10 +116,25 @@ def test_shapes_no_decorator_is_registered_for_are_refused(decorator, shape, cap
     assert str(error).startswith(f"{decorator} cannot process {found}: ")
 
 
-def test_the_refusal_says_what_a_pipes_batch_looks_like(capfd):
-    error, _ = refusal(sqs_handler(lambda m, c: None), FOREIGN["an EventBridge Pipes batch of SQS messages"], capfd)
-    if registry.describe(FOREIGN["an EventBridge Pipes batch of SQS messages"])[1] is None:
-        assert str(error) == "sqs_handler cannot process a top-level list, as EventBridge Pipes sends: sqs_handler processes an SQS event"
+def test_a_pipes_batch_is_taken_by_its_decorator_and_named_in_the_others_refusal(capfd):
+    batch = FOREIGN["an EventBridge Pipes batch of SQS messages"]
+    calls = []
+    assert sqs_handler(lambda m, c: calls.append(m))(batch, lambda_context()) == {"batchItemFailures": []}
+    assert calls == [{"url": "/a"}]
+    read_lines(capfd)
+    error, _ = refusal(stream_handler(lambda p, c: None), batch, capfd)
+    assert str(error) == "stream_handler cannot process an EventBridge Pipes batch of SQS messages: use sqs_handler"
+    error, _ = refusal(sqs_handler(lambda m, c: None), [{"a": 1}], capfd)
+    assert str(error) == "sqs_handler cannot process a top-level list, as EventBridge Pipes sends: sqs_handler processes an SQS event"
+
+
+def test_the_kafka_event_is_taken_by_kafka_handler_alone(capfd):
+    calls = []
+    kafka_handler(json=False)(lambda m, c: calls.append(m["value"]))(FOREIGN["a Kafka event"], lambda_context())
+    assert calls == [b"Hello, this is a test."]
+    read_lines(capfd)
+    error, _ = refusal(sqs_handler(lambda m, c: None), FOREIGN["a Kafka event"], capfd)
+    assert str(error) == "sqs_handler cannot process a Kafka event: use kafka_handler"
 
 
 @pytest.mark.parametrize("shape", sorted(FOREIGN))

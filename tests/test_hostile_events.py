@@ -506,7 +506,7 @@ def test_sqs_undecodable_record_fails_with_its_reason(record, reason, codec_name
     ("Records", "a str, not a JSON object"),
     (42, "a int, not a JSON object"),
     ([], "an empty top-level list"),
-    ([{"messageId": "m"}], "a top-level list, as EventBridge Pipes sends"),
+    ([{"a": 1}], "a top-level list, as EventBridge Pipes sends"),
     ({}, "an empty JSON object"),
     ({"records": []}, "a JSON object with keys records"),
     ({"Records": None}, "an event whose Records is not a list"),

@@ -15,7 +15,7 @@ from .base import Source
 
 __all__ = ["NAMES", "Source", "all_sources", "describe", "for_serverless_event", "get"]
 
-NAMES: tuple[str, ...] = ("sqs", "sns", "kinesis", "dynamodb", "api")
+NAMES: tuple[str, ...] = ("sqs", "sns", "kinesis", "dynamodb", "api", "kafka")
 """Every registered source, by name; each is the module ``lambda_kit.sources.<name>``."""
 
 
@@ -41,6 +41,8 @@ def describe(event: Any) -> tuple[str, str | None]:
     for source in all_sources():
         try:
             if source.recognizes(event):
+                if type(event) is list:
+                    return f"an EventBridge Pipes batch of {source.pipes}", source.decorator
                 return source.label, source.decorator
         except Exception:  # a recognizer must not turn a refusal into a crash
             continue

@@ -55,16 +55,35 @@ class Source:
     """For ``{"Records": [...]}`` events: a key only this source's records have (``"messageId"``),
     for records that carry no ``eventSource``."""
 
+    pipes: ClassVar[str] = ""
+    """What EventBridge Pipes delivers of this source as a top-level JSON array (``"SQS
+    messages"``), when the decorator takes such batches too; empty when it does not."""
+
+    pipes_report_key: ClassVar[str] = ""
+    """The record field Pipes' partial failure report names a record by, when not ``id``
+    (``"eventID"`` for stream records)."""
+
     stop_at_first_failure: bool = False
     requeueing: bool = False
 
     @classmethod
     def recognizes(cls, event: Any) -> bool:
-        """By default: a ``Records`` batch of ``event_source`` records."""
-        return records_claimed(event, cls.event_source, cls.record_marker)
+        """By default: a ``Records`` batch of ``event_source`` records (or, for a source Pipes
+        delivers, a top-level list of them)."""
+        return records_claimed(event, cls.event_source, cls.record_marker, bool(cls.pipes))
 
     def records(self, event: Any) -> list[Record]:
+        if type(event) is list:
+            return [self.piped(self.record(raw), raw) for raw in event]
         return [self.record(raw) for raw in event["Records"]]
+
+    def piped(self, record: Record, raw: Any) -> Record:
+        """A record that came in an EventBridge Pipes batch: named in the failure report by
+        ``pipes_report_key`` (an empty id when it has none: the whole batch fails, nothing is lost)."""
+        if self.pipes_report_key and record.id:
+            found = raw.get(self.pipes_report_key) if type(raw) is dict else None
+            record.report_id = found if isinstance(found, str) else ""
+        return record
 
     def record(self, raw: Any) -> Record:
         raise NotImplementedError
@@ -75,6 +94,8 @@ class Source:
         if self.asynchronous:
             raise_first_failure(outcome)
             return None
+        if type(event) is list:
+            return pipes_batch_item_failures(outcome)
         return batch_item_failures(outcome)
 
     def requeue(self, record: Record, error: BaseException) -> str:
@@ -84,17 +105,23 @@ class Source:
 
 # --- recognizing a Records batch -----------------------------------------------------------------
 
-def records_claimed(event: Any, event_source: str, marker: str) -> bool:
-    """Whether ``event`` is a ``{"Records": [...]}`` batch of one source: some record is this
-    source's (its ``eventSource``/``EventSource`` is ``event_source``, or it has none and holds the
-    source's ``marker`` key) and none names another source. Records it cannot tell are let through,
-    to fail alone as malformed. An empty ``Records`` list is anyone's (nothing to do)."""
-    if type(event) is not dict:
+def records_claimed(event: Any, event_source: str, marker: str, pipes: bool = False) -> bool:
+    """Whether ``event`` is a ``{"Records": [...]}`` batch of one source (with ``pipes``, also a
+    top-level list of its records, as EventBridge Pipes sends): some record is this source's (its
+    ``eventSource``/``EventSource`` is ``event_source``, or it has none and holds the source's
+    ``marker`` key) and none names another source. Records it cannot tell are let through, to fail
+    alone as malformed. An empty ``Records`` list is anyone's (nothing to do); an empty top-level
+    list is no one's (Pipes never sends one)."""
+    if pipes and type(event) is list:
+        records: Any = event
+        mine = False
+    elif type(event) is dict:
+        records = event.get("Records")
+        if type(records) is not list:
+            return False
+        mine = not records
+    else:
         return False
-    records = event.get("Records")
-    if type(records) is not list:
-        return False
-    mine = not records
     for raw in records:
         if type(raw) is not dict:
             continue
@@ -136,7 +163,20 @@ def reason(exc: BaseException) -> str:
 
 def batch_item_failures(outcome: Outcome) -> dict[str, Any]:
     """The partial batch response SQS, Kinesis and DynamoDB Streams event source mappings read."""
-    return {"batchItemFailures": [{"itemIdentifier": record.id} for record, _ in outcome.failures]}
+    return failure_report([record for record, _ in outcome.failures])
+
+
+def pipes_batch_item_failures(outcome: Outcome) -> dict[str, Any]:
+    """The partial failure response of an EventBridge Pipes target: Pipes retries the records it
+    names, so the records a stream batch stopped before are named too, after the failed ones."""
+    return failure_report([*(record for record, _ in outcome.failures), *outcome.skipped])
+
+
+def failure_report(records: list[Record]) -> dict[str, Any]:
+    """``batchItemFailures`` naming each record by its ``report_id``, or its ``id``."""
+    return {"batchItemFailures": [
+        {"itemIdentifier": record.id if record.report_id is None else record.report_id} for record in records
+    ]}
 
 
 def raise_first_failure(outcome: Outcome) -> None:

@@ -1,5 +1,6 @@
 """DynamoDB Streams: images deserialized to plain Python, trace id in the image's ``trace_id``
-attribute; a failure stops the batch at that record (Lambda resumes from its sequence number)."""
+attribute; a failure stops the batch at that record (Lambda resumes from its sequence number).
+EventBridge Pipes batches (a top-level list of the same records) are reported by ``eventID``."""
 
 from __future__ import annotations
 
@@ -68,6 +69,8 @@ class DynamoDBSource(Source):
     reports_batch_failures = True
     ordered = True
     stop_at_first_failure = True
+    pipes = "DynamoDB Streams records"
+    pipes_report_key = "eventID"
 
     def record(self, raw: Any) -> Record:
         change = raw.get("dynamodb") if type(raw) is dict else None

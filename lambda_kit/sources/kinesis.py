@@ -4,6 +4,11 @@ By default a failure stops the batch at that record and reports its sequence num
 resumes from there, in order). With ``on_failure="requeue"`` the failed record is put back on
 its stream (partition key = trace id) wrapped with an attempt count, the batch goes on, and after
 ``max_attempts`` the record goes to the dead-letter destination instead of looping forever.
+
+EventBridge Pipes sends a top-level list of flattened records (the ``kinesis`` fields beside the
+others) and names failed ones by ``eventID``. A KPL aggregate becomes its user records, each with
+``id`` ``<sequenceNumber>:<subSequenceNumber>``; a failure among them is reported by the
+aggregate's sequence number (Lambda checkpoints on it), so the whole aggregate comes back.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from .. import aws, codec
+from .. import aws, codec, kpl
 from ..record import Record
 from ..trace import is_valid_id
 from .base import Source, malformed, pick_trace_id, reason
@@ -31,6 +36,8 @@ class KinesisSource(Source):
     serverless_events = ("stream",)
     reports_batch_failures = True
     ordered = True
+    pipes = "Kinesis records"
+    pipes_report_key = "eventID"
 
     def __init__(
         self,
@@ -45,14 +52,59 @@ class KinesisSource(Source):
         self.max_attempts = max_attempts
         self._dead_letter = dead_letter
 
+    def records(self, event: Any) -> list[Record]:
+        piped = type(event) is list
+        records = []
+        for raw in event if piped else event["Records"]:
+            kinesis = kinesis_fields(raw)
+            if kinesis is not None and kpl.looks_aggregated(kinesis.get("data")):
+                batch = self.deaggregated(raw, kinesis)
+            else:
+                batch = [self.record(raw)]
+            records += [self.piped(record, record.raw) for record in batch] if piped else batch
+        return records
+
+    def deaggregated(self, raw: dict[str, Any], kinesis: dict[str, Any]) -> list[Record]:
+        """The user records of a KPL aggregate (the record itself when it is none); an aggregate
+        that cannot be split fails whole, with the reason."""
+        try:
+            users = kpl.split(base64.b64decode(kinesis["data"], validate=True))
+        except binascii.Error:
+            users = None  # not base64: the record fails as any would
+        except kpl.AggregateError as exc:
+            record = self.record(raw)
+            if record.id:
+                record.error, record.payload = reason(exc), kinesis["data"]
+            return [record]
+        if users is None:
+            return [self.record(raw)]
+        flattened = "kinesis" not in raw
+        records = []
+        for number, user in enumerate(users):
+            fields = {
+                **kinesis,
+                "partitionKey": user.partition_key,
+                "explicitHashKey": user.explicit_hash_key,
+                "data": base64.b64encode(user.data).decode(),
+                "subSequenceNumber": number,
+                "aggregated": True,
+            }
+            records.append(self.record({**raw, **fields} if flattened else {**raw, "kinesis": fields}))
+        return records
+
     def record(self, raw: Any) -> Record:
-        kinesis = raw.get("kinesis") if type(raw) is dict else None
-        if type(kinesis) is not dict:
+        kinesis = kinesis_fields(raw)
+        if kinesis is None:
             return malformed("kinesis", raw, "record has no kinesis object")
         sequence_number = kinesis.get("sequenceNumber")
         if not isinstance(sequence_number, str) or not sequence_number:
             return malformed("kinesis", raw, "record has no kinesis.sequenceNumber")
         fallback = raw.get("eventID") or sequence_number
+        report_id = None
+        sub = kinesis.get("subSequenceNumber")
+        if type(sub) is int and kinesis.get("aggregated") is True:  # a KPL user record
+            fallback, report_id = f"{fallback}:{sub}", sequence_number
+            sequence_number = f"{sequence_number}:{sub}"
         payload: Any = None
         error = None
         attempt = 0
@@ -81,7 +133,7 @@ class KinesisSource(Source):
         trace_id, rejected = pick_trace_id(found, fallback)
         if error is not None:
             payload = kinesis.get("data")
-        return Record("kinesis", sequence_number, trace_id, payload, raw, error, attempt, rejected)
+        return Record("kinesis", sequence_number, trace_id, payload, raw, error, attempt, rejected, None, report_id)
 
     def _unwrap(self, envelope: dict[str, Any]) -> tuple[Any, int, str | None]:
         meta = envelope[REQUEUE_KEY]
@@ -107,7 +159,7 @@ class KinesisSource(Source):
         in which case the record is reported as a batch failure like any other.
         """
         raw = record.raw
-        original_data = raw["kinesis"].get("data")
+        original_data = kinesis_fields(raw)["data"]
         try:  # a record requeued before: put back what the producer sent, not our wrapper
             outer = codec.loads(base64.b64decode(original_data))
             if type(outer) is dict and type(outer.get(REQUEUE_KEY)) is dict:
@@ -141,7 +193,7 @@ class KinesisSource(Source):
                 "on_failure='requeue' reached max_attempts but no dead_letter is configured "
                 "(pass dead_letter= or set LAMBDA_KIT_DEAD_LETTER); the record is reported as failed"
             )
-        kinesis = record.raw["kinesis"]
+        kinesis = kinesis_fields(record.raw)
         body = codec.dumps(
             {
                 "source": "kinesis",
@@ -165,6 +217,15 @@ class KinesisSource(Source):
             parts = target.split(":")
             queue_url = sqs.get_queue_url(QueueName=parts[5], QueueOwnerAWSAccountId=parts[4])["QueueUrl"]
         sqs.send_message(QueueUrl=queue_url, MessageBody=body, MessageAttributes=trace)
+
+
+def kinesis_fields(raw: Any) -> dict[str, Any] | None:
+    """A record's Kinesis fields: its ``kinesis`` object (event source mapping), or the record
+    itself when EventBridge Pipes flattened them into it."""
+    if type(raw) is not dict:
+        return None
+    kinesis = raw.get("kinesis", raw if "sequenceNumber" in raw else None)
+    return kinesis if type(kinesis) is dict else None
 
 
 def _stream_name(arn: Any) -> str:

@@ -1,7 +1,8 @@
 """SQS: JSON bodies (SNS envelopes unwrapped), trace id in the ``trace_id`` message attribute,
 failures reported as ``batchItemFailures`` so only failed messages come back. On a FIFO queue a
 failure also holds back the later messages of its message group (reported as failures, unprocessed),
-so the group is retried in order; other groups go on."""
+so the group is retried in order; other groups go on. EventBridge Pipes batches (a top-level list of
+the same records) are taken too, and reported by the same ``messageId``."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ class SqsSource(Source):
     record_marker = "messageId"
     serverless_events = ("sqs",)
     reports_batch_failures = True
+    pipes = "SQS messages"
 
     def __init__(self, json: bool = True) -> None:
         self.json = json

@@ -1,0 +1,149 @@
+"""Kafka: Amazon MSK (``aws:kafka``) and self-managed Apache Kafka (``SelfManagedKafka``) events.
+
+Records come grouped by topic-partition (``{"records": {"orders-0": [...]}}``) and run in order
+within each. The payload is a dict: ``topic``, ``partition``, ``offset``, ``timestamp``,
+``timestamp_type``, ``key`` (bytes or None), ``value`` (base64-decoded, then JSON unless
+``json=False``; None for a tombstone) and ``headers`` (name -> bytes; a repeated name keeps its
+last value, as Kafka's ``lastHeader``). The trace id is the ``trace_id`` header; the fallback and
+``record.id`` are ``<topic>-<partition>:<offset>``.
+
+Failures, as Lambda's Kafka event source mapping handles them:
+
+- ``on_failure="raise"`` (default): the batch stops at the first failure and it is raised. Lambda
+  retries the whole batch (in order, within each partition) until it succeeds, the retry limit or
+  record age is reached (then the on-failure destination gets it) or the records expire. Works
+  in every mode of the event source mapping.
+- ``on_failure="report"``: the partition of a failed record stops there (its later records are
+  not processed), other partitions go on, and the response names every record not done as
+  ``{"itemIdentifier": {"partition": "<topic>-<partition>", "offset": n}}``. Lambda reads it only
+  with ``FunctionResponseTypes: [ReportBatchItemFailures]``, which Kafka event source mappings
+  accept in provisioned mode; without it Lambda would take the batch as processed. A failure that
+  cannot be named (a record without topic-partition or offset) is raised instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+from .. import codec
+from ..record import Outcome, Record
+from .base import Source, failure_report, malformed, pick_trace_id, raise_first_failure, reason
+
+EVENT_SOURCES = ("aws:kafka", "SelfManagedKafka", "aws:SelfManagedKafka")
+TRACE_HEADER = "trace_id"
+
+
+class KafkaSource(Source):
+    name = "kafka"
+    label = "a Kafka event"
+    decorator = "kafka_handler"
+    serverless_events = ("msk", "kafka")
+    ordered = True
+
+    def __init__(self, json: bool = True, on_failure: str = "raise") -> None:
+        self.json = json
+        self.reporting = on_failure == "report"
+        self.stop_at_first_failure = not self.reporting
+
+    @classmethod
+    def recognizes(cls, event: Any) -> bool:
+        return type(event) is dict and event.get("eventSource") in EVENT_SOURCES and "records" in event
+
+    def records(self, event: Any) -> list[Record]:
+        partitions = event["records"]
+        if type(partitions) is not dict:
+            return [malformed("kafka", partitions, "records is not an object of topic-partition lists")]
+        records = []
+        for key, batch in partitions.items():
+            if type(batch) is not list:
+                records.append(malformed("kafka", batch, f"records[{key!r}] is not a list"))
+                continue
+            records += [self.record_of(key, raw) for raw in batch]
+        return records
+
+    def record_of(self, key: str, raw: Any) -> Record:
+        if type(raw) is not dict:
+            return malformed("kafka", raw, "record is not a JSON object")
+        topic, partition, offset = raw.get("topic"), whole(raw.get("partition")), whole(raw.get("offset"))
+        if type(topic) is not str or not topic or partition is None or offset is None:
+            return malformed("kafka", raw, "record has no topic, partition or offset")
+        record_id = f"{key}:{offset}"
+        message: dict[str, Any] = {
+            "topic": topic,
+            "partition": partition,
+            "offset": offset,
+            "timestamp": raw.get("timestamp"),
+            "timestamp_type": raw.get("timestampType"),
+            "key": None,
+            "value": None,
+            "headers": {},
+        }
+        error = None
+        try:
+            message["headers"] = headers(raw.get("headers"))
+            message["key"] = base64_field(raw, "key")
+            value = base64_field(raw, "value")
+        except ValueError as exc:
+            error, value = reason(exc), None
+        found = message["headers"].get(TRACE_HEADER)
+        if found is not None:
+            found = found.decode("utf-8", "replace")
+        trace_id, rejected = pick_trace_id(found, record_id)
+        if value is not None and self.json:
+            try:
+                value = codec.loads(value)
+            except Exception as exc:
+                error = f"value is not valid JSON ({reason(exc)})"
+        message["value"] = value
+        payload = raw if error else message
+        return Record("kafka", record_id, trace_id, payload, raw, error, 0, rejected, key, {"partition": key, "offset": offset})
+
+    def response(self, event: Any, outcome: Outcome) -> Any:
+        if not self.reporting or any(not record.id for record, _ in outcome.failures):
+            raise_first_failure(outcome)
+            return None
+        return failure_report([record for record, _ in outcome.failures])
+
+
+def whole(value: Any) -> int | None:
+    """A partition or offset: an int (AWS's samples also show digit strings), else None."""
+    if type(value) is int and value >= 0:
+        return value
+    if type(value) is str and value.isascii() and value.isdigit():
+        return int(value)
+    return None
+
+
+def base64_field(raw: dict[str, Any], name: str) -> bytes | None:
+    text = raw.get(name)
+    if text is None:
+        return None
+    if type(text) is not str:
+        raise ValueError(f"{name} is not base64 text")
+    try:
+        return base64.b64decode(text, validate=True)
+    except binascii.Error as exc:
+        raise ValueError(f"{name} is not valid base64 ({reason(exc)})") from None
+
+
+def headers(found: Any) -> dict[str, bytes]:
+    """Kafka headers, ``[{"name": [byte, ...]}, ...]`` (bytes as 0..255, or -128..127 as Java
+    sends them), as ``{name: bytes}``."""
+    if found is None:
+        return {}
+    if type(found) is not list:
+        raise ValueError("headers is not a list")
+    decoded = {}
+    for index, header in enumerate(found):
+        if type(header) is not dict:
+            raise ValueError(f"headers[{index}] is not an object")
+        for name, values in header.items():
+            if type(values) is not list or not all(type(b) is int and -128 <= b <= 255 for b in values):
+                raise ValueError(f"header {name[:64]!r} is not a list of byte values")
+            decoded[name] = bytes(b & 0xFF for b in values)
+    return decoded
+
+
+SOURCE = KafkaSource
