@@ -13,8 +13,9 @@ function's events; a decorator that reports partial batch failures on an event w
 ``ReportBatchItemFailures`` (Lambda would ignore the reported failures and treat failed records as
 processed); an asynchronously invoked function (SNS ...) without an on-failure destination, and an
 SNS event without a redrive policy; an ordered stream event without an on-failure destination or
-retry limit; a stream event starting at ``LATEST`` (an error on a function that counts with
-``lambda_kit.counters``); an SQS queue without a redrive policy that is not itself a dead-letter
+retry limit; a stream, msk or kafka event starting at ``LATEST`` (an error on a function that
+counts with ``lambda_kit.counters``); an msk / kafka event without an on-failure destination, or
+with a ``kafka_handler(on_failure="report")`` that Lambda would not read; an SQS queue without a redrive policy that is not itself a dead-letter
 queue; a queue whose visibility timeout is shorter than its consumer's timeout allows. What each
 source needs comes from the source registry (``lambda_kit.sources``). Exit status: 0 clean or
 warnings only, 1 errors, 2 no usable serverless.yml.
@@ -78,6 +79,19 @@ def _resources(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
             for name, resource in block["Resources"].items():
                 if isinstance(resource, dict):
                     merged[str(name)] = resource
+    return merged
+
+
+def _extensions(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``resources.extensions``: properties added to resources the framework generates."""
+    blocks = config.get("resources") or {}
+    blocks = blocks if isinstance(blocks, list) else [blocks]
+    merged: dict[str, dict[str, Any]] = {}
+    for block in blocks:
+        if isinstance(block, dict) and isinstance(block.get("extensions"), dict):
+            for name, extension in block["extensions"].items():
+                if isinstance(extension, dict):
+                    merged[str(name)] = extension
     return merged
 
 
@@ -258,6 +272,7 @@ def _check_function(
     queues: dict[str, dict[str, Any]],
     provider: dict[str, Any],
     findings: list[Finding],
+    extensions: dict[str, dict[str, Any]] | None = None,
 ) -> None:
     events = _events(function)
     marks = handler.marks if handler and handler.marks else None
@@ -275,7 +290,9 @@ def _check_function(
         mine = [s for s in delivered[kind] if s.name in handled]
         if any(s.reports_batch_failures for s in mine) and spec.get("functionResponseType") != RBIF:
             findings.append(Finding("error", name, f"add functionResponseType: {RBIF} to its {kind} event: without it Lambda ignores the failures the {decorator} reports and treats failed records as processed"))
-        if any(s.ordered for s in delivered[kind]):
+        if kind in KAFKA_EVENTS:
+            _check_kafka(name, kind, spec, handler, extensions or {}, findings)
+        elif any(s.ordered for s in delivered[kind]):
             _check_stream(name, spec, handler, resources, findings)
         if kind == "sns" and not isinstance(spec.get("redrivePolicy"), dict):
             findings.append(Finding("warning", name, "add redrivePolicy (a dead-letter queue) to its sns event: messages SNS cannot deliver to the function are dropped"))
@@ -297,14 +314,67 @@ def _check_stream(
         findings.append(Finding("error", name, "add destinations.onFailure (an SQS queue or SNS topic) to its stream event: records that exhaust their retries are dropped without a trace"))
     if spec.get("maximumRetryAttempts", -1) == -1 and spec.get("maximumRecordAgeInSeconds", -1) == -1:
         findings.append(Finding("warning", name, "set maximumRetryAttempts on its stream event: retries are unlimited by default, so one failing record blocks its shard until it expires"))
-    if spec.get("startingPosition") == "LATEST":
-        if handler is not None and handler.uses_counters:
-            findings.append(Finding("error", name, "its stream event starts at LATEST but the handler counts with lambda_kit.counters: records written before the mapping starts are never counted; use TRIM_HORIZON"))
-        else:
-            findings.append(Finding("warning", name, "its stream event starts at LATEST: records written before the mapping starts are skipped; use TRIM_HORIZON unless that is intended"))
+    _check_starting_position(name, "stream", spec, handler, findings)
     marks = handler.marks if handler and handler.marks else {}
     if marks.get("on_failure") == "requeue" and _stream_type(spec, resources) == "dynamodb":
         findings.append(Finding("error", name, "on_failure='requeue' only works on Kinesis streams: use on_failure='stop' for its DynamoDB stream event"))
+
+
+def _check_starting_position(name: str, kind: str, spec: dict[str, Any], handler: _Handler | None, findings: list[Finding]) -> None:
+    if spec.get("startingPosition") != "LATEST":
+        return
+    if handler is not None and handler.uses_counters:
+        findings.append(Finding("error", name, f"its {kind} event starts at LATEST but the handler counts with lambda_kit.counters: records written before the mapping starts are never counted; use TRIM_HORIZON"))
+    else:
+        findings.append(Finding("warning", name, f"its {kind} event starts at LATEST: records written before the mapping starts are skipped; use TRIM_HORIZON unless that is intended"))
+
+
+KAFKA_EVENTS = ("msk", "kafka")
+
+
+def _check_kafka(
+    name: str, kind: str, spec: dict[str, Any], handler: _Handler | None, extensions: dict[str, dict[str, Any]], findings: list[Finding]
+) -> None:
+    """An ``msk`` / ``kafka`` event: the framework's own settings, plus what
+    ``resources.extensions.<its event source mapping>.Properties`` adds (the framework has no
+    setting for FunctionResponseTypes, and none for an msk event's on-failure destination)."""
+    logical_id = _kafka_mapping_id(name, kind, spec)
+    extension = (extensions.get(logical_id or "") or {}).get("Properties")
+    extension = extension if isinstance(extension, dict) else {}
+    where = f"resources.extensions.{logical_id or '<its event source mapping>'}.Properties"
+    destination = (extension.get("DestinationConfig") or {}).get("OnFailure") if isinstance(extension.get("DestinationConfig"), dict) else None
+    if not (isinstance(destination, dict) and destination.get("Destination")) and not (kind == "kafka" and spec.get("onFailureDestination")):
+        setting = "onFailureDestination" if kind == "kafka" else f"{where}.DestinationConfig.OnFailure.Destination (the msk event has no setting for it)"
+        findings.append(Finding("error", name, f"add an on-failure destination to its {kind} event ({setting}): a batch that keeps failing blocks its partitions until its records expire, and is then dropped"))
+    marks = handler.marks if handler and handler.marks else {}
+    if marks.get("on_failure") == "report":
+        types = extension.get("FunctionResponseTypes")
+        provisioned = spec.get("provisionedPollerConfig") or extension.get("ProvisionedPollerConfig")
+        if not (isinstance(types, list) and RBIF in types and provisioned):
+            findings.append(Finding("error", name, f"kafka_handler(on_failure='report') returns batchItemFailures, which Lambda reads only in provisioned mode with {RBIF}: add provisionedPollerConfig to its {kind} event and FunctionResponseTypes: [{RBIF}] to {where}, or use on_failure='raise'; without them Lambda treats failed records as processed"))
+    _check_starting_position(name, kind, spec, handler, findings)
+
+
+def _kafka_mapping_id(function: str, kind: str, spec: dict[str, Any]) -> str | None:
+    """The logical id the framework gives the event source mapping of an msk / kafka event."""
+    topic = spec.get("topic")
+    if not isinstance(topic, str):
+        return None
+    prefix = _alphanumeric_name(function.replace("-", "Dash").replace("_", "Underscore"), keep=True)
+    if kind == "kafka":
+        return f"{prefix}EventSourceMappingKafka{_alphanumeric_name(topic)[:158]}"
+    arn = spec.get("arn")
+    cluster = arn.get("Ref", arn.get("Fn::ImportValue")) if isinstance(arn, dict) else arn.split("/")[1] if isinstance(arn, str) and "/" in arn else None
+    if not isinstance(cluster, str):
+        return None
+    return f"{prefix}EventSourceMappingMSK{_alphanumeric_name(cluster)[:79]}{_alphanumeric_name(topic)[:79]}"
+
+
+def _alphanumeric_name(name: str, keep: bool = False) -> str:
+    """The framework's name normalization: first letter upper-cased (``keep``: other characters
+    kept; else only letters and digits)."""
+    name = name if keep else re.sub(r"[^0-9A-Za-z]", "", name)
+    return name[:1].upper() + name[1:]
 
 
 def _check_visibility(
@@ -370,9 +440,10 @@ def _check(path: str | os.PathLike[str]) -> tuple[list[Finding], int]:
     project_dir = os.path.dirname(os.path.abspath(os.fspath(path)))
 
     findings: list[Finding] = []
+    extensions = _extensions(config)
     for name, function in functions.items():
         handler = _import_handler(name, function, provider, project_dir, findings)
-        _check_function(name, function, handler, resources, queues, provider, findings)
+        _check_function(name, function, handler, resources, queues, provider, findings, extensions)
 
     dead_letters = _dead_letter_queues(functions, queues, resources)
     consumed = {_queue_of(spec.get("arn"), queues) for f in functions.values() for kind, spec in _events(f) if kind == "sqs"}

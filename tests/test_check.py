@@ -409,3 +409,118 @@ def test_project_service_has_no_errors(capsys):
     assert findings(lines, "error") == []
     assert findings(lines, "warning") == []
     assert status == 0
+
+
+# --- msk and kafka events ---------------------------------------------------------------------------
+
+MSK_ARN = "arn:aws:kafka:us-east-1:123456789012:cluster/orders-cluster/abcd1234-0123-4567-89ab-0123456789ab-1"
+KAFKA_HANDLERS = {
+    "orders": "from lambda_kit import kafka_handler\n\n\n@kafka_handler\ndef handler(message, context):\n    return None\n",
+    "orders_report": (
+        "from lambda_kit import kafka_handler\n\n\n@kafka_handler(on_failure='report')\n"
+        "def handler(message, context):\n    return None\n"
+    ),
+}
+MSK_MAPPING = "OrdersDashmskEventSourceMappingMSKOrdersclusterOrdersv1"
+KAFKA_MAPPING = "OrdersUnderscorekafkaEventSourceMappingKafkaOrdersv1"
+
+
+def kafka_service(handler: str = "orders") -> dict:
+    """One function on an msk event and one on a self-managed kafka event, both fully wired."""
+    return {
+        "service": "orders",
+        "provider": {"name": "aws", "runtime": "python3.12"},
+        "functions": {
+            "orders-msk": {"handler": f"handlers/{handler}.handler", "events": [{"msk": {"arn": MSK_ARN, "topic": "orders.v1"}}]},
+            "orders_kafka": {
+                "handler": f"handlers/{handler}.handler",
+                "events": [{"kafka": {
+                    "topic": "orders.v1",
+                    "bootstrapServers": ["b-1.example.com:9092"],
+                    "accessConfigurations": {"saslScram512Auth": ["arn:aws:secretsmanager:us-east-1:123456789012:secret:kafka"]},
+                    "onFailureDestination": "arn:aws:sqs:us-east-1:123456789012:orders-dlq",
+                }}],
+            },
+        },
+        "resources": {"extensions": {
+            MSK_MAPPING: {"Properties": {"DestinationConfig": {"OnFailure": {"Destination": "arn:aws:sqs:us-east-1:123456789012:orders-dlq"}}}},
+        }},
+    }
+
+
+def report_wiring(config: dict) -> dict:
+    for function, mapping in (("orders-msk", MSK_MAPPING), ("orders_kafka", KAFKA_MAPPING)):
+        [event] = config["functions"][function]["events"]
+        next(iter(event.values()))["provisionedPollerConfig"] = {"minimumPollers": 1, "maximumPollers": 2}
+        properties = config["resources"]["extensions"].setdefault(mapping, {"Properties": {}})["Properties"]
+        properties["FunctionResponseTypes"] = [RBIF]
+    return config
+
+
+@pytest.mark.parametrize(("handler", "wire"), [("orders", False), ("orders_report", True)])
+def test_wired_kafka_service_passes(service, capsys, handler, wire):
+    config = kafka_service(handler)
+    status, lines = run(service(report_wiring(config) if wire else config, KAFKA_HANDLERS), capsys)
+    assert findings(lines) == [] and status == 0
+
+
+def test_kafka_events_without_an_on_failure_destination(service, capsys):
+    config = kafka_service()
+    del config["resources"]["extensions"][MSK_MAPPING]
+    del config["functions"]["orders_kafka"]["events"][0]["kafka"]["onFailureDestination"]
+    status, lines = run(service(config, KAFKA_HANDLERS), capsys)
+    assert status == 1
+    assert findings(lines) == [
+        "error: orders-msk: add an on-failure destination to its msk event (resources.extensions."
+        f"{MSK_MAPPING}.Properties.DestinationConfig.OnFailure.Destination (the msk event has no setting for it)): "
+        "a batch that keeps failing blocks its partitions until its records expire, and is then dropped",
+        "error: orders_kafka: add an on-failure destination to its kafka event (onFailureDestination): "
+        "a batch that keeps failing blocks its partitions until its records expire, and is then dropped",
+    ]
+
+
+@pytest.mark.parametrize("missing", ["FunctionResponseTypes", "provisionedPollerConfig"])
+def test_reporting_kafka_handler_needs_report_batch_item_failures_in_provisioned_mode(service, capsys, missing):
+    config = report_wiring(kafka_service("orders_report"))
+    if missing == "FunctionResponseTypes":
+        del config["resources"]["extensions"][MSK_MAPPING]["Properties"]["FunctionResponseTypes"]
+    else:
+        del config["functions"]["orders-msk"]["events"][0]["msk"]["provisionedPollerConfig"]
+    status, lines = run(service(config, KAFKA_HANDLERS), capsys)
+    assert status == 1
+    assert findings(lines) == [
+        "error: orders-msk: kafka_handler(on_failure='report') returns batchItemFailures, which Lambda reads only in "
+        f"provisioned mode with {RBIF}: add provisionedPollerConfig to its msk event and FunctionResponseTypes: "
+        f"[{RBIF}] to resources.extensions.{MSK_MAPPING}.Properties, or use on_failure='raise'; without them Lambda "
+        "treats failed records as processed"
+    ]
+
+
+def test_kafka_event_on_another_decorator_and_latest(service, capsys):
+    config = kafka_service()
+    config["functions"]["orders_kafka"]["handler"] = "handlers/worker.handler"
+    config["functions"]["orders-msk"]["events"][0]["msk"]["startingPosition"] = "LATEST"
+    status, lines = run(service(config, KAFKA_HANDLERS), capsys)
+    assert status == 1
+    assert findings(lines) == [
+        "warning: orders-msk: its msk event starts at LATEST: records written before the mapping starts are skipped; "
+        "use TRIM_HORIZON unless that is intended",
+        "error: orders_kafka: handler is a sqs_handler but the function has kafka events: use kafka_handler or move the event",
+    ]
+
+
+def test_the_extension_names_check_reads_are_the_framework_s(service, tmp_path):
+    """`serverless package` refuses an extension of a resource it did not generate: the wired
+    service packages, so the event source mappings check looks for are the ones the framework makes."""
+    import subprocess
+
+    path = service(report_wiring(kafka_service("orders_report")), KAFKA_HANDLERS)
+    assert check.check(path) == []
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(SLS_TELEMETRY_DISABLED="1", AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x", AWS_REGION="us-east-1")
+    done = subprocess.run([str(ROOT / "node_modules" / ".bin" / "serverless"), "package"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    template = yaml.safe_load((tmp_path / ".serverless" / "cloudformation-template-update-stack.json").read_text())
+    for mapping in (MSK_MAPPING, KAFKA_MAPPING):
+        assert template["Resources"][mapping]["Properties"]["FunctionResponseTypes"] == [RBIF]
