@@ -168,8 +168,11 @@ def batch_item_failures(outcome: Outcome) -> dict[str, Any]:
 
 def pipes_batch_item_failures(outcome: Outcome) -> dict[str, Any]:
     """The partial failure response of an EventBridge Pipes target: Pipes retries the records it
-    names, so the records a stream batch stopped before are named too, after the failed ones."""
-    return failure_report([*(record for record, _ in outcome.failures), *outcome.skipped])
+    names, so the records a stream batch stopped before are named too, after the failed ones (each
+    name once: the user records of a KPL aggregate share theirs)."""
+    report = failure_report([*(record for record, _ in outcome.failures), *outcome.skipped])
+    names = dict.fromkeys(item["itemIdentifier"] for item in report["batchItemFailures"])
+    return {"batchItemFailures": [{"itemIdentifier": name} for name in names]}
 
 
 def failure_report(records: list[Record]) -> dict[str, Any]:
