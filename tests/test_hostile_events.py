@@ -29,6 +29,7 @@ from lambda_kit import (
     UnsupportedEvent,
     current_record,
     current_trace_id,
+    kafka_handler,
     sns_handler,
     sqs_handler,
     stream_handler,
@@ -36,6 +37,7 @@ from lambda_kit import (
 from lambda_kit.loop import UndecodableRecord
 from lambda_kit.testing import (
     dynamodb_record,
+    kafka_record,
     kinesis_record,
     lambda_context,
     sns_envelope,
@@ -695,3 +697,142 @@ def test_hostile_batch_writes_only_valid_lines_to_fd_1(codec_name):
     lines = [parse_line(text) for text in texts]
     assert {line["message"] for line in lines} >= {"record received", "record processed"}
     assert len(response["batchItemFailures"]) == len(of_level(lines, "ERROR")) >= 1
+
+
+# --- Kafka ---------------------------------------------------------------------------------------
+
+KAFKA_PATHS = [("topic",), ("partition",), ("offset",), ("key",), ("value",), ("headers",), ("timestamp",)]
+header_lists = st.one_of(
+    st.lists(st.dictionaries(nasty_text, st.lists(st.integers(-300, 300), max_size=4), max_size=2), max_size=3),
+    st.lists(st.fixed_dictionaries({"trace_id": trace_candidates.map(lambda t: list(t.encode("utf-8", "surrogatepass")))}), max_size=1),
+    json_value,
+)
+
+
+@st.composite
+def kafka_records(draw: Any) -> Any:
+    kind = draw(st.sampled_from(["good", "good", "mutated", "junk", "foreign"]))
+    if kind == "junk":
+        return kind, draw(json_value)
+    if kind == "foreign":
+        return kind, draw(st.sampled_from(foreign_records()))
+    record = kafka_record(None, topic="t", partition=draw(st.integers(0, 2)), offset=draw(st.integers(0, 10**12)))
+    record["value"] = draw(kinesis_data)
+    record["headers"] = draw(header_lists)
+    return kind, mutate(record, draw(mutations(KAFKA_PATHS))) if kind == "mutated" else record
+
+
+@st.composite
+def kafka_events(draw: Any) -> Any:
+    """(event, clean): an event whose records map holds lists of Kafka records, or junk."""
+    if draw(st.integers(0, 4)) == 0:
+        return draw(json_value), False
+    partitions = draw(st.dictionaries(st.sampled_from(["t-0", "t-1", "t-2", "x"]), st.lists(kafka_records(), max_size=4), max_size=3))
+    source = draw(st.sampled_from(["aws:kafka", "SelfManagedKafka", "aws:SelfManagedKafka", "aws:kinesis", None]))
+    event = {"eventSource": source, "records": {key: [record for _, record in batch] for key, batch in partitions.items()}}
+    if draw(st.integers(0, 5)) == 0:
+        event["records"] = draw(json_value)
+    return event, source is not None and source != "aws:kinesis"
+
+
+@HOSTILE
+@given(event=kafka_events(), fail_every=st.sampled_from([0, 1, 2, 3]), json_flag=st.booleans(),
+       on_failure=st.sampled_from(["raise", "report"]), context=contexts, codec_name=st.sampled_from(CODECS))
+def test_kafka_handler_survives_any_event(event, fail_every, json_flag, on_failure, context, codec_name):
+    event, kafka_shaped = event
+    fn = Recorder(fail_every)
+    handler = kafka_handler(json=json_flag, on_failure=on_failure)(fn)
+    raised: BaseException | None = None
+    response: Any = None
+    with using_codec(codec_name), captured() as out:
+        try:
+            response = handler(event, make_context(context))
+        except UnsupportedEvent as error:
+            return check_refused(False, error, parse_lines(out), fn)
+        except (UndecodableRecord, RuntimeError) as error:
+            raised = error
+    assert kafka_shaped
+    lines = parse_lines(out)
+    errors = of_level(lines, "ERROR")
+    check_error_lines(errors)
+    check_calls(fn)
+    if raised is not None:  # the first failure, raised: Lambda retries the whole batch
+        assert errors and type(raised).__name__ == errors[0]["error_type"]
+        assert isinstance(raised, UndecodableRecord) or raised is fn.raised[0]
+        return
+    assert not errors or on_failure == "report"
+    if on_failure == "raise":
+        assert response is None
+        return
+    assert isinstance(response, dict) and list(response) == ["batchItemFailures"]
+    named = [item["itemIdentifier"] for item in response["batchItemFailures"]]
+    assert all(set(name) == {"partition", "offset"} and type(name["offset"]) is int for name in named)
+    assert len(named) >= len(errors)  # every failure, and the records held back behind them
+    failed = {(name["partition"], name["offset"]) for name in named}
+    for record_id, _, _ in fn.calls:  # a record held back behind a failure never ran
+        partition, _, offset = record_id.rpartition(":")
+        earlier = [o for p, o in failed if p == partition and o < int(offset)]
+        assert not earlier or record_id in {line["record_id"] for line in errors}
+
+
+# --- EventBridge Pipes batches ------------------------------------------------------------------
+
+def pipes_of(records: st.SearchStrategy[Any], flatten: bool = False) -> st.SearchStrategy[tuple[Any, bool]]:
+    def as_list(items: list[Any]) -> tuple[Any, bool]:
+        batch = []
+        for _, record in items:
+            if flatten and isinstance(record, dict) and isinstance(record.get("kinesis"), dict):
+                record = {**record["kinesis"], **{k: v for k, v in record.items() if k != "kinesis"}}
+            batch.append(record)
+        return batch, bool(items) and all(kind == "good" for kind, _ in items)
+
+    return st.lists(records, max_size=6).map(as_list)
+
+
+@HOSTILE
+@given(event=pipes_of(sqs_records()), fail_every=st.sampled_from([0, 1, 2]), json_flag=st.booleans(),
+       codec_name=st.sampled_from(CODECS))
+def test_sqs_handler_survives_any_pipes_batch(event, fail_every, json_flag, codec_name):
+    batch, clean = event
+    fn = Recorder(fail_every)
+    with using_codec(codec_name), captured() as out:
+        try:
+            response = sqs_handler(json=json_flag)(fn)(batch, None)
+        except UnsupportedEvent as error:
+            return check_refused(clean, error, parse_lines(out), fn)
+    errors = of_level(parse_lines(out), "ERROR")
+    check_error_lines(errors)
+    failed_ids = check_batch_response(response)
+    undecodable = [line for line in errors if line["error_type"] == "UndecodableRecord"]
+    assert len(fn.calls) + len(undecodable) == len(batch)
+    # each failed record named once (Pipes fails the whole batch on an empty name)
+    assert [as_logged(item) for item in failed_ids] == list(dict.fromkeys(line["record_id"] for line in errors))
+
+
+@HOSTILE
+@given(event=st.one_of(pipes_of(kinesis_records(), flatten=True), pipes_of(dynamodb_records())),
+       fail_every=st.sampled_from([0, 2, 3]), codec_name=st.sampled_from(CODECS))
+def test_stream_handler_survives_any_pipes_batch(event, fail_every, codec_name):
+    batch, clean = event
+    fn = Recorder(fail_every)
+    with using_codec(codec_name), captured() as out:
+        try:
+            response = stream_handler(fn)(batch, None)
+        except UnsupportedEvent as error:
+            return check_refused(clean, error, parse_lines(out), fn)
+    lines = parse_lines(out)
+    errors = of_level(lines, "ERROR")
+    check_error_lines(errors)
+    check_calls(fn)
+    named = check_batch_response(response)
+    assert len(errors) <= 1
+    if not errors:
+        assert named == [] and len(fn.calls) == len(batch)
+        return
+    # the failed record and every record after it are named, each by its eventID ("" when it has none)
+    event_ids = [r.get("eventID") if isinstance(r, dict) and isinstance(r.get("eventID"), str) else "" for r in batch]
+    failed_at = len(fn.calls) - (1 if errors[0]["error_type"] == "RuntimeError" else 0)
+    assert 1 <= len(named) <= len(batch) - failed_at  # nothing before the failure is named
+    assert all(name in event_ids[failed_at:] or name == "" for name in named)
+    if len(batch) - failed_at > 1 and all(event_ids):  # the records it stopped before are named too
+        assert len(named) > 1 or len(set(event_ids[failed_at:])) == 1
