@@ -14,7 +14,6 @@ aggregate that cannot be read raises ``AggregateError`` with the reason, and its
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 from typing import Any, NamedTuple
@@ -49,6 +48,8 @@ def split(data: bytes) -> list[UserRecord] | None:
     magic bytes but cannot be read."""
     if data[: len(MAGIC)] != MAGIC:
         return None
+    import hashlib  # only for aggregates: its OpenSSL backend costs milliseconds to load
+
     body, digest = data[len(MAGIC) : -DIGEST_SIZE], data[-DIGEST_SIZE:]
     if len(data) <= len(MAGIC) + DIGEST_SIZE or hashlib.md5(body).digest() != digest:
         raise AggregateError("KPL aggregate's MD5 digest does not match its contents (corrupt or truncated)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import subprocess
 import sys
 import textwrap
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from _hostile import captured, of_level, parse_lines
+from test_streams import stream_and_dlq  # noqa: F401  (the moto stream and dead-letter queue)
 
 from lambda_kit import current_record, stream_handler
 from lambda_kit.kpl import MAGIC, schema
@@ -169,3 +171,25 @@ def test_without_aws_kinesis_agg_an_aggregate_fails_saying_what_to_install():
     response, line = [text for text in out.splitlines() if text]
     assert response == "{'batchItemFailures': [{'itemIdentifier': '7'}]}"
     assert "this is a KPL-aggregated record: install lambda-kit[kpl] (aws-kinesis-agg) to de-aggregate it" in line
+
+
+def test_requeue_puts_a_failed_user_record_back_alone(capfd, stream_and_dlq):  # noqa: F811
+    """Against moto's Kinesis: with on_failure="requeue" the failed user record (not its
+    aggregate) goes back on the stream, and the rest of the aggregate runs."""
+    stream, dlq_url, read_new, _ = stream_and_dlq
+    fn = Recorder()
+
+    @stream_handler(on_failure="requeue", dead_letter=dlq_url)
+    def handler(payload, context):
+        fn(payload, context)
+        if payload.get("poison"):
+            raise ValueError("poison")
+
+    event = kinesis_event({"n": 0}, stream=stream)
+    event["Records"] = [kinesis_kpl_record({"n": 1}, {"poison": True, "trace_id": "T-p"}, {"n": 3}, stream=stream)]
+    assert handler(event, lambda_context()) == {"batchItemFailures": []}
+    assert [p for _, _, p, _ in fn.seen] == [{"n": 1}, {"poison": True, "trace_id": "T-p"}, {"n": 3}]
+    (read,) = read_new()
+    envelope = json.loads(read["Data"])
+    assert read["PartitionKey"] == "T-p" and envelope["lambda_kit_requeue"]["attempt"] == 1
+    assert json.loads(base64.b64decode(envelope["data"])) == {"poison": True, "trace_id": "T-p"}
