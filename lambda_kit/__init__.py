@@ -25,6 +25,9 @@ _EXPORTS = {
     "current_trace_id": "trace",
 }
 
+# --- EventBridge and S3 ---
+_EXPORTS.update({"eventbridge_handler": "decorators", "s3_handler": "decorators", "S3Object": "sources.s3"})
+
 __all__ = sorted(_EXPORTS)
 
 
@@ -47,3 +50,7 @@ if TYPE_CHECKING:
     from .log import get_logger  # noqa: F401
     from .propagation import propagate  # noqa: F401
     from .trace import current_record, current_trace_id  # noqa: F401
+
+if TYPE_CHECKING:  # --- EventBridge and S3 ---
+    from .decorators import eventbridge_handler, s3_handler  # noqa: F401
+    from .sources.s3 import S3Object  # noqa: F401

@@ -55,6 +55,12 @@ class Source:
     """For ``{"Records": [...]}`` events: a key only this source's records have (``"messageId"``),
     for records that carry no ``eventSource``."""
 
+    carried_by: ClassVar[tuple[str, ...]] = ()
+    """The ``serverless.yml`` event keys of other sources whose events can carry this source's
+    (S3 notifications in SQS messages, SNS messages, EventBridge events). There the carrier's
+    traits apply (an S3 notification in an SQS message is reported like any SQS message), and
+    ``describe`` names this source first: it is the more specific."""
+
     stop_at_first_failure: bool = False
     requeueing: bool = False
 
@@ -62,6 +68,12 @@ class Source:
     def recognizes(cls, event: Any) -> bool:
         """By default: a ``Records`` batch of ``event_source`` records."""
         return records_claimed(event, cls.event_source, cls.record_marker)
+
+    @classmethod
+    def label_of(cls, event: Any) -> str:
+        """How a message names ``event``, one this source recognizes: by default ``label``; a
+        carried source says what carries it ("an SQS event carrying S3 notifications")."""
+        return cls.label
 
     def records(self, event: Any) -> list[Record]:
         return [self.record(raw) for raw in event["Records"]]
