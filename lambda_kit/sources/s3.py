@@ -218,7 +218,8 @@ class S3Source(Source):
         items = doc.get("Records") if type(doc) is dict else None
         if type(items) is not list or not items:
             return [Record("s3", message_id, stable_id(message_id), doc, raw, "the message is not an S3 event notification (no Records)")]
-        return [self.object_record(item, message_id, item, self.attempt_of(raw, kind)) for item in items]
+        attempt = self.attempt_of(raw, kind)
+        return [self.object_record(item, message_id, item, attempt) for item in items]
 
     @staticmethod
     def attempt_of(raw: dict[str, Any], kind: str) -> int:
@@ -242,11 +243,11 @@ class S3Source(Source):
         key = obj["key"]
         response = item.get("responseElements")
         request_id = response.get("x-amz-request-id") if type(response) is dict else None
-        trace_id, rejected = pick_trace_id(request_id, fallback_of(name, key, obj.get("sequencer"), item.get("eventTime")))
+        trace_id, rejected = pick_trace_id(request_id, (name, key, obj.get("sequencer"), item.get("eventTime")))
         record_id = message_id or (request_id if isinstance(request_id, str) and request_id else trace_id)
-        payload = S3Object(
-            name, unquote_plus(key), obj.get("size"), obj.get("eTag"), obj.get("versionId"), item.get("eventName"), item.get("eventTime")
-        )
+        if "%" in key or "+" in key:  # URL-encoded, "+" for a space
+            key = unquote_plus(key)
+        payload = S3Object(name, key, obj.get("size"), obj.get("eTag"), obj.get("versionId"), item.get("eventName"), item.get("eventTime"))
         return Record("s3", record_id, trace_id, payload, raw, None, attempt, rejected)
 
     def eventbridge_record(self, event: dict[str, Any]) -> Record:
@@ -261,7 +262,7 @@ class S3Source(Source):
         if type(obj) is not dict or not isinstance(obj.get("key"), str):
             return Record("s3", event_id, stable_id(event_id), event.get("detail"), event, "S3 event has no detail.object.key")
         key = obj["key"]
-        trace_id, rejected = pick_trace_id(detail.get("request-id"), fallback_of(name, key, obj.get("sequencer"), event.get("time")))
+        trace_id, rejected = pick_trace_id(detail.get("request-id"), (name, key, obj.get("sequencer"), event.get("time")))
         payload = S3Object(
             name, key, obj.get("size"), obj.get("etag"), obj.get("version-id"), eventbridge_event_name(event["detail-type"], detail), event.get("time")
         )
@@ -290,12 +291,6 @@ def fail(message_id: str | None, item: Any, raw: Any, why: str) -> Record:
     if message_id is None:
         return malformed("s3", item, why)
     return Record("s3", message_id, stable_id(message_id), item, raw, why)
-
-
-def fallback_of(bucket: str, key: str, sequencer: Any, when: Any) -> str:
-    """The trace id when S3's request id is missing: a digest of the object event, the same in
-    every retry and every envelope."""
-    return stable_id((bucket, key, sequencer, when))
 
 
 def eventbridge_event_name(detail_type: str, detail: dict[str, Any]) -> str:
