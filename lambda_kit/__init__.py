@@ -18,6 +18,9 @@ _EXPORTS = {
     "stream_handler": "decorators",
     "api_handler": "decorators",
     "kafka_handler": "decorators",
+    "eventbridge_handler": "decorators",
+    "s3_handler": "decorators",
+    "S3Object": "sources.s3",
     "HTTPError": "errors",
     "UnsupportedEvent": "errors",
     "get_logger": "log",
@@ -43,8 +46,17 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from .decorators import api_handler, kafka_handler, sns_handler, sqs_handler, stream_handler  # noqa: F401
+    from .decorators import (  # noqa: F401
+        api_handler,
+        eventbridge_handler,
+        kafka_handler,
+        s3_handler,
+        sns_handler,
+        sqs_handler,
+        stream_handler,
+    )
     from .errors import HTTPError, UnsupportedEvent  # noqa: F401
     from .log import get_logger  # noqa: F401
     from .propagation import propagate  # noqa: F401
+    from .sources.s3 import S3Object  # noqa: F401
     from .trace import current_record, current_trace_id  # noqa: F401

@@ -11,11 +11,14 @@ What it looks for: a handler path that does not import; a handler that is not a 
 decorator (warning: its sources cannot be checked); a decorator that cannot process the
 function's events; a decorator that reports partial batch failures on an event without
 ``ReportBatchItemFailures`` (Lambda would ignore the reported failures and treat failed records as
-processed); an asynchronously invoked function (SNS ...) without an on-failure destination, and an
-SNS event without a redrive policy; an ordered stream event without an on-failure destination or
-retry limit; a stream, msk or kafka event starting at ``LATEST`` (an error on a function that
-counts with ``lambda_kit.counters``); an msk / kafka event without an on-failure destination, or
-with a ``kafka_handler(on_failure="report")`` that Lambda would not read; an SQS queue without a redrive policy that is not itself a dead-letter
+processed); an asynchronously invoked function (SNS, EventBridge, S3) without an on-failure
+destination, an SNS event without a redrive policy, an EventBridge event without a dead-letter
+queue, with an input transformation the decorator cannot read, or (for an ``s3_handler``) with a
+pattern that lets through more than S3 object created/deleted events; an ordered stream event
+without an on-failure destination or retry limit; a stream, msk or kafka event starting at
+``LATEST`` (an error on a function that counts with ``lambda_kit.counters``); an msk / kafka
+event without an on-failure destination, or with a ``kafka_handler(on_failure="report")`` that
+Lambda would not read; an SQS queue without a redrive policy that is not itself a dead-letter
 queue; a queue whose visibility timeout is shorter than its consumer's timeout allows. What each
 source needs comes from the source registry (``lambda_kit.sources``). Exit status: 0 clean or
 warnings only, 1 errors, 2 no usable serverless.yml.
@@ -279,16 +282,18 @@ def _check_function(
     handled = set(marks.get("sources") or ()) if marks else set()
     decorator = marks.get("decorator") if marks else None
     delivered = {kind: sources.for_serverless_event(kind) for kind, _ in events}
+    # What the handler processes of each event: the sources it delivers, or carries (S3 notifications
+    # in SQS messages); the delivering source's traits apply to both.
+    processed = {kind: handled & {s.name for s in [*found, *sources.carried_by(kind)]} for kind, found in delivered.items()}
     if handler is not None and marks is None and any(delivered.values()):
         findings.append(Finding("warning", name, "handler is not a lambda_kit decorator (no __lambda_kit__), so its partial-failure wiring cannot be checked"))
     if decorator is not None:
-        for kind in sorted({kind for kind, found in delivered.items() if found and not handled & {s.name for s in found}}):
+        for kind in sorted({kind for kind, found in delivered.items() if found and not processed[kind]}):
             fits = " or ".join(dict.fromkeys(s.decorator for s in delivered[kind]))
             findings.append(Finding("error", name, f"handler is a {decorator} but the function has {kind} events: use {fits} or move the event"))
 
     for kind, spec in events:
-        mine = [s for s in delivered[kind] if s.name in handled]
-        if any(s.reports_batch_failures for s in mine) and spec.get("functionResponseType") != RBIF:
+        if processed[kind] and any(s.reports_batch_failures for s in delivered[kind]) and spec.get("functionResponseType") != RBIF:
             findings.append(Finding("error", name, f"add functionResponseType: {RBIF} to its {kind} event: without it Lambda ignores the failures the {decorator} reports and treats failed records as processed"))
         if kind in KAFKA_EVENTS:
             _check_kafka(name, kind, spec, handler, extensions or {}, findings)
@@ -298,6 +303,8 @@ def _check_function(
             findings.append(Finding("warning", name, "add redrivePolicy (a dead-letter queue) to its sns event: messages SNS cannot deliver to the function are dropped"))
         if kind == "sqs":
             _check_visibility(name, spec, function, queues, provider, findings)
+        if kind == "eventBridge":
+            _check_event_bridge(name, spec, decorator, findings)
 
     if any(s.asynchronous for found in delivered.values() for s in found):
         destinations = function.get("destinations") if isinstance(function.get("destinations"), dict) else {}
@@ -377,6 +384,28 @@ def _alphanumeric_name(name: str, keep: bool = False) -> str:
     return name[:1].upper() + name[1:]
 
 
+# --- EventBridge and S3 ---
+
+S3_OBJECT_EVENTS = {"Object Created", "Object Deleted"}
+
+
+def _check_event_bridge(name: str, spec: dict[str, Any], decorator: str | None, findings: list[Finding]) -> None:
+    """An EventBridge rule invokes the function asynchronously: a failed invocation is retried by
+    Lambda and then kept by the function's on-failure destination (checked with the other
+    asynchronous events). The rule's own dead-letter queue keeps what EventBridge could not hand
+    to Lambda at all. Input transformations and patterns must give the decorator its events."""
+    if not spec.get("deadLetterQueueArn"):
+        findings.append(Finding("warning", name, "add deadLetterQueueArn to its eventBridge event: events EventBridge cannot hand to the function (function deleted, permission missing) are dropped after its retries (24 h by default)"))
+    changed = [key for key in ("input", "inputPath", "inputTransformer") if spec.get(key) is not None]
+    if changed and decorator in ("eventbridge_handler", "s3_handler"):
+        findings.append(Finding("error", name, f"its eventBridge event sets {changed[0]}, so the function receives that instead of the EventBridge event and the {decorator} refuses every invocation: remove {changed[0]}"))
+    if decorator == "s3_handler":
+        pattern = spec.get("pattern") if isinstance(spec.get("pattern"), dict) else {}
+        source, detail_type = pattern.get("source"), pattern.get("detail-type")
+        if source != ["aws.s3"] or not isinstance(detail_type, list) or not detail_type or not set(detail_type) <= S3_OBJECT_EVENTS:
+            findings.append(Finding("error", name, "its eventBridge pattern lets through events the s3_handler refuses: match source: [aws.s3] and detail-type: [Object Created] and/or [Object Deleted]"))
+
+
 def _check_visibility(
     name: str,
     spec: dict[str, Any],
@@ -421,6 +450,7 @@ def _dead_letter_queues(functions: dict[str, dict[str, Any]], queues: dict[str, 
             targets += [redrive.get("deadLetterTargetArn"), redrive.get("deadLetterTargetRef")]
             stream_destinations = spec.get("destinations") if isinstance(spec.get("destinations"), dict) else {}
             targets.append(stream_destinations.get("onFailure"))
+            targets.append(spec.get("deadLetterQueueArn"))  # an eventBridge rule target's DLQ
     return {q for q in (_queue_of(t, queues) for t in targets if t) if q is not None}
 
 

@@ -203,7 +203,7 @@ def _start_stack(args: argparse.Namespace, out: TextIO, **options: Any) -> Any:
     for event in stack.journal.events("env.conflict"):
         print(f"  warning: {event['variable']} differs between functions ({' vs '.join(event['values'])}); in-process they share one environment, {event['function']}'s value is used", file=out)
     for event in stack.journal.events("event.unsupported"):
-        print(f"  note: {event['function']}: `{event['kind']}` events are not emulated locally (invoke it with `lambda-kit invoke`)", file=out)
+        print(f"  note: {event['function']}: `{event['event_kind']}` events are not emulated locally (invoke it with `lambda-kit invoke`)", file=out)
     out.flush()
     return stack
 

@@ -204,3 +204,37 @@ def api_handler(
         return marked("api_handler", adapters, {"trace_header": trace_header}, function, handler)  # type: ignore[no-any-return]
 
     return decorate if fn is None else decorate(fn)
+
+
+# --- EventBridge and S3 ---------------------------------------------------------------------------
+
+def eventbridge_handler(
+    fn: F | None = None,
+    /,
+    *,
+    log_event: bool = True,
+    log_result: bool = True,
+    logger: Any = None,
+    metrics: bool | None = None,
+) -> Any:
+    """Call ``fn(detail, context)`` for an EventBridge event; a failure is logged and re-raised
+    (EventBridge invokes asynchronously: Lambda retries, then the on-failure destination or DLQ)."""
+    options = Options(True, log_event, log_result, logger, metrics)
+    return batch_decorator("eventbridge_handler", fn, [get("eventbridge")()], options, {})
+
+
+def s3_handler(
+    fn: F | None = None,
+    /,
+    *,
+    log_event: bool = True,
+    log_result: bool = True,
+    logger: Any = None,
+    metrics: bool | None = None,
+) -> Any:
+    """Call ``fn(obj, context)`` once per object of an S3 event notification (an ``S3Object``),
+    delivered directly, in SQS or SNS messages, or as an EventBridge ``Object Created`` /
+    ``Object Deleted`` event. In SQS messages failures are reported per message
+    (``batchItemFailures``); otherwise the invocation is asynchronous and a failure is raised."""
+    options = Options(True, log_event, log_result, logger, metrics)
+    return batch_decorator("s3_handler", fn, [get("s3")()], options, {})

@@ -523,3 +523,193 @@ def kinesis_kpl_record(*payloads: Any, partition_keys: Sequence[str] | None = No
             raise ValueError("these payloads do not fit in one aggregated record (1 MB)")
     partition_key, _, data = aggregator.clear_and_get().get_contents()
     return kinesis_record(None, partition_key=partition_key, raw_data=base64.b64encode(data).decode(), **options)
+
+
+# --- EventBridge ----------------------------------------------------------------------------
+
+def eventbridge_event(
+    detail: Any = None,
+    *,
+    trace_id: str | None = None,
+    detail_type: str = "lambda-kit test event",
+    source: str = "lambda-kit.tests",
+    event_id: str | None = None,
+    resources: Sequence[str] = (),
+    time_: str | None = None,
+) -> dict[str, Any]:
+    """An EventBridge event as a rule delivers it to Lambda; ``trace_id`` goes in the detail's
+    ``trace_id`` field (the detail must then be an object)."""
+    detail = {} if detail is None else detail
+    if trace_id is not None:
+        if not isinstance(detail, dict):
+            raise ValueError("an EventBridge detail that carries a trace_id must be a JSON object")
+        detail = {**detail, "trace_id": trace_id}
+    return {
+        "version": "0",
+        "id": event_id or str(uuid.uuid4()),
+        "detail-type": detail_type,
+        "source": source,
+        "account": ACCOUNT,
+        "time": time_ or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "region": REGION,
+        "resources": list(resources),
+        "detail": detail,
+    }
+
+
+@example("eventbridge")
+def _eventbridge_example(payload: Any, *, trace_id: str | None, source_arn: str | None, **options: Any) -> dict[str, Any]:
+    return eventbridge_event(payload, trace_id=trace_id, resources=[source_arn] if source_arn else (), **options)
+
+
+# --- S3 -------------------------------------------------------------------------------------
+
+S3_ENVELOPES = ("direct", "sqs", "sns", "eventbridge")
+_S3_FIELDS = ("bucket", "key", "size", "etag", "version_id", "event_name")
+
+
+def s3_record(
+    key: str = "object.txt",
+    *,
+    bucket: str = "uploads",
+    size: int | None = 1024,
+    event_name: str = "ObjectCreated:Put",
+    etag: str | None = None,
+    version_id: str | None = None,
+    request_id: str | None = None,
+    sequencer: str | None = None,
+) -> dict[str, Any]:
+    """One record of an S3 event notification (event structure 2.1); the key is URL-encoded as S3
+    encodes it (``"red flower.jpg"`` -> ``"red+flower.jpg"``)."""
+    from urllib.parse import quote_plus
+
+    obj: dict[str, Any] = {"key": quote_plus(key)}
+    if size is not None:
+        obj["size"] = size
+    obj["eTag"] = etag or hashlib.md5(key.encode("utf-8", "surrogatepass")).hexdigest()
+    if version_id is not None:
+        obj["versionId"] = version_id
+    obj["sequencer"] = sequencer or f"{next(_sequence):018X}"
+    return {
+        "eventVersion": "2.1",
+        "eventSource": "aws:s3",
+        "awsRegion": REGION,
+        "eventTime": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
+        "eventName": event_name,
+        "userIdentity": {"principalId": "AWS:AIDAINPONIXQXHT3IKHL2"},
+        "requestParameters": {"sourceIPAddress": "192.0.2.1"},
+        "responseElements": {
+            "x-amz-request-id": request_id or uuid.uuid4().hex[:16].upper(),
+            "x-amz-id-2": base64.b64encode(uuid.uuid4().bytes * 3).decode(),
+        },
+        "s3": {
+            "s3SchemaVersion": "1.0",
+            "configurationId": "lambda-kit-tests",
+            "bucket": {"name": bucket, "ownerIdentity": {"principalId": "A3I5XTEXAMAI3E"}, "arn": f"arn:aws:s3:::{bucket}"},
+            "object": obj,
+        },
+    }
+
+
+def s3_notification(*keys: str, **options: Any) -> dict[str, Any]:
+    """The message S3 sends: ``{"Records": [...]}``, one record per key (``s3_record`` options).
+    The Lambda event when the bucket notifies the function; the SQS body or SNS message otherwise."""
+    return {"Records": [s3_record(key, **options) for key in (keys or ("object.txt",))]}
+
+
+def s3_test_message(bucket: str = "uploads") -> dict[str, Any]:
+    """The ``s3:TestEvent`` message S3 sends to a queue or topic when a notification is set up."""
+    return {
+        "Service": "Amazon S3",
+        "Event": "s3:TestEvent",
+        "Time": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
+        "Bucket": bucket,
+        "RequestId": uuid.uuid4().hex[:16].upper(),
+        "HostId": base64.b64encode(uuid.uuid4().bytes * 3).decode(),
+    }
+
+
+def s3_eventbridge_event(
+    key: str = "object.txt",
+    *,
+    bucket: str = "uploads",
+    detail_type: str = "Object Created",
+    reason: str | None = None,
+    size: int | None = 1024,
+    etag: str | None = None,
+    version_id: str | None = None,
+    deletion_type: str | None = None,
+    request_id: str | None = None,
+    event_id: str | None = None,
+) -> dict[str, Any]:
+    """An S3 ``Object Created`` / ``Object Deleted`` event as EventBridge delivers it (the key is
+    not URL-encoded there). ``reason`` defaults to ``PutObject`` / ``DeleteObject``."""
+    if detail_type not in ("Object Created", "Object Deleted"):
+        raise ValueError("detail_type must be 'Object Created' or 'Object Deleted'")
+    created = detail_type == "Object Created"
+    obj: dict[str, Any] = {"key": key}
+    if size is not None and created:
+        obj["size"] = size
+    obj["etag"] = etag or hashlib.md5(key.encode("utf-8", "surrogatepass")).hexdigest()
+    if version_id is not None:
+        obj["version-id"] = version_id
+    obj["sequencer"] = f"{next(_sequence):016X}"
+    detail: dict[str, Any] = {
+        "version": "0",
+        "bucket": {"name": bucket},
+        "object": obj,
+        "request-id": request_id or uuid.uuid4().hex[:16].upper(),
+        "requester": ACCOUNT,
+        "source-ip-address": "192.0.2.1",
+        "reason": reason or ("PutObject" if created else "DeleteObject"),
+    }
+    if not created:
+        detail["deletion-type"] = deletion_type or "Permanently Deleted"
+    return {
+        "version": "0",
+        "id": event_id or str(uuid.uuid4()),
+        "detail-type": detail_type,
+        "source": "aws.s3",
+        "account": ACCOUNT,
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "region": REGION,
+        "resources": [f"arn:aws:s3:::{bucket}"],
+        "detail": detail,
+    }
+
+
+def s3_event(*keys: str, envelope: str = "direct", **options: Any) -> dict[str, Any]:
+    """An event carrying S3 notifications of ``keys`` the way ``envelope`` delivers them:
+    ``"direct"`` (one event, a record per key), ``"sqs"`` / ``"sns"`` (a message per key, as S3
+    sends them) or ``"eventbridge"`` (one key). ``options`` go to ``s3_record``."""
+    keys = keys or ("object.txt",)
+    if envelope == "direct":
+        return s3_notification(*keys, **options)
+    if envelope == "sqs":
+        return sqs_event(*[s3_notification(key, **options) for key in keys])
+    if envelope == "sns":
+        return sns_event(*[s3_notification(key, **options) for key in keys], subject="Amazon S3 Notification")
+    if envelope == "eventbridge":
+        if len(keys) != 1:
+            raise ValueError("an EventBridge event carries one object: give one key")
+        translated = {"ObjectCreated:Put": {}, "ObjectRemoved:Delete": {"detail_type": "Object Deleted"}}
+        event_name = options.pop("event_name", "ObjectCreated:Put")
+        if event_name not in translated:
+            raise ValueError(f"event_name {event_name!r}: with envelope='eventbridge' use ObjectCreated:Put or ObjectRemoved:Delete")
+        options.pop("sequencer", None)
+        return s3_eventbridge_event(keys[0], **translated[event_name], **options)
+    raise ValueError(f"envelope must be one of {', '.join(S3_ENVELOPES)}, not {envelope!r}")
+
+
+@example("s3")
+def _s3_example(payload: Any, *, trace_id: str | None, source_arn: str | None, envelope: str = "direct", **options: Any) -> dict[str, Any]:
+    """``payload``: the object's key, or ``{bucket, key, size, etag, version_id, event_name}``;
+    ``trace_id`` becomes S3's request id (where lambda_kit reads an S3 event's trace id)."""
+    fields: dict[str, Any] = {"key": payload} if isinstance(payload, str) else dict(payload or {})
+    unknown = sorted(set(map(str, fields)) - set(_S3_FIELDS))
+    if unknown:
+        raise ValueError(f"an S3 payload names the object ({', '.join(_S3_FIELDS)}), not {', '.join(unknown)}")
+    if source_arn and source_arn.startswith("arn:aws:s3:::"):
+        fields.setdefault("bucket", source_arn.split(":::", 1)[1])
+    key = str(fields.pop("key", "object.txt"))
+    return s3_event(key, envelope=envelope, request_id=trace_id, **fields, **options)

@@ -346,6 +346,135 @@ def test_config_without_functions(tmp_path, capsys):
     assert (status, lines) == (2, [f"error: {path} declares no functions: nothing to check"])
 
 
+# ------------------------------------------------------------------ EventBridge and S3
+
+RULES = "from lambda_kit import eventbridge_handler\n\n\n@eventbridge_handler\ndef handler(detail, context):\n    return None\n"
+UPLOADS = "from lambda_kit import s3_handler\n\n\n@s3_handler\ndef handler(obj, context):\n    return None\n"
+S3_PATTERN = {"source": ["aws.s3"], "detail-type": ["Object Created"], "detail": {"bucket": {"name": ["uploads"]}}}
+
+
+def with_eventbridge_and_s3() -> dict:
+    """The clean service plus an EventBridge rule's function and S3 notifications delivered
+    directly, through a queue and through EventBridge, all wired right."""
+    config = variant()
+    failures = {"onFailure": {"type": "sqs", "arn": getatt("AsyncDLQ")}}
+    config["functions"].update({
+        "rules": {
+            "handler": "handlers/rules.handler",
+            "destinations": failures,
+            "events": [{"eventBridge": {"eventBus": "orders", "pattern": {"source": ["shop.orders"]}, "deadLetterQueueArn": getatt("RuleDLQ")}}],
+        },
+        "uploads": {
+            "handler": "handlers/uploads.handler",
+            "destinations": failures,
+            "events": [{"s3": {"bucket": "uploads", "event": "s3:ObjectCreated:*"}},
+                       {"eventBridge": {"pattern": S3_PATTERN, "deadLetterQueueArn": getatt("RuleDLQ")}}],
+        },
+        "queued": {
+            "handler": "handlers/uploads.handler",
+            "timeout": 30,
+            "events": [{"sqs": {"arn": getatt("Jobs"), "functionResponseType": RBIF}}],
+        },
+    })
+    config["resources"]["Resources"].update(AsyncDLQ=queue("demo-async-dlq"), RuleDLQ=queue("demo-rule-dlq"))
+    return config
+
+
+def test_eventbridge_and_s3_functions_wired_right_pass(service, capsys):
+    status, lines = run(service(with_eventbridge_and_s3(), {"rules": RULES, "uploads": UPLOADS}), capsys)
+    assert (status, findings(lines)) == (0, [])
+
+
+@pytest.mark.parametrize("function", ["rules", "uploads"])
+def test_eventbridge_and_s3_functions_need_an_on_failure_destination(service, capsys, function):
+    config = with_eventbridge_and_s3()
+    del config["functions"][function]["destinations"]
+    status, lines = run(service(config, {"rules": RULES, "uploads": UPLOADS}), capsys)
+    kinds = {"rules": "eventBridge", "uploads": "eventBridge, s3"}[function]
+    assert status == 1
+    assert findings(lines) == [
+        f"error: {function}: add destinations.onFailure (or onError) to the function: its {kinds} events invoke it "
+        "asynchronously and failed invocations are dropped after Lambda's retries"
+    ]
+
+
+def test_an_eventbridge_event_without_a_dead_letter_queue_is_a_warning(service, capsys):
+    config = with_eventbridge_and_s3()
+    del config["functions"]["rules"]["events"][0]["eventBridge"]["deadLetterQueueArn"]
+    status, lines = run(service(config, {"rules": RULES, "uploads": UPLOADS}), capsys)
+    assert status == 0
+    [line] = findings(lines)
+    assert line.startswith("warning: rules: add deadLetterQueueArn to its eventBridge event: events EventBridge cannot hand to the function")
+
+
+def test_the_rule_dead_letter_queue_is_a_dead_letter_queue(service, capsys):
+    """RuleDLQ has no redrive policy of its own and is no function's destination: it is the rule's DLQ."""
+    config = with_eventbridge_and_s3()
+    for function in ("rules", "uploads"):
+        for event in config["functions"][function]["events"]:
+            event.get("eventBridge", {}).pop("deadLetterQueueArn", None)
+    _, lines = run(service(config, {"rules": RULES, "uploads": UPLOADS}), capsys)
+    assert "warning: RuleDLQ: queue has no RedrivePolicy and is no function's dead-letter target" in "\n".join(lines)
+
+
+@pytest.mark.parametrize("setting", [{"input": {"a": 1}}, {"inputPath": "$.detail"}, {"inputTransformer": {"inputTemplate": "<x>"}}])
+def test_an_input_transformation_hides_the_event_from_the_decorator(service, capsys, setting):
+    config = with_eventbridge_and_s3()
+    config["functions"]["rules"]["events"][0]["eventBridge"].update(setting)
+    status, lines = run(service(config, {"rules": RULES, "uploads": UPLOADS}), capsys)
+    [key] = setting
+    assert status == 1
+    assert findings(lines) == [
+        f"error: rules: its eventBridge event sets {key}, so the function receives that instead of the EventBridge "
+        f"event and the eventbridge_handler refuses every invocation: remove {key}"
+    ]
+
+
+@pytest.mark.parametrize("pattern", [
+    {"source": ["shop.orders"]},
+    {"source": ["aws.s3"]},
+    {"source": ["aws.s3", "aws.ec2"], "detail-type": ["Object Created"]},
+    {"source": ["aws.s3"], "detail-type": ["Object Created", "Object Restore Completed"]},
+])
+def test_an_s3_handler_on_an_eventbridge_pattern_wider_than_s3_object_events(service, capsys, pattern):
+    config = with_eventbridge_and_s3()
+    config["functions"]["uploads"]["events"][1]["eventBridge"]["pattern"] = pattern
+    status, lines = run(service(config, {"rules": RULES, "uploads": UPLOADS}), capsys)
+    assert status == 1
+    assert findings(lines) == [
+        "error: uploads: its eventBridge pattern lets through events the s3_handler refuses: match source: [aws.s3] "
+        "and detail-type: [Object Created] and/or [Object Deleted]"
+    ]
+
+
+def test_an_s3_handler_on_a_queue_needs_report_batch_item_failures(service, capsys):
+    config = with_eventbridge_and_s3()
+    del config["functions"]["queued"]["events"][0]["sqs"]["functionResponseType"]
+    status, lines = run(service(config, {"rules": RULES, "uploads": UPLOADS}), capsys)
+    assert status == 1
+    [line] = findings(lines)
+    assert line.startswith("error: queued: add functionResponseType: ReportBatchItemFailures to its sqs event: without it "
+                           "Lambda ignores the failures the s3_handler reports")
+
+
+@pytest.mark.parametrize(("function", "handler", "expected"), [
+    ("uploads", "handlers/worker.handler", "error: uploads: handler is a sqs_handler but the function has eventBridge events: use eventbridge_handler or move the event"),
+    ("rules", "handlers/uploads.handler", "error: rules: its eventBridge pattern lets through events the s3_handler refuses"),
+])
+def test_a_decorator_for_another_source(service, capsys, function, handler, expected):
+    config = with_eventbridge_and_s3()
+    config["functions"][function]["handler"] = handler
+    _, lines = run(service(config, {"rules": RULES, "uploads": UPLOADS}), capsys)
+    assert any(line.startswith(expected) for line in findings(lines, "error")), lines
+
+
+def test_an_sqs_handler_on_s3_events(service, capsys):
+    config = with_eventbridge_and_s3()
+    config["functions"]["uploads"]["handler"] = "handlers/worker.handler"
+    _, lines = run(service(config, {"rules": RULES, "uploads": UPLOADS}), capsys)
+    assert "error: uploads: handler is a sqs_handler but the function has s3 events: use s3_handler or move the event" in findings(lines, "error")
+
+
 # ------------------------------------------------------------------ the YAML reader
 
 

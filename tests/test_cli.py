@@ -164,6 +164,7 @@ def test_invoke_from_a_file(project, aws_endpoint, tmp_path, capsys):
         (["invoke", "nope", "--event", "sqs"], "unknown function 'nope'"),
         (["invoke", "worker", "--event", "sqs", "--body", "{bad"], "--body is not valid JSON"),
         (["invoke", "worker", "--event", "sqs", "--file", "/nonexistent/x.json"], "--file /nonexistent/x.json"),
+        (["invoke", "worker", "--event", "s3", "--body", '{"Key": "a.txt"}'], "--event s3: an S3 payload names the object (bucket, key"),
     ],
 )
 def test_invoke_user_errors(project, capsys, argv, expected):
@@ -209,7 +210,7 @@ def test_run_needs_an_http_api_and_a_queue(tmp_path, aws_endpoint, unique_name, 
 
 def test_bad_options_are_usage_errors(capsys):
     with pytest.raises(SystemExit) as exit_:
-        main(["invoke", "worker", "--event", "s3"])
+        main(["invoke", "worker", "--event", "pigeon"])
     assert exit_.value.code == 2
     assert "invalid choice" in capsys.readouterr().err
 

@@ -19,7 +19,9 @@ from _logs import of_level, read_lines
 from lambda_kit import (
     UnsupportedEvent,
     api_handler,
+    eventbridge_handler,
     kafka_handler,
+    s3_handler,
     sns_handler,
     sqs_handler,
     stream_handler,
@@ -29,8 +31,10 @@ from lambda_kit.testing import EXAMPLES, api_event, event, lambda_context, sqs_e
 
 DECORATORS = {
     "sqs_handler": sqs_handler, "sns_handler": sns_handler, "stream_handler": stream_handler, "api_handler": api_handler,
-    "kafka_handler": kafka_handler,
+    "kafka_handler": kafka_handler, "eventbridge_handler": eventbridge_handler, "s3_handler": s3_handler,
 }
+
+PAYLOADS = {"s3": "n/1.txt"}  # an S3 event's payload names an object; the others carry {"n": 1}
 
 # Shapes of AWS events (from AWS's documented examples, trimmed) that no source may take for its own
 # unless it is registered for them.
@@ -80,7 +84,7 @@ def refusal(handler, event_, capfd) -> tuple[UnsupportedEvent, dict]:
 def test_every_registered_source_names_its_decorator_and_has_an_example_event():
     for source in registry.all_sources():
         assert source.decorator in DECORATORS, source
-        assert source.recognizes(event(source.name, {"n": 1}, trace_id="T"))
+        assert source.recognizes(event(source.name, PAYLOADS.get(source.name, {"n": 1}), trace_id="T"))
     assert set(EXAMPLES) == set(registry.NAMES)
 
 
@@ -89,7 +93,7 @@ def test_every_registered_source_names_its_decorator_and_has_an_example_event():
 def test_each_decorator_takes_its_own_sources_and_refuses_every_other(decorator, source, capfd):
     calls = []
     handler = DECORATORS[decorator](lambda payload, context: calls.append(payload))
-    example = event(source, {"n": 1}, trace_id="T-1")
+    example = event(source, PAYLOADS.get(source, {"n": 1}), trace_id="T-1")
     fits = registry.get(source).decorator
     if source in sources_of(decorator):
         handler(example, lambda_context())

@@ -29,7 +29,9 @@ from lambda_kit import (
     UnsupportedEvent,
     current_record,
     current_trace_id,
+    eventbridge_handler,
     kafka_handler,
+    s3_handler,
     sns_handler,
     sqs_handler,
     stream_handler,
@@ -37,9 +39,13 @@ from lambda_kit import (
 from lambda_kit.loop import UndecodableRecord
 from lambda_kit.testing import (
     dynamodb_record,
+    eventbridge_event,
     kafka_record,
     kinesis_record,
     lambda_context,
+    s3_eventbridge_event,
+    s3_record,
+    s3_test_message,
     sns_envelope,
     sns_record,
     sqs_record,
@@ -636,9 +642,9 @@ def test_huge_sqs_body_reaches_the_function_and_its_log_line_is_cut(codec_name):
 
 @pytest.mark.parametrize("decorator", [sqs_handler, sns_handler, stream_handler])
 @pytest.mark.parametrize(("records", "looks_like"), [
-    ([{"eventSource": "aws:s3", "s3": {"object": {"key": "a"}}}, {"eventSource": "aws:unknown"}],
-     "an event mixing records of aws:s3, aws:unknown"),
-    ([{"eventSource": "aws:s3", "s3": {"object": {"key": "a"}}}], "an event with aws:s3 records"),
+    ([{"eventSource": "aws:codecommit", "codecommit": {"references": []}}, {"eventSource": "aws:unknown"}],
+     "an event mixing records of aws:codecommit, aws:unknown"),
+    ([{"eventSource": "aws:codecommit", "codecommit": {"references": []}}], "an event with aws:codecommit records"),
 ])
 def test_records_of_a_source_no_decorator_handles_are_refused(decorator, records, looks_like):
     fn = Recorder()
@@ -662,6 +668,138 @@ def test_another_sources_batch_is_refused_naming_the_decorator_that_fits(decorat
         with captured() as out, pytest.raises(UnsupportedEvent, match=says):
             decorator(fn)({"Records": records}, None)
         assert fn.calls == [] and len(parse_lines(out)) == 1
+
+
+# --- EventBridge and S3 -----------------------------------------------------------------------------
+
+EVENTBRIDGE_PATHS = [("id",), ("detail",), ("detail", "trace_id"), ("detail-type",), ("source",), ("time",)]
+S3_RECORD_PATHS = [
+    ("eventSource",), ("eventName",), ("eventTime",), ("s3",), ("s3", "bucket"), ("s3", "bucket", "name"), ("s3", "object"),
+    ("s3", "object", "key"), ("s3", "object", "size"), ("responseElements",), ("responseElements", "x-amz-request-id"),
+]
+S3_EVENTBRIDGE_PATHS = [
+    ("id",), ("detail",), ("detail", "bucket"), ("detail", "bucket", "name"), ("detail", "object"), ("detail", "object", "key"),
+    ("detail", "request-id"), ("detail", "reason"), ("detail", "deletion-type"), ("detail-type",),
+]
+key_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
+
+
+@st.composite
+def eventbridge_events(draw: Any) -> tuple[Any, bool]:
+    kind = draw(st.sampled_from(["good", "good", "mutated", "junk"]))
+    if kind == "junk":
+        return draw(json_value), False
+    event = eventbridge_event(draw(st.dictionaries(nasty_text, json_value, max_size=3)))
+    event["detail"]["trace_id"] = draw(st.none() | trace_candidates)
+    if draw(st.booleans()):
+        event["detail"] = draw(body_text)  # JSON text, or not
+    return (mutate(event, draw(mutations(EVENTBRIDGE_PATHS))) if kind == "mutated" else event), kind == "good"
+
+
+@st.composite
+def s3_object_records(draw: Any) -> Any:
+    kind = draw(st.sampled_from(["good", "good", "mutated", "junk", "foreign"]))
+    if kind == "junk":
+        return draw(json_value)
+    if kind == "foreign":
+        return draw(st.sampled_from(foreign_records()))
+    record = s3_record(draw(key_text), event_name=draw(st.sampled_from(["ObjectCreated:Put", "ObjectRemoved:Delete"])))
+    if draw(st.booleans()):
+        record["s3"]["object"]["key"] = draw(nasty_text)  # anything, encoded or not
+    return mutate(record, draw(mutations(S3_RECORD_PATHS))) if kind == "mutated" else record
+
+
+notification_text = st.one_of(
+    st.lists(s3_object_records(), max_size=3).map(lambda records: _dumps({"Records": records})),
+    st.just(_dumps(s3_test_message())),
+    st.lists(s3_object_records(), min_size=1, max_size=2).map(lambda records: sns_envelope(_dumps({"Records": records}))),
+    body_text,
+)
+
+
+@st.composite
+def s3_events(draw: Any) -> tuple[Any, str]:
+    """(event, its envelope): S3 records delivered directly, SQS and SNS messages carrying S3
+    notifications (or not), S3's EventBridge events; each possibly broken."""
+    envelope = draw(st.sampled_from(["direct", "sqs", "sns", "eventbridge"]))
+    if envelope == "direct":
+        return {"Records": draw(st.lists(s3_object_records(), max_size=4))}, envelope
+    if envelope == "eventbridge":
+        event = s3_eventbridge_event(draw(key_text), detail_type=draw(st.sampled_from(["Object Created", "Object Deleted"])))
+        return (mutate(event, draw(mutations(S3_EVENTBRIDGE_PATHS))) if draw(st.booleans()) else event), envelope
+    messages = []
+    for text in draw(st.lists(notification_text, min_size=1, max_size=4)):
+        message = sqs_record("{}") if envelope == "sqs" else sns_record("{}")
+        if envelope == "sqs":
+            message["body"] = text
+        else:
+            message["Sns"]["Message"] = text
+        messages.append(mutate(message, draw(mutations(SQS_PATHS if envelope == "sqs" else SNS_PATHS))) if draw(st.integers(0, 4)) == 0 else message)
+    return {"Records": messages}, envelope
+
+
+class Ran:
+    """What one invocation did: the response or the exception raised, and the lines written."""
+
+    def __init__(self, handler: Any, event: Any, fn: Recorder, context: Any, codec_name: str) -> None:
+        self.response: Any = None
+        self.raised: BaseException | None = None
+        with using_codec(codec_name), captured() as out:
+            try:
+                self.response = handler(event, make_context(context))
+            except (UnsupportedEvent, UndecodableRecord) as error:
+                self.raised = error
+            except RuntimeError as error:
+                assert fn.raised and error is fn.raised[0]  # only the function's own error
+                self.raised = error
+        self.lines = parse_lines(out)
+        self.errors = of_level(self.lines, "ERROR")
+        if not isinstance(self.raised, UnsupportedEvent):
+            check_error_lines(self.errors)
+            check_calls(fn)
+
+
+@HOSTILE
+@given(event=eventbridge_events(), fail_every=st.sampled_from([0, 1]), context=contexts, codec_name=st.sampled_from(CODECS))
+def test_eventbridge_handler_raises_only_the_functions_error_a_decode_error_or_a_refusal(event, fail_every, context, codec_name):
+    event, clean = event
+    fn = Recorder(fail_every)
+    ran = Ran(eventbridge_handler(fn), event, fn, context, codec_name)
+    if isinstance(ran.raised, UnsupportedEvent):
+        return check_refused(clean, ran.raised, ran.lines, fn)
+    undecodable = [line for line in ran.errors if line["error_type"] == "UndecodableRecord"]
+    assert len(fn.calls) + len(undecodable) == 1  # one event, one record
+    assert ran.response is None and (ran.raised is None) == (not ran.errors) and len(ran.errors) <= 1
+    if fn.calls:
+        assert fn.calls[0][0] == event["id"]
+
+
+@HOSTILE
+@given(event=s3_events(), fail_every=st.sampled_from([0, 1, 2]), context=contexts, codec_name=st.sampled_from(CODECS))
+def test_s3_handler_routes_every_failure_the_way_its_envelope_retries(event, fail_every, context, codec_name):
+    event, envelope = event
+    fn = Recorder(fail_every)
+    ran = Ran(s3_handler(fn), event, fn, context, codec_name)
+    if isinstance(ran.raised, UnsupportedEvent):
+        return check_refused(False, ran.raised, ran.lines, fn)
+    response, raised, lines, errors = ran.response, ran.raised, ran.lines, ran.errors
+    skipped = [line for line in lines if line["message"] == "skipped an S3 test event"]
+    assert all(line["level"] == "INFO" for line in skipped)
+    if envelope == "sqs":
+        assert raised is None
+        failed_ids = check_batch_response(response)
+        assert len(failed_ids) == len(set(failed_ids))  # each failed message once
+        assert {as_logged(item) for item in failed_ids} == {line["record_id"] for line in errors}
+        message_ids = {r["messageId"] for r in event["Records"] if isinstance(r, dict) and isinstance(r.get("messageId"), str)}
+        assert all(item in message_ids or item == "" for item in failed_ids)
+        assert not {call[0] for call in fn.calls} - message_ids  # objects report under their message
+        return
+    assert response is None
+    assert (raised is None) == (not errors)
+    if raised is not None:  # the first failure is the one re-raised, with the reason it logged
+        assert type(raised).__name__ == errors[0]["error_type"] and str(raised) == errors[0]["error"]
+    if envelope == "eventbridge":
+        assert len(fn.calls) + len(errors) - len(fn.raised) == 1
 
 
 # --- fd 1 itself: what a real process writes ------------------------------------------------------

@@ -190,6 +190,8 @@ def _event_spec(kind: str, spec: Any) -> dict[str, Any]:
         return {"method": method, "path": route.strip()}
     if kind in ("sqs", "stream"):
         return {"arn": spec}
+    if kind == "s3":
+        return {"bucket": spec}
     if kind == "sns":
         return {"arn": spec} if isinstance(spec, (str, dict)) and str(spec).startswith("arn:") else {"topicName": spec}
     return {"value": spec}

@@ -15,7 +15,8 @@ moto's SQS queues are not thread-safe either: ``DeleteMessage`` rebuilds a queue
 while ``SendMessage`` (and SNS delivering to a queue) appends to it, so a message sent at that
 moment is lost; two receives redriving the same message to its DLQ answer 500, hiding the rest of
 that receive for the visibility timeout. ``serialize_queues`` runs moto's SQS and SNS requests one
-at a time (a long poll waits with the lock released).
+at a time (a long poll waits with the lock released), and EventBridge's and S3's too: their
+``PutEvents`` and object writes deliver to queues in-process (rules' targets, bucket notifications).
 """
 
 from __future__ import annotations
@@ -57,30 +58,34 @@ _queues_serialized = False
 
 
 def serialize_queues() -> None:
-    """Run moto's SQS and SNS request handlers one at a time (idempotent); a long poll
-    (``WaitTimeSeconds``) releases the lock while it waits for messages."""
+    """Run moto's SQS, SNS, EventBridge and S3 request handlers one at a time (idempotent); a
+    long poll (``WaitTimeSeconds``) releases the lock while it waits for messages."""
     global _queues_serialized
     if _queues_serialized:
         return
+    from moto.events.responses import EventsHandler
+    from moto.s3.responses import S3Response
     from moto.sns.responses import SNSResponse
     from moto.sqs.models import Queue
     from moto.sqs.responses import SQSResponse
 
-    for handler in (SQSResponse, SNSResponse):
-        original = handler.call_action
+    handlers = [(SQSResponse, "call_action"), (SNSResponse, "call_action"), (EventsHandler, "call_action")]
+    handlers += [(S3Response, "_bucket_response"), (S3Response, "_key_response")]
+    for handler, method in handlers:
+        original = getattr(handler, method)
 
         @functools.wraps(original)
-        def locked(self: Any, _original: Any = original) -> Any:
+        def locked(self: Any, *args: Any, _original: Any = original) -> Any:
             if getattr(_queues_held, "depth", 0):
-                return _original(self)
+                return _original(self, *args)
             with _queues_lock:
                 _queues_held.depth = 1
                 try:
-                    return _original(self)
+                    return _original(self, *args)
                 finally:
                     _queues_held.depth = 0
 
-        handler.call_action = locked  # type: ignore[method-assign]
+        setattr(handler, method, locked)
 
     wait = Queue.wait_for_messages
 

@@ -2,7 +2,8 @@
 
 Created from the file itself, in dependency order: ``AWS::DynamoDB::Table`` (keys, indexes,
 stream, TTL), ``AWS::SQS::Queue`` (attributes, ``RedrivePolicy``), ``AWS::SNS::Topic`` (and its
-inline ``Subscription`` list), ``AWS::SNS::Subscription``, ``AWS::Kinesis::Stream``. Other types
+inline ``Subscription`` list), ``AWS::SNS::Subscription``, ``AWS::Kinesis::Stream``,
+``AWS::S3::Bucket`` (with its notification configuration), ``AWS::Events::EventBus``. Other types
 (IAM roles, policies, log groups ...) have no local effect: they are recorded, and ``Ref`` /
 ``GetAtt`` on them give placeholder names and ARNs. ``Resources`` is also the lookup that
 resolves ``Ref`` / ``Fn::GetAtt`` / ``Fn::Sub`` to the local names, ARNs and URLs.
@@ -22,6 +23,7 @@ from .config import ServiceConfig
 from .variables import ACCOUNT_ID
 
 SUPPORTED = ("AWS::DynamoDB::Table", "AWS::SQS::Queue", "AWS::SNS::Topic", "AWS::SNS::Subscription", "AWS::Kinesis::Stream")
+SUPPORTED += ("AWS::S3::Bucket", "AWS::Events::EventBus")
 PSEUDO = {"AWS::AccountId": ACCOUNT_ID, "AWS::Partition": "aws", "AWS::URLSuffix": "amazonaws.com", "AWS::NoValue": None}
 
 
@@ -241,6 +243,44 @@ class Resources:
             time.sleep(0.05)
         resource.attributes.update(Ref=name, Arn=summary["StreamARN"])
 
+    # --- EventBridge and S3 --------------------------------------------------------------------
+
+    def _create_events_eventbus(self, resource: Resource, props: dict[str, Any]) -> None:
+        client = self.clients("events")
+        name = props.get("Name") or self._default_name(resource)
+        try:
+            arn = client.create_event_bus(Name=name)["EventBusArn"]
+        except client.exceptions.ResourceAlreadyExistsException:
+            arn = client.describe_event_bus(Name=name)["Arn"]
+        resource.attributes.update(Ref=name, Name=name, Arn=arn)
+
+    def _create_s3_bucket(self, resource: Resource, props: dict[str, Any]) -> None:
+        """The bucket, and its ``NotificationConfiguration`` (queues, topics, EventBridge) in the
+        API's shape; ``LambdaConfigurations`` are the functions' ``s3`` events' business."""
+        client = self.clients("s3")
+        name = props.get("BucketName") or self._default_name(resource).lower()
+        request: dict[str, Any] = {"Bucket": name}
+        if self.region != "us-east-1":
+            request["CreateBucketConfiguration"] = {"LocationConstraint": self.region}
+        try:
+            client.create_bucket(**request)
+        except (client.exceptions.BucketAlreadyOwnedByYou, client.exceptions.BucketAlreadyExists):
+            pass
+        notifications = props.get("NotificationConfiguration") or {}
+        configuration: dict[str, Any] = {}
+        for kind, target in (("Queue", "QueueArn"), ("Topic", "TopicArn")):
+            entries = [
+                {target: entry[kind], "Events": [entry["Event"]], **_key_filter(entry.get("Filter"))}
+                for entry in notifications.get(f"{kind}Configurations") or []
+            ]
+            if entries:
+                configuration[f"{kind}Configurations"] = entries
+        if (notifications.get("EventBridgeConfiguration") or {}).get("EventBridgeEnabled"):
+            configuration["EventBridgeConfiguration"] = {}
+        if configuration:
+            client.put_bucket_notification_configuration(Bucket=name, NotificationConfiguration=configuration)
+        resource.attributes.update(Ref=name, Arn=f"arn:aws:s3:::{name}", DomainName=f"{name}.s3.amazonaws.com")
+
     # --- queries ------------------------------------------------------------------------------
 
     def of_type(self, type_name: str) -> list[Resource]:
@@ -262,6 +302,12 @@ class Resources:
             if isinstance(policy, dict) and policy.get("deadLetterTargetArn"):
                 found.add(policy["deadLetterTargetArn"])
         return found
+
+
+def _key_filter(cfn_filter: Any) -> dict[str, Any]:
+    """CloudFormation's ``Filter: {S3Key: {Rules: [...]}}`` in the API's shape."""
+    rules = ((cfn_filter or {}).get("S3Key") or {}).get("Rules") or []
+    return {"Filter": {"Key": {"FilterRules": rules}}} if rules else {}
 
 
 def _one_line(exc: BaseException) -> str:

@@ -27,21 +27,27 @@ from typing import Any
 
 from .. import log as lambda_log
 from ..serverless_config import ConfigError
+from .async_invoker import AsyncInvoker
 from .clients import Clients
 from .config import ServiceConfig, load_service
 from .destinations import Destinations, target_arn
 from .endpoint import Endpoint, aws_environment
+from .eventbridge_source import EventBridgeEventSource
 from .gateway import HttpGateway, Route, routes_for
 from .logfile import DEFAULT_PATH, LogFile
 from .poller import Journal, Poller, Timing
+from .relay import QueueRelay
 from .resources import Resources
 from .runtime import FunctionRuntime, Hook, Result
-from .sns_source import AsyncInvoker, SnsEventSource
+from .s3_source import S3EventSource
+from .sns_source import SnsEventSource
 from .sqs_source import SqsEventSource
 from .stream_source import StreamEventSource, TtlDeletions
 from .ttl import TtlSweeper
 
 _UNSET: Any = object()
+RELAYS: dict[str, type[QueueRelay]] = {"eventBridge": EventBridgeEventSource, "s3": S3EventSource}
+"""serverless.yml event kinds fed through an internal queue (``relay.py``), besides SNS."""
 
 
 class LocalStack:
@@ -86,6 +92,7 @@ class LocalStack:
         self.streams: list[StreamEventSource] = []
         self.sqs_sources: list[SqsEventSource] = []
         self.sns_sources: list[SnsEventSource] = []
+        self.relays: list[QueueRelay] = []  # EventBridge rules and S3 notifications
         self.gateway: HttpGateway | None = None
         self.invoker: AsyncInvoker | None = None
         self.ttl_deletions = TtlDeletions()
@@ -174,8 +181,13 @@ class LocalStack:
                     sns = SnsEventSource(runtime, event, spec, topic, self.clients, self.invoker, self.timing, self.journal)
                     sns.setup()
                     self.sns_sources.append(sns)
+                elif event.kind in RELAYS and (event.kind != "eventBridge" or "pattern" in spec):
+                    relay = RELAYS[event.kind](runtime, event, spec, self.clients, self.invoker, self.timing, self.journal)
+                    relay.setup()
+                    self.relays.append(relay)
                 else:
-                    self.journal.record("event.unsupported", function=runtime.function.key, kind=event.kind)
+                    unsupported = "eventBridge schedule" if event.kind == "eventBridge" else event.kind
+                    self.journal.record("event.unsupported", function=runtime.function.key, event_kind=unsupported)
             routes.extend(routes_for(runtime, http_specs))
 
         if routes and self.api_port is not None:
@@ -187,6 +199,9 @@ class LocalStack:
         for sns in self.sns_sources:
             sns.start()
             self.pollers.append(sns)
+        for relay in self.relays:
+            relay.start()
+            self.pollers.append(relay)
         for stream in self.streams:
             stream.start()
         ttl_tables = {
@@ -310,6 +325,8 @@ class LocalStack:
                 if event.kind == "stream":
                     spec = self.resources.resolve(event.spec)
                     arns.add(target_arn((spec.get("destinations") or {}).get("onFailure")) or "")
+                if event.kind == "eventBridge" and event.spec.get("deadLetterQueueArn"):  # the rule target's DLQ
+                    arns.add(str(self.resources.resolve(event.spec["deadLetterQueueArn"])))
                 if event.kind == "sns":  # SNS's own delivery failures (subscription redrive policy)
                     redrive = event.spec.get("redrivePolicy") or {}
                     if redrive.get("deadLetterTargetRef") in self.resources.by_id:
@@ -338,7 +355,7 @@ class LocalStack:
             components.append(self.gateway)
         if not all(c.idle(quiet) for c in components):
             return False
-        for source in [*self.sqs_sources, *self.sns_sources]:
+        for source in [*self.sqs_sources, *self.sns_sources, *self.relays]:
             if source.queue_url and self.queue_count(source.queue_url) > 0:
                 return False
         return True

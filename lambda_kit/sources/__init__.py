@@ -13,9 +13,9 @@ from typing import Any
 
 from .base import Source
 
-__all__ = ["NAMES", "Source", "all_sources", "describe", "for_serverless_event", "get"]
+__all__ = ["NAMES", "Source", "all_sources", "carried_by", "describe", "for_serverless_event", "get"]
 
-NAMES: tuple[str, ...] = ("sqs", "sns", "kinesis", "dynamodb", "api", "kafka")
+NAMES: tuple[str, ...] = ("sqs", "sns", "kinesis", "dynamodb", "api", "kafka", "eventbridge", "s3")
 """Every registered source, by name; each is the module ``lambda_kit.sources.<name>``."""
 
 
@@ -36,14 +36,19 @@ def for_serverless_event(key: str) -> list[type[Source]]:
     return [source for source in all_sources() if key in source.serverless_events]
 
 
+def carried_by(key: str) -> list[type[Source]]:
+    """The sources whose events can arrive inside the events a ``serverless.yml`` event key
+    delivers (S3 notifications in the messages of an ``sqs`` event)."""
+    return [source for source in all_sources() if key in source.carried_by]
+
+
 def describe(event: Any) -> tuple[str, str | None]:
-    """(what ``event`` looks like, the decorator that processes it, if any): for error lines."""
-    for source in all_sources():
+    """(what ``event`` looks like, the decorator that processes it, if any): for error lines.
+    A source carried inside another's events is asked first: it is the more specific."""
+    for source in sorted(all_sources(), key=lambda source: not source.carried_by):
         try:
             if source.recognizes(event):
-                if type(event) is list:
-                    return f"an EventBridge Pipes batch of {source.pipes}", source.decorator
-                return source.label, source.decorator
+                return source.label_of(event), source.decorator
         except Exception:  # a recognizer must not turn a refusal into a crash
             continue
     return shape_of(event), None

@@ -63,6 +63,12 @@ class Source:
     """The record field Pipes' partial failure report names a record by, when not ``id``
     (``"eventID"`` for stream records)."""
 
+    carried_by: ClassVar[tuple[str, ...]] = ()
+    """The ``serverless.yml`` event keys of other sources whose events can carry this source's
+    (S3 notifications in SQS messages, SNS messages, EventBridge events). There the carrier's
+    traits apply (an S3 notification in an SQS message is reported like any SQS message), and
+    ``describe`` names this source first: it is the more specific."""
+
     stop_at_first_failure: bool = False
     requeueing: bool = False
 
@@ -71,6 +77,15 @@ class Source:
         """By default: a ``Records`` batch of ``event_source`` records (or, for a source Pipes
         delivers, a top-level list of them)."""
         return records_claimed(event, cls.event_source, cls.record_marker, bool(cls.pipes))
+
+    @classmethod
+    def label_of(cls, event: Any) -> str:
+        """How a message names ``event``, one this source recognizes: by default ``label`` (a
+        Pipes batch says so); a carried source says what carries it ("an SQS event carrying S3
+        notifications")."""
+        if type(event) is list and cls.pipes:
+            return f"an EventBridge Pipes batch of {cls.pipes}"
+        return cls.label
 
     def records(self, event: Any) -> list[Record]:
         if type(event) is list:
