@@ -35,7 +35,7 @@ def run_request(
     try:
         recognize("api_handler", adapters, event, options)
         started = perf_counter()
-        request = api_source.Request(event, trace_header)
+        request = api_source.Request(event)
         trace_id, rejected = api_source.trace_of(request, trace_header)
         request.trace_id = trace_id
         record = Record("api", api_source.request_id(event, context), trace_id, request, event, None, 0, rejected)
@@ -76,21 +76,21 @@ def _respond(
     exception (its ERROR line written)."""
     trace_id = record.trace_id
     try:
-        if max_body is not None and len(request.body.encode("utf-8", "surrogatepass")) > max_body:
+        if max_body is not None and request.body_size > max_body:
             raise HTTPError(413, f"request body is larger than {max_body} bytes")
         result = fn(request, context)
         if result is not None and hasattr(result, "__await__"):
             raise not_awaited(result)
-        return api_source.shape_response(result, trace_id, trace_header), "ok"
+        return api_source.shape_response(request, result, trace_id, trace_header), "ok"
     except HTTPError as exc:
         status = exc.status if 400 <= exc.status <= 599 else 500
-        response = api_source.error_response(status, exc.message, trace_id, trace_header, exc.headers)
+        response = api_source.error_response(request, status, exc.message, trace_id, trace_header, exc.headers)
         level = "ERROR" if status >= 500 else "WARNING"
         if log.enabled(log.LEVELS[level]):
             log.emit(level, "request failed", trace_id, _result_fields(record, response, started, exc.message))
         return response, "server_error" if status >= 500 else "client_error"
     except Exception as exc:
-        response = api_source.error_response(500, "Internal Server Error", trace_id, trace_header)
+        response = api_source.error_response(request, 500, "Internal Server Error", trace_id, trace_header)
         fields = _result_fields(record, response, started, None)
         fields.update(log.error_fields(exc))
         log.emit("ERROR", "request failed", trace_id, fields)
@@ -108,7 +108,10 @@ def _body_for_log(body: Any) -> Any:
 
 
 def _request_fields(request: api_source.Request, record: Record) -> dict[str, Any]:
-    body: Any = request.body
+    try:
+        body: Any = request.body
+    except HTTPError:  # binary, or base64 that is not: said, not written out
+        body = f"<{request.body_size} bytes, not UTF-8 text>"
     if body[:1] in ("{", "["):
         try:
             body = request.json
@@ -122,6 +125,7 @@ def _request_fields(request: api_source.Request, record: Record) -> dict[str, An
     return {
         "source": "api",
         "record_id": record.id,
+        "shape": request.shape,
         "method": log.clean(request.method),
         "path": log.clean(request.path),
         "query": log.clean(request.query),

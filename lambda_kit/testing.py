@@ -339,7 +339,26 @@ def _dynamodb_example(payload: Any, *, trace_id: str | None, source_arn: str | N
     return dynamodb_stream_event(record)
 
 
-# --- API Gateway ----------------------------------------------------------------------------
+# --- HTTP: API Gateway REST and HTTP APIs, Function URLs, ALB --------------------------------
+
+API_VERSIONS = ("v2", "v1", "http-v1", "url", "alb")
+"""``api_event`` shapes: HTTP API payload 2.0, REST API, HTTP API payload 1.0, Function URL, ALB."""
+
+
+def _query_pairs(query: dict[str, Any] | None) -> list[tuple[str, str]]:
+    pairs: list[tuple[str, str]] = []
+    for name, value in (query or {}).items():
+        values = value if isinstance(value, list | tuple) else [value]
+        pairs.extend((str(name), str(v)) for v in values)
+    return pairs
+
+
+def _grouped_values(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
+    grouped: dict[str, list[str]] = {}
+    for name, value in pairs:
+        grouped.setdefault(name, []).append(value)
+    return grouped
+
 
 def api_event(
     method: str = "GET",
@@ -347,80 +366,148 @@ def api_event(
     *,
     body: Any = None,
     headers: dict[str, str] | None = None,
-    query: dict[str, str] | None = None,
+    query: dict[str, str | list[str]] | None = None,
     path_params: dict[str, str] | None = None,
     version: str = "v2",
     base64_body: bool = False,
     multi_value_headers: dict[str, list[str]] | None = None,
     route: str | None = None,
+    cookies: dict[str, str] | None = None,
+    multi_value: bool = False,
 ) -> dict[str, Any]:
-    """An HTTP API (``version="v2"``, payload format 2.0) or REST API (``"v1"``) event."""
-    text = None if body is None else _text(body)
-    if text is not None and base64_body:
-        text = base64.b64encode(text.encode()).decode()
+    """An HTTP request event as Lambda receives it, in the fields AWS documents for ``version``:
+
+    ``"v2"`` an HTTP API (payload format 2.0), ``"v1"`` a REST API, ``"http-v1"`` an HTTP API with
+    payload format 1.0, ``"url"`` a Function URL, ``"alb"`` an Application Load Balancer target
+    (``multi_value=True``: its target group has multi-value headers on). ``query`` values may be
+    lists (a repeated parameter); a ``bytes`` body (or ``base64_body=True``) is sent base64-encoded.
+    """
+    from urllib.parse import quote, urlencode
+
+    if version not in API_VERSIONS:
+        raise ValueError(f"version must be one of {', '.join(API_VERSIONS)}, not {version!r}")
+    method = method.upper()
+    is_base64 = base64_body or isinstance(body, bytes)
+    text = None
+    if body is not None:
+        raw = body if isinstance(body, bytes) else _text(body).encode("utf-8", "surrogatepass")
+        text = base64.b64encode(raw).decode() if is_base64 else _text(body)
+    pairs = _query_pairs(query)
+    grouped = _grouped_values(pairs)
+    raw_query = urlencode(pairs, quote_via=quote)
     request_id = uuid.uuid4().hex[:20]
-    headers = dict(headers or {})
-    now = time.gmtime()
-    if version == "v2":
-        raw_query = "&".join(f"{k}={v}" for k, v in (query or {}).items())
-        return {
+    now = time.time()
+    clock = time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now))
+    cookie_list = [f"{name}={value}" for name, value in (cookies or {}).items()]
+
+    if version in ("v2", "url"):
+        header_map = {"content-type": "application/json", "user-agent": "lambda-kit-tests",
+                      **{k.lower(): v for k, v in (headers or {}).items()}}
+        url = version == "url"
+        route_key = "$default" if url else route or f"{method} {path}"
+        domain_prefix = "a1b2c3d4e5f6g7h8i9j0k1l2m3n4o5p6" if url else "api-id"
+        built: dict[str, Any] = {
             "version": "2.0",
-            "routeKey": route or f"{method.upper()} {path}",
+            "routeKey": route_key,
             "rawPath": path,
             "rawQueryString": raw_query,
-            "headers": {"content-type": "application/json", "user-agent": "lambda-kit-tests", **headers},
-            "queryStringParameters": dict(query) if query else None,
-            "requestContext": {
-                "accountId": ACCOUNT,
-                "apiId": "api-id",
-                "domainName": "api-id.execute-api.us-east-1.amazonaws.com",
-                "domainPrefix": "api-id",
-                "http": {
-                    "method": method.upper(),
-                    "path": path,
-                    "protocol": "HTTP/1.1",
-                    "sourceIp": "192.0.2.1",
-                    "userAgent": "lambda-kit-tests",
-                },
-                "requestId": request_id,
-                "routeKey": route or f"{method.upper()} {path}",
-                "stage": "$default",
-                "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", now),
-                "timeEpoch": int(time.time() * 1000),
-            },
-            "pathParameters": path_params,
-            "body": text,
-            "isBase64Encoded": base64_body,
-            "stageVariables": None,
         }
-    if version != "v1":
-        raise ValueError("version must be 'v1' (REST API) or 'v2' (HTTP API)")
-    return {
+        if cookie_list:
+            built["cookies"] = cookie_list
+        built["headers"] = header_map
+        if grouped:  # repeated names are joined with commas, as API Gateway and Function URLs do
+            built["queryStringParameters"] = {name: ",".join(values) for name, values in grouped.items()}
+        built["requestContext"] = {
+            "accountId": ACCOUNT,
+            "apiId": domain_prefix,
+            **({"authentication": None, "authorizer": None} if url else {}),
+            "domainName": f"{domain_prefix}.lambda-url.{REGION}.on.aws" if url else f"api-id.execute-api.{REGION}.amazonaws.com",
+            "domainPrefix": domain_prefix,
+            "http": {
+                "method": method,
+                "path": path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": "192.0.2.1",
+                "userAgent": header_map.get("user-agent", ""),
+            },
+            "requestId": request_id,
+            "routeKey": route_key,
+            "stage": "$default",
+            "time": clock,
+            "timeEpoch": int(now * 1000),
+        }
+        if text is not None:
+            built["body"] = text
+        built["pathParameters"] = None if url else path_params
+        built["isBase64Encoded"] = is_base64
+        built["stageVariables"] = None
+        return built
+
+    if version == "alb":
+        header_map = {"host": "lambda-kit-alb-123456789.us-east-1.elb.amazonaws.com", "user-agent": "lambda-kit-tests",
+                      "x-amzn-trace-id": f"Root=1-{int(now):08x}-{uuid.uuid4().hex[:24]}",
+                      "x-forwarded-for": "192.0.2.1", "x-forwarded-port": "443", "x-forwarded-proto": "https",
+                      **{k.lower(): v for k, v in (headers or {}).items()}}
+        if cookie_list:
+            header_map.setdefault("cookie", "; ".join(cookie_list))
+        if text is not None:
+            header_map.setdefault("content-type", "application/json")
+        sent = {quote(name): [quote(v) for v in values] for name, values in grouped.items()}  # not decoded by the ALB
+        multi = multi_value or multi_value_headers is not None
+        built = {
+            "requestContext": {"elb": {"targetGroupArn": f"arn:aws:elasticloadbalancing:{REGION}:{ACCOUNT}:targetgroup/lambda-kit/6d0ecf831eec9f09"}},
+            "httpMethod": method,
+            "path": path,
+        }
+        if multi:
+            built["multiValueQueryStringParameters"] = sent
+            built["multiValueHeaders"] = multi_value_headers if multi_value_headers is not None else {k: [v] for k, v in header_map.items()}
+        else:
+            built["queryStringParameters"] = {name: values[-1] for name, values in sent.items()}
+            built["headers"] = header_map
+        built["body"] = "" if text is None else text
+        built["isBase64Encoded"] = is_base64
+        return built
+
+    header_map = {"Content-Type": "application/json", "User-Agent": "lambda-kit-tests", **(headers or {})}
+    if cookie_list:
+        header_map.setdefault("Cookie", "; ".join(cookie_list))
+    http_api = version == "http-v1"
+    stage = "$default" if http_api else "prod"
+    built = {}
+    if http_api:
+        built["version"] = "1.0"
+    built.update({
         "resource": route or path,
         "path": path,
-        "httpMethod": method.upper(),
-        "headers": {"Content-Type": "application/json", "User-Agent": "lambda-kit-tests", **headers} if multi_value_headers is None else None,
-        "multiValueHeaders": multi_value_headers
-        or {k: [v] for k, v in {"Content-Type": "application/json", **headers}.items()},
-        "queryStringParameters": dict(query) if query else None,
-        "multiValueQueryStringParameters": {k: [v] for k, v in query.items()} if query else None,
-        "pathParameters": path_params,
-        "stageVariables": None,
+        "httpMethod": method,
+        "headers": header_map if multi_value_headers is None else None,
+        "multiValueHeaders": multi_value_headers or {k: [v] for k, v in header_map.items()},
+        "queryStringParameters": {name: values[-1] for name, values in grouped.items()} if grouped else None,
+        "multiValueQueryStringParameters": grouped or None,
         "requestContext": {
             "accountId": ACCOUNT,
             "apiId": "api-id",
-            "httpMethod": method.upper(),
-            "path": f"/prod{path}",
+            "domainName": f"api-id.execute-api.{REGION}.amazonaws.com",
+            "domainPrefix": "api-id",
+            "extendedRequestId": uuid.uuid4().hex[:16],
+            "httpMethod": method,
+            "identity": {"sourceIp": "192.0.2.1", "userAgent": "lambda-kit-tests"},
+            "path": path if http_api else f"/{stage}{path}",
             "protocol": "HTTP/1.1",
             "requestId": request_id,
+            "requestTime": clock,
+            "requestTimeEpoch": int(now * 1000),
+            "resourceId": None if http_api else "abc123",
             "resourcePath": route or path,
-            "stage": "prod",
-            "requestTimeEpoch": int(time.time() * 1000),
-            "identity": {"sourceIp": "192.0.2.1", "userAgent": "lambda-kit-tests"},
+            "stage": stage,
         },
+        "pathParameters": path_params,
+        "stageVariables": None,
         "body": text,
-        "isBase64Encoded": base64_body,
-    }
+        "isBase64Encoded": is_base64,
+    })
+    return built
 
 
 @example("api")

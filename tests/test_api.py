@@ -1,24 +1,40 @@
-"""api_handler through the public API: REST (v1) and HTTP (v2) events, responses, errors, trace header."""
+"""api_handler through the public API, every shape: REST (v1), HTTP API payload 2.0 (v2) and 1.0
+(http-v1), Function URLs (url), ALB (alb, with and without multi-value headers): requests,
+responses, errors, cookies, binary bodies, trace header."""
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
+from _http_shapes import body_bytes, header_values, kind_of, sent_headers
 from _logs import of_level, read_lines, with_message
 
 from lambda_kit import HTTPError, api_handler, current_record, current_trace_id
-from lambda_kit.testing import api_event, lambda_context
+from lambda_kit.testing import API_VERSIONS, api_event, event, lambda_context
 
-VERSIONS = ["v1", "v2"]
+VERSIONS = list(API_VERSIONS)
+SHAPE = {"v1": "v1", "http-v1": "v1", "v2": "v2", "url": "url", "alb": "alb"}
+WITH_ALB_MULTI = [*VERSIONS, "alb-multi"]
+
+
+def request_for(version, method="GET", path="/", **options):
+    """An ``api_event``; ``"alb-multi"``: an ALB target group with multi-value headers on."""
+    if version == "alb-multi":
+        return api_event(method, path, version="alb", multi_value=True, **options)
+    return api_event(method, path, version=version, **options)
 
 
 def body_of(response):
-    return json.loads(response["body"])
+    return json.loads(body_bytes(response))
 
 
 def header(response, name):
-    (value,) = [v for k, v in response["headers"].items() if k.lower() == name.lower()]
+    """The one value of header ``name`` in a response of any shape."""
+    pairs = [(k, v) for k, v in (response.get("headers") or {}).items()]
+    pairs += [(k, v) for k, values in (response.get("multiValueHeaders") or {}).items() for v in values]
+    (value,) = [v for k, v in pairs if k.lower() == name.lower()]
     return value
 
 
@@ -53,15 +69,17 @@ def test_request_exposes_method_path_headers_query_params_body(version):
         path_params={"page": "home"},
         version=version,
     )
-    response = handler(event, lambda_context())
+    context = lambda_context()
+    response = handler(event, context)
     assert response["statusCode"] == 200 and body_of(response) == {"ok": True}
     assert seen["method"] == "POST" and seen["path"] == "/pages/home"
     assert seen["agent"] == "lambda-kit-tests" and seen["custom"] == "yes" and seen["has"] == (True, False)
     assert seen["query"] == {"from": "2024", "to": "2025"}
-    assert seen["path_params"] == {"page": "home"}
+    assert seen["path_params"] == ({} if version in ("url", "alb") else {"page": "home"})  # neither has path parameters
     assert seen["body"] == '{"url": "/home"}' and seen["json"] == {"url": "/home"}
     assert seen["trace_id"] == "api-1" and seen["event"] is event
-    assert seen["record"] == ("api", event["requestContext"]["requestId"], "api-1")
+    request_id = context.aws_request_id if version == "alb" else event["requestContext"]["requestId"]  # ALB sends none
+    assert seen["record"] == ("api", request_id, "api-1")
     assert header(response, "X-Trace-Id") == "api-1"
     assert current_record() is None
 
@@ -286,3 +304,238 @@ def test_a_form_encoded_body_is_logged_as_fields_with_secrets_masked(capfd):
     assert not any("hunter2" in json.dumps(line) or "k-123" in json.dumps(line) for line in lines)
     [received] = [line for line in lines if line["message"] == "request received"]
     assert received["body"] == {"user": "ana", "password": "***", "api_key": "***"}
+
+
+# --- every shape: what it gets --------------------------------------------------------------------
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_request_shape_names_the_front_door(version):
+    shapes = []
+    api_handler(lambda request, context: shapes.append(request.shape))(api_event(version=version), None)
+    assert shapes == [SHAPE[version]]
+
+
+@pytest.mark.parametrize("version", WITH_ALB_MULTI)
+def test_query_all_holds_every_value_of_a_repeated_parameter_decoded(version):
+    seen = {}
+
+    @api_handler
+    def handler(request, context):
+        seen.update(all=request.query_all, one=request.query)
+
+    query = {"tag": ["a b", "c+d", "é/&="], "page": "2", "empty": ""}
+    handler(request_for(version, query=query), None)
+    tags = ["é/&="] if version == "alb" else ["a b", "c+d", "é/&="]  # ALB without multi-value headers: the last one
+    assert seen["all"] == {"tag": tags, "page": ["2"], "empty": [""]}
+    assert seen["one"] == {"tag": "é/&=", "page": "2", "empty": ""}  # the last value, in every shape
+
+
+def test_alb_query_strings_are_percent_decoded_and_api_gateway_ones_are_not_decoded_twice():
+    """ALB passes the query string as the client sent it; API Gateway decodes it."""
+    seen = []
+    handler = api_handler(lambda request, context: seen.append(request.query_all))
+    alb = api_event(version="alb")
+    alb["queryStringParameters"] = {"q": "a%20b+c%2Bd", "caf%C3%A9": "%25"}
+    handler(alb, None)
+    rest = api_event(version="v1")
+    rest["multiValueQueryStringParameters"] = {"q": ["a%20b", "100%"]}  # already decoded by API Gateway
+    rest["queryStringParameters"] = {"q": "100%"}
+    handler(rest, None)
+    multi = api_event(version="alb", multi_value=True)
+    multi["multiValueQueryStringParameters"] = {"t": ["x%2Fy", "z+w"]}
+    handler(multi, None)
+    assert seen == [{"q": ["a b c+d"], "café": ["%"]}, {"q": ["a%20b", "100%"]}, {"t": ["x/y", "z w"]}]
+
+
+def test_alb_without_multi_value_headers_has_only_the_last_value():
+    """What the target group setting changes: the request's fields, and so the response's."""
+    seen = []
+    handler = api_handler(lambda request, context: seen.append((request.query_all, request.headers["accept"])))
+    single = handler(api_event(version="alb", query={"tag": ["a", "b"]}, headers={"Accept": "text/html"}), None)
+    multi = handler(api_event(version="alb", multi_value=True, query={"tag": ["a", "b"]},
+                              multi_value_headers={"accept": ["text/html", "application/json"]}), None)
+    assert seen == [({"tag": ["b"]}, "text/html"), ({"tag": ["a", "b"]}, "text/html, application/json")]
+    assert "headers" in single and "multiValueHeaders" not in single
+    assert "multiValueHeaders" in multi and "headers" not in multi
+    assert multi["multiValueHeaders"]["X-Trace-Id"] == [header(multi, "X-Trace-Id")]
+
+
+@pytest.mark.parametrize("version", WITH_ALB_MULTI)
+def test_cookies_are_readable_on_every_shape(version):
+    seen = []
+    api_handler(lambda request, context: seen.append(request.cookies))(
+        request_for(version, cookies={"session": "s-1", "theme": "dark", "quoted": '"x y"'}), None)
+    assert seen == [{"session": "s-1", "theme": "dark", "quoted": "x y"}]
+
+
+@pytest.mark.parametrize("header_value", ["a=1; b=2; a=3", " a = 1 ;;b=2", "a=1;b"])
+def test_cookie_header_is_read_leniently_and_the_first_of_a_name_wins(header_value):
+    seen = []
+    api_handler(lambda request, context: seen.append(request.cookies))(api_event(version="v1", headers={"Cookie": header_value}), None)
+    assert seen[0]["a"] == "1" and seen[0].get("b", "2") == "2"
+
+
+def test_cookies_of_repeated_cookie_headers_are_all_read():
+    seen = []
+    event = api_event(version="alb", multi_value=True, multi_value_headers={"cookie": ["a=1", "b=2; c=3"]})
+    api_handler(lambda request, context: seen.append(request.cookies))(event, None)
+    assert seen == [{"a": "1", "b": "2", "c": "3"}]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_set_cookie_goes_out_the_way_each_shape_wants_it(version):
+    cookies = ["id=1; Path=/; HttpOnly", "theme=dark; Expires=Wed, 21 Oct 2026 07:28:00 GMT"]
+
+    @api_handler
+    def handler(request, context):
+        return {"statusCode": 200, "cookies": cookies, "headers": {"X-One": "1"}, "body": "ok"}
+
+    for multi in ([False, True] if version == "alb" else [False]):
+        request = api_event(version=version, multi_value=multi)
+        response = handler(request, None)
+        kind = kind_of(request)
+        assert sorted(header_values(response, kind, "set-cookie")) == sorted(cookies)
+        if kind in ("v2", "url"):
+            assert response["cookies"] == cookies  # HTTP API / Function URLs: the cookies list
+        elif kind in ("v1", "alb-multi"):
+            assert response["multiValueHeaders"]["Set-Cookie"] == cookies
+        else:
+            assert sorted(k for k in response["headers"] if k.lower() == "set-cookie") == ["Set-Cookie", "set-Cookie"]
+        assert header_values(response, kind, "x-one") == ["1"]
+
+
+@pytest.mark.parametrize("version", WITH_ALB_MULTI)
+def test_set_cookie_given_as_headers_is_moved_where_the_shape_wants_it(version):
+    @api_handler
+    def handler(request, context):
+        return {"statusCode": 204, "headers": {"Set-Cookie": "a=1"}, "multiValueHeaders": {"set-cookie": ["b=2"], "Vary": ["Accept", "Origin"]}}
+
+    request = request_for(version)
+    response = handler(request, None)
+    kind = kind_of(request)
+    sent_headers(response, kind)
+    assert header_values(response, kind, "set-cookie") == ["a=1", "b=2"]
+    if kind in ("v2", "url"):
+        assert response["cookies"] == ["a=1", "b=2"] and response["headers"]["Vary"] == "Accept,Origin"
+    assert response["body"] == "" and response["statusCode"] == 204
+
+
+@pytest.mark.parametrize("version", WITH_ALB_MULTI)
+def test_a_binary_request_body_is_body_bytes_never_a_lossy_text(version):
+    data = bytes(range(256))
+    seen = {}
+
+    @api_handler
+    def handler(request, context):
+        seen["bytes"] = request.body_bytes
+        for name in ("body", "json"):
+            try:
+                getattr(request, name)
+            except HTTPError as error:
+                seen[name] = (error.status, error.message)
+        return {"size": len(request.body_bytes)}
+
+    response = handler(request_for(version, "POST", body=data, headers={"Content-Type": "application/octet-stream"}), None)
+    assert seen["bytes"] == data and body_of(response) == {"size": 256}
+    assert seen["body"] == (400, "request body is not UTF-8 text")
+    assert seen["json"] == (415, "Content-Type must be application/json")
+
+
+def test_a_binary_body_claiming_json_is_a_400_and_is_logged_as_its_size(capfd):
+    handler = api_handler(lambda request, context: request.json)
+    response = handler(api_event("POST", body=b"\xff\xfe{}", version="url"), None)
+    assert response["statusCode"] == 400 and body_of(response)["error"] == "request body is not valid JSON"
+    [received] = with_message(read_lines(capfd), "request received")
+    assert received["body"] == "<4 bytes, not UTF-8 text>" and received["shape"] == "url"
+
+
+@pytest.mark.parametrize("version", WITH_ALB_MULTI)
+def test_a_bytes_response_body_goes_base64_encoded(version):
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(200))
+
+    @api_handler
+    def handler(request, context):
+        if request.path == "/raw":
+            return png
+        return {"statusCode": 200, "headers": {"Content-Type": "image/png"}, "body": png}
+
+    for path, content_type in (("/raw", "application/octet-stream"), ("/png", "image/png")):
+        request = request_for(version, path=path)
+        response = handler(request, None)
+        kind = kind_of(request)
+        assert response["isBase64Encoded"] is True and base64.b64decode(response["body"]) == png
+        assert header_values(response, kind, "content-type") == [content_type]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_body_already_base64_encoded_by_the_function_is_passed_through(version):
+    @api_handler
+    def handler(request, context):
+        return {"statusCode": 200, "body": base64.b64encode(b"\x00\x01").decode(), "isBase64Encoded": True}
+
+    response = handler(api_event(version=version), None)
+    assert response["isBase64Encoded"] is True and base64.b64decode(response["body"]) == b"\x00\x01"
+
+
+def test_alb_status_description_is_the_status_and_its_phrase_or_the_functions_own():
+    @api_handler
+    def handler(request, context):
+        return {"statusCode": int(request.query["s"]), **({"statusDescription": "418 Short And Stout"} if request.query.get("own") else {})}
+
+    def described(**query):
+        return handler(api_event(version="alb", query=query), None)["statusDescription"]
+
+    assert described(s="200") == "200 OK"
+    assert described(s="404") == "404 Not Found"
+    assert described(s="299") == "299 Unknown Status"
+    assert described(s="418", own="1") == "418 Short And Stout"
+
+
+@pytest.mark.parametrize("status", [True, "2OO", 99, 600, None, 200.5, [200]])
+def test_a_returned_status_code_that_is_not_an_http_status_is_a_500(status, capfd):
+    response = api_handler(lambda request, context: {"statusCode": status, "body": "x"})(api_event(), None)
+    assert response["statusCode"] == 500 and body_of(response)["error"] == "Internal Server Error"
+    [error] = of_level(read_lines(capfd), "ERROR")
+    assert error["error_type"] == "TypeError" and "not an HTTP status" in error["error"]
+
+
+def test_a_numeric_status_code_string_is_accepted():
+    assert api_handler(lambda request, context: {"statusCode": "201"})(api_event(), None)["statusCode"] == 201
+
+
+@pytest.mark.parametrize("version", WITH_ALB_MULTI)
+def test_the_response_holds_only_the_fields_its_shape_documents(version):
+    """API Gateway answers 502 to a proxy response with fields it does not know."""
+    @api_handler
+    def handler(request, context):
+        return {"statusCode": 200, "body": "x", "extra": "field", "headers": {"N": 1}}
+
+    request = request_for(version)
+    response = handler(request, None)
+    sent_headers(response, kind_of(request))  # asserts the key set and str header values
+    assert "extra" not in response and header(response, "N") == "1"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_testing_event_builds_every_shape(version):
+    built = event("api", {"a": 1}, trace_id="T-9", method="PUT", path="/x", version=version)
+    seen = []
+    response = api_handler(lambda request, context: seen.append((request.shape, request.method, request.json)))(built, None)
+    assert seen == [(SHAPE[version], "PUT", {"a": 1})] and header(response, "X-Trace-Id") == "T-9"
+
+
+def test_api_event_refuses_an_unknown_version():
+    with pytest.raises(ValueError, match="version must be one of v2, v1, http-v1, url, alb"):
+        api_event(version="v3")
+
+
+def test_lambda_authorizer_and_websocket_events_are_not_answered():
+    from lambda_kit import UnsupportedEvent
+
+    handler = api_handler(lambda request, context: {"ok": True})
+    authorizer = {**api_event(version="v1"), "type": "REQUEST", "methodArn": "arn:aws:execute-api:us-east-1:1:a/s/GET/x"}
+    websocket = api_event(version="v1")
+    websocket["requestContext"].update(connectionId="abc=", eventType="CONNECT", routeKey="$connect")
+    for refused in (authorizer, websocket):
+        with pytest.raises(UnsupportedEvent):
+            handler(refused, None)

@@ -1,9 +1,12 @@
-"""Hostile input for api_handler.
+"""Hostile input for api_handler, every shape (REST, HTTP API 2.0 and 1.0, Function URLs, ALB with
+and without multi-value headers).
 
-Whatever the request and whatever the function raises, the response is a dict with an int
-``statusCode``, a str body (JSON ``{"error", "trace_id"}`` on errors) and the trace header; no
-response holds an exception's message, a traceback or an internal path. A hostile trace header
-never becomes the trace id and never reaches a log line unescaped.
+Whatever the request and whatever the function raises, the response is exactly the shape the event
+asks for, with an int ``statusCode``, a str body (JSON ``{"error", "trace_id"}`` on errors) and the
+trace header; no response holds an exception's message, a traceback or an internal path. A hostile
+trace header never becomes the trace id and never reaches a log line unescaped. Reading the request
+(query, cookies, body, bytes, JSON) never fails but with an ``HTTPError``; binary bodies, repeated
+query parameters and cookies come through whole.
 """
 
 from __future__ import annotations
@@ -16,12 +19,21 @@ from unittest.mock import MagicMock
 
 import pytest
 from _hostile import CODECS, HOSTILE, captured, of_level, parse_lines, using_codec
+from _http_shapes import body_bytes, header_values, kind_of, sent_headers
 from hypothesis import given
 from hypothesis import strategies as st
 
 from lambda_kit import HTTPError, UnsupportedEvent, api_handler, current_trace_id
-from lambda_kit.testing import api_event, lambda_context
+from lambda_kit.testing import API_VERSIONS, api_event, lambda_context
 from lambda_kit.trace import is_valid_id
+
+SHAPES = [*API_VERSIONS, "alb-multi"]
+
+
+def request_for(version: str, method: str = "GET", path: str = "/p", **options: Any) -> dict[str, Any]:
+    if version == "alb-multi":
+        return api_event(method, path, version="alb", multi_value=True, **options)
+    return api_event(method, path, version=version, **options)
 
 FRESH_ID = re.compile(r"[0-9a-f]{32}")
 SECRET = "S3CR3T-7f1c"
@@ -58,9 +70,13 @@ BEHAVIOURS: dict[str, Any] = {
     "status_dict": lambda r, c: {"statusCode": 201, "headers": {"x-trace-id": "forged\r\nX: 1"}, "body": {"a": 1}},
     "status_dict_bad_headers": lambda r, c: {"statusCode": 201, "headers": {1: "x"}, "body": "ok"},
     "none": lambda request, context: None,
+    "read_everything": lambda r, c: {"n": [len(r.query_all), len(r.query), len(r.cookies), len(r.path_params), len(r.body_bytes),
+                                            len(r.body), type(r.json).__name__, len(r.headers), r.shape]},
+    "bytes_body": lambda r, c: {"statusCode": 200, "body": r.body_bytes, "cookies": ["k=v"], "multiValueHeaders": {"X": ["1", "2"]}},
+    "bad_status": lambda r, c: {"statusCode": "teapot"},
 }
 SERVER_ERRORS = {"runtime_error", "key_error", "os_error", "chained", "unprintable", "unserializable",
-                 "surrogate_result"}
+                 "surrogate_result", "bad_status"}
 
 
 def _raise_chained() -> Any:
@@ -70,15 +86,14 @@ def _raise_chained() -> Any:
         raise ValueError(f"wrapped {SECRET}") from cause
 
 
-def check_response(response: Any, trace_header: str = "X-Trace-Id") -> tuple[int, str, Any]:
-    """The response's shape; returns (status, trace id, decoded body or None)."""
+def check_response(response: Any, trace_header: str = "X-Trace-Id", event: Any = None) -> tuple[int, str, Any]:
+    """The response's shape (exactly the one ``event`` asks for, when given); returns (status,
+    trace id, decoded body or None)."""
     assert isinstance(response, dict)
     status = response["statusCode"]
     assert type(status) is int and 100 <= status <= 599, status
-    headers = response["headers"]
-    assert isinstance(headers, dict)
-    [name] = [key for key in headers if isinstance(key, str) and key.lower() == trace_header.lower()]
-    trace_id = headers[name]
+    kind = kind_of(event) if event is not None else "alb-multi" if "multiValueHeaders" in response and "headers" not in response else "v1"
+    [trace_id] = header_values(response, kind, trace_header)
     assert is_valid_id(trace_id), trace_id
     body = response.get("body")
     assert isinstance(body, str)
@@ -125,7 +140,11 @@ API_PATHS = [
     ("headers",), ("multiValueHeaders",), ("body",), ("isBase64Encoded",), ("requestContext",),
     ("requestContext", "requestId"), ("requestContext", "http"), ("httpMethod",), ("rawPath",), ("path",),
     ("queryStringParameters",), ("multiValueQueryStringParameters",), ("pathParameters",), ("cookies",),
+    ("rawQueryString",), ("requestContext", "elb"), ("requestContext", "domainName"), ("version",),
 ]
+query_text = st.one_of(st.text(st.characters(blacklist_categories=("Cs",)), max_size=12),
+                       st.sampled_from([t for t in NASTY if "\ud800" not in t]))  # a URL holds no lone surrogate
+queries = st.none() | st.dictionaries(query_text.filter(bool), st.one_of(query_text, st.lists(query_text, min_size=1, max_size=3)), max_size=4)
 
 
 @st.composite
@@ -139,8 +158,10 @@ def api_events(draw: Any) -> Any:
     content_type = draw(content_types)
     if content_type is not None:
         headers["Content-Type"] = content_type
-    event = api_event(draw(st.sampled_from(["GET", "POST", "put"])), "/p", headers=headers,
-                      version=draw(st.sampled_from(["v1", "v2"])))
+    if draw(st.booleans()):
+        headers["Cookie"] = draw(nasty_text)
+    shape = draw(st.sampled_from(SHAPES))
+    event = request_for(shape, draw(st.sampled_from(["GET", "POST", "put"])), headers=headers, query=draw(queries))
     event["body"] = draw(bodies)
     if draw(st.booleans()) and isinstance(event["body"], str):
         if draw(st.booleans()):
@@ -166,7 +187,8 @@ def api_events(draw: Any) -> Any:
 @given(event=api_events(), behaviour=st.sampled_from(sorted(BEHAVIOURS)),
        context=st.sampled_from([None, "ctx", "mock"]), codec_name=st.sampled_from(CODECS))
 def test_api_handler_answers_any_request_without_leaking(event, behaviour, context, codec_name):
-    """Any HTTP request gets a well-formed answer; anything else is refused, never answered 200."""
+    """Any HTTP request gets a well-formed answer in its shape; anything else is refused, never
+    answered 200."""
     kind, event = event
     calls = []
     handler = api_handler(lambda request, context: calls.append(request) or BEHAVIOURS[behaviour](request, context))
@@ -180,7 +202,7 @@ def test_api_handler_answers_any_request_without_leaking(event, behaviour, conte
             assert line["level"] == "ERROR" and line["error_type"] == "UnsupportedEvent"
             assert str(refused).startswith("api_handler cannot process ")
             return
-    status, trace_id, body = check_response(response)
+    status, trace_id, body = check_response(response, event=event)
     lines = parse_lines(out)
     assert lines and all(line["trace_id"] == trace_id for line in lines)
     errors = of_level(lines, "ERROR")
@@ -193,6 +215,16 @@ def test_api_handler_answers_any_request_without_leaking(event, behaviour, conte
         assert body["error"].startswith("request body is larger than")
     if behaviour in SERVER_ERRORS and status != 413:
         assert status == 500 and body["error"] == "Internal Server Error"
+    if behaviour == "read_everything":  # reading the request fails only as a client error
+        assert status in (200, 400, 413, 415), (status, body)
+    if behaviour == "bytes_body" and status == 200:
+        raw = event["body"]
+        text = "" if raw is None else raw if isinstance(raw, str) else str(raw)
+        sent = base64.b64decode(text) if event.get("isBase64Encoded") is True and text else text.encode("utf-8", "surrogatepass")
+        shape = kind_of(event)
+        assert response["isBase64Encoded"] is True and body_bytes(response) == sent
+        assert header_values(response, shape, "set-cookie") == ["k=v"]
+        assert sorted(v for value in header_values(response, shape, "x") for v in value.replace(", ", ",").split(",")) == ["1", "2"]
 
 
 # --- no internals in any response ---------------------------------------------------------------
@@ -234,7 +266,7 @@ def called_with(calls: list[Any]) -> Any:
     return handler
 
 
-@pytest.mark.parametrize("version", ["v1", "v2"])
+@pytest.mark.parametrize("version", SHAPES)
 @pytest.mark.parametrize(("body", "base64_body", "max_body"), [
     ("x" * (1024 * 1024 + 1), False, None),
     ("x" * (1024 * 1024 + 1), True, None),
@@ -244,10 +276,10 @@ def called_with(calls: list[Any]) -> Any:
 def test_oversized_body_is_413_and_never_reaches_the_function(version, body, base64_body, max_body):
     calls: list[Any] = []
     options = {} if max_body is None else {"max_body": max_body}
-    event = api_event("POST", body=body, version=version, base64_body=base64_body)
+    event = request_for(version, "POST", body=body, base64_body=base64_body)
     with captured() as out:
         response = api_handler(**options)(called_with(calls))(event, lambda_context())
-    status, trace_id, decoded = check_response(response)
+    status, trace_id, decoded = check_response(response, event=event)
     assert status == 413 and calls == []
     assert decoded["error"].startswith("request body is larger than")
     lines = parse_lines(out)
@@ -259,12 +291,12 @@ def test_oversized_body_is_413_and_never_reaches_the_function(version, body, bas
     "text/plain", "application/xml", "application/x-www-form-urlencoded", "multipart/form-data; boundary=b",
     "application/jsonp", "text/json-ish", "application/json-patch",
 ])
-@pytest.mark.parametrize("version", ["v1", "v2"])
+@pytest.mark.parametrize("version", SHAPES)
 def test_wrong_content_type_is_415_on_json(content_type, version):
-    event = api_event("POST", body={"a": 1}, version=version, headers={"Content-Type": content_type})
+    event = request_for(version, "POST", body={"a": 1}, headers={"Content-Type": content_type})
     with captured():
         response = api_handler(called_with([]))(event, None)
-    status, trace_id, decoded = check_response(response)
+    status, trace_id, decoded = check_response(response, event=event)
     assert status == 415 and decoded["error"] == "Content-Type must be application/json"
 
 
@@ -301,18 +333,18 @@ def test_bad_base64_body_is_400_not_a_crash():
 # --- trace-id header injection ------------------------------------------------------------------
 
 @pytest.mark.parametrize("codec_name", CODECS)
-@pytest.mark.parametrize("version", ["v1", "v2"])
+@pytest.mark.parametrize("version", SHAPES)
 @pytest.mark.parametrize("value", HOSTILE_TRACE_IDS, ids=lambda v: repr(v[:24]))
 def test_hostile_trace_header_never_becomes_the_trace_id_nor_a_raw_log_line(value, version, codec_name):
-    event = api_event("GET", "/p", headers={"X-Trace-Id": value}, version=version)
+    event = request_for(version, "GET", "/p", headers={"X-Trace-Id": value})
     handler = api_handler(lambda request, context: {"seen": current_trace_id()})
     with using_codec(codec_name), captured() as out:
         first = handler(event, lambda_context())
         second = handler(event, lambda_context())
-    status, trace_id, _ = check_response(first)
+    status, trace_id, _ = check_response(first, event=event)
     assert status == 200 and FRESH_ID.fullmatch(trace_id) and trace_id != value
     assert json.loads(first["body"]) == {"seen": trace_id}  # the function saw the fresh id too
-    assert check_response(second)[1] != trace_id  # fresh each time, not derived from the value
+    assert check_response(second, event=event)[1] != trace_id  # fresh each time, not derived from the value
     lines = parse_lines(out)
     assert [line["level"] for line in lines] == ["WARNING", "INFO", "INFO"] * 2
     assert {line["trace_id"] for line in lines[:3]} == {trace_id}
@@ -325,12 +357,12 @@ def test_hostile_trace_header_never_becomes_the_trace_id_nor_a_raw_log_line(valu
 
 @HOSTILE
 @given(value=st.text(min_size=1, max_size=200), header=st.sampled_from(["X-Trace-Id", "x-trace-id", "X-TRACE-ID"]),
-       version=st.sampled_from(["v1", "v2"]), codec_name=st.sampled_from(CODECS))
+       version=st.sampled_from(SHAPES), codec_name=st.sampled_from(CODECS))
 def test_any_trace_header_is_used_only_when_valid(value, header, version, codec_name):
-    event = api_event("GET", "/p", headers={header: value}, version=version)
+    event = request_for(version, "GET", "/p", headers={header: value})
     with using_codec(codec_name), captured() as out:
         response = api_handler(lambda request, context: None)(event, None)
-    status, trace_id, _ = check_response(response)
+    status, trace_id, _ = check_response(response, event=event)
     assert trace_id == value if is_valid_id(value) else FRESH_ID.fullmatch(trace_id)
     lines = parse_lines(out)
     assert all(line["trace_id"] == trace_id for line in lines)
@@ -350,3 +382,58 @@ def test_multi_value_trace_header_is_not_a_trace_id():
     with captured():
         response = api_handler(lambda r, c: None)(event, None)
     assert FRESH_ID.fullmatch(check_response(response)[1])
+
+
+# --- what every shape must carry through whole ---------------------------------------------------------
+
+
+@HOSTILE
+@given(shape=st.sampled_from(SHAPES),
+       query=st.dictionaries(st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=8),
+                             st.lists(query_text, min_size=1, max_size=3), max_size=4))
+def test_every_value_of_every_query_parameter_arrives_decoded(shape, query):
+    """``query_all`` is what the client sent, whatever it holds (``&``, ``=``, ``+``, ``%``, non-ASCII)."""
+    seen = []
+    event = request_for(shape, query=query)
+    with captured():
+        response = api_handler(lambda request, context: seen.append((request.query_all, request.query)))(event, None)
+    assert check_response(response, event=event)[0] == 200
+    expected = {name: values[-1:] if shape == "alb" else values for name, values in query.items()}
+    assert seen == [(expected, {name: values[-1] for name, values in query.items()})]
+
+
+cookie_part = st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E, blacklist_characters=';="\\,'), min_size=1, max_size=10)
+
+
+@HOSTILE
+@given(shape=st.sampled_from(SHAPES), cookies=st.dictionaries(cookie_part, cookie_part, max_size=5))
+def test_cookies_arrive_whole_on_every_shape(shape, cookies):
+    seen = []
+    event = request_for(shape, cookies=cookies)
+    with captured():
+        api_handler(lambda request, context: seen.append(request.cookies))(event, None)
+    assert seen == [cookies]
+
+
+@HOSTILE
+@given(shape=st.sampled_from(SHAPES), data=st.binary(max_size=300), content_type=st.sampled_from(["image/png", "application/octet-stream", None]))
+def test_binary_bodies_go_through_both_ways_byte_for_byte(shape, data, content_type):
+    headers = {"Content-Type": content_type} if content_type else None
+    event = request_for(shape, "PUT", body=data, headers=headers)
+    with captured():
+        response = api_handler(lambda request, context: request.body_bytes[::-1])(event, None)
+    status, _, _ = check_response(response, event=event)
+    assert status == 200 and response["isBase64Encoded"] is True and body_bytes(response) == data[::-1]
+    assert header_values(response, kind_of(event), "content-type") == ["application/octet-stream"]
+
+
+@HOSTILE
+@given(shape=st.sampled_from(SHAPES), cookies=st.lists(st.text(min_size=1, max_size=30), min_size=1, max_size=4),
+       status=st.integers(100, 599))
+def test_every_cookie_a_function_sets_reaches_the_client_in_its_shape(shape, cookies, status):
+    event = request_for(shape)
+    with captured():
+        response = api_handler(lambda request, context: {"statusCode": status, "cookies": cookies})(event, None)
+    sent_headers(response, kind_of(event))
+    assert response["statusCode"] == status
+    assert sorted(header_values(response, kind_of(event), "set-cookie")) == sorted(cookies)

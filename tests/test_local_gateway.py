@@ -38,7 +38,8 @@ def decorated(request, context):
     if request.path == "/crash":
         raise RuntimeError("secret internals")
     if request.method == "POST":
-        return {"statusCode": 201, "body": {"created": request.json, "query": request.query}}
+        return {"statusCode": 201, "body": {"created": request.json, "query": request.query, "all": request.query_all,
+                                            "cookies": request.cookies}}
     return {"id": request.path_params.get("id"), "trace": request.trace_id}
 
 def handler(event, context):
@@ -86,10 +87,16 @@ def test_literal_routes_win_over_parameters(api_stack):
     assert (status, body) == (200, b"special")
 
 
-def test_post_body_and_query(api_stack):
-    status, _, body = _call(api_stack.api_url + "/items?tag=a&tag=b&x=1", "POST", {"name": "n"})
+def test_post_body_query_and_cookies(api_stack):
+    url = api_stack.api_url + "/items?tag=a&tag=b%2Cc&x=1&sp=a+b%20c"
+    status, _, body = _call(url, "POST", {"name": "n"}, headers={"Cookie": "s=1; theme=dark"})
     assert status == 201
-    assert json.loads(body) == {"created": {"name": "n"}, "query": {"tag": "a,b", "x": "1"}}
+    assert json.loads(body) == {
+        "created": {"name": "n"},
+        "query": {"tag": "b,c", "x": "1", "sp": "a b c"},  # the last value of each
+        "all": {"tag": ["a", "b,c"], "x": ["1"], "sp": ["a b c"]},  # a comma inside a value stays one value
+        "cookies": {"s": "1", "theme": "dark"},
+    }
 
 
 def test_unknown_route_and_wrong_method_are_404(api_stack):

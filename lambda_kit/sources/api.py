@@ -1,9 +1,24 @@
-"""HTTP requests (API Gateway REST API v1, HTTP API v2, Function URLs, ALB): the request object
-and the response shapes. One request per invocation: ``request_scope`` runs it, not the record loop.
+"""HTTP requests, every shape Lambda receives them in: the request object and each shape's response.
 
-The trace id comes from the ``X-Trace-Id`` header (name configurable) or is generated; every
-response carries it. Error bodies are ``{"error": message, "trace_id": ...}`` and never hold an
-exception's text or a traceback.
+One request per invocation: ``request_scope`` runs it, not the record loop. The shapes (what
+``Request.shape`` says), after AWS's documented payloads and Mangum's adapters:
+
+- ``"v1"``: payload format 1.0, from an API Gateway REST API or an HTTP API with
+  ``payloadFormatVersion: "1.0"``; the response has ``headers`` and, for repeated names (every
+  ``Set-Cookie`` after the first), ``multiValueHeaders``.
+- ``"v2"``: HTTP API payload format 2.0; ``cookies`` in the request, a ``cookies`` list in the
+  response, repeated response headers joined with commas.
+- ``"url"``: a Lambda Function URL: payload format 2.0, answered as ``"v2"``.
+- ``"alb"``: an Application Load Balancer target: query strings arrive percent-encoded (decoded
+  here), the response carries ``statusDescription`` and ``isBase64Encoded``, and uses
+  ``multiValueHeaders`` exactly when the request did (the target group has multi-value headers
+  on), else ``headers``.
+
+Bodies are decoded lazily: ``body_bytes`` is the exact bytes (base64 bodies decoded, never a
+lossy text decode), ``body`` the UTF-8 text; a ``bytes`` response body goes back base64-encoded
+with ``isBase64Encoded: true``. The trace id comes from the ``X-Trace-Id`` header (name
+configurable) or is generated; every response carries it. Error bodies are ``{"error": message,
+"trace_id": ...}`` and never hold an exception's text or a traceback.
 """
 
 from __future__ import annotations
@@ -22,15 +37,22 @@ class ApiSource(Source):
     name = "api"
     label = "an HTTP request event (API Gateway, Function URL or ALB)"
     decorator = "api_handler"
-    serverless_events = ("httpApi", "http")
+    serverless_events = ("httpApi", "http", "alb", "url")
+    """``url`` is no event but the function property ``url:`` (a Function URL); ``lambda-kit
+    check`` reads it as one."""
 
     @classmethod
     def recognizes(cls, event: Any) -> bool:
-        if type(event) is not dict or type(event.get("requestContext")) is not dict:
+        if type(event) is not dict:
             return False
-        if isinstance(event.get("httpMethod"), str):  # REST API, HTTP API payload 1.0, ALB
+        context = event.get("requestContext")
+        if type(context) is not dict:
+            return False
+        if "methodArn" in event or "routeArn" in event or "connectionId" in context:
+            return False  # a Lambda authorizer's or a WebSocket API's event: no HTTP response fits
+        if isinstance(event.get("httpMethod"), str):  # payload format 1.0, ALB
             return True
-        http = event["requestContext"].get("http")  # HTTP API payload 2.0, Function URLs
+        http = context.get("http")  # payload format 2.0, Function URLs
         return type(http) is dict and isinstance(http.get("method"), str)
 
 
@@ -41,9 +63,7 @@ class Headers(dict[str, str]):
     """Request headers with case-insensitive lookup (keys are stored lower-case)."""
 
     def __init__(self, items: Any = ()) -> None:
-        super().__init__()
-        for key, value in dict(items).items():
-            self[key] = value
+        super().__init__({str(key).lower(): value for key, value in dict(items).items()})
 
     def __setitem__(self, key: str, value: str) -> None:
         super().__setitem__(str(key).lower(), value)
@@ -58,63 +78,179 @@ class Headers(dict[str, str]):
         return super().get(key.lower(), default)
 
 
+def _text(value: Any) -> str:
+    return value if type(value) is str else str(value)
+
+
 def _text_dict(value: Any) -> dict[str, str]:
-    if not isinstance(value, dict):
+    if not value or type(value) is not dict:
         return {}
-    return {str(k): v if isinstance(v, str) else str(v) for k, v in value.items() if v is not None}
+    return {_text(k): _text(v) for k, v in value.items() if v is not None}
 
 
-def _headers(event: dict[str, Any]) -> Headers:
+def _headers(event: dict[str, Any], shape: str) -> Headers:
+    """One value per name: repeated headers joined with ``", "`` (cookies with ``"; "``)."""
     headers = Headers()
-    multi = event.get("multiValueHeaders")
-    if isinstance(multi, dict):
+    single = event.get("headers")
+    multi = event.get("multiValueHeaders") if shape != "v2" and shape != "url" else None
+    if multi and type(multi) is dict:
         for key, values in multi.items():
-            if isinstance(values, list) and values:
-                headers[key] = ", ".join(str(v) for v in values)
-    headers.update(Headers(_text_dict(event.get("headers"))))
-    cookies = event.get("cookies")
-    if isinstance(cookies, list) and cookies and "cookie" not in headers:
-        headers["cookie"] = "; ".join(str(c) for c in cookies)
+            if type(values) is list and values:
+                name = _text(key).lower()
+                texts = [_text(v) for v in values if v is not None]
+                dict.__setitem__(headers, name, ("; " if name == "cookie" else ", ").join(texts))
+    if single and type(single) is dict:
+        fill = dict.setdefault if headers else dict.__setitem__
+        for key, value in single.items():
+            if value is not None:
+                fill(headers, _text(key).lower(), _text(value))
+    if shape == "v2" or shape == "url":
+        cookies = event.get("cookies")
+        if cookies and type(cookies) is list and "cookie" not in headers:
+            dict.__setitem__(headers, "cookie", "; ".join(_text(c) for c in cookies))
     return headers
 
 
-def _query(event: dict[str, Any]) -> dict[str, str]:
-    query: dict[str, str] = {}
-    multi = event.get("multiValueQueryStringParameters")
-    if isinstance(multi, dict):
-        for key, values in multi.items():
-            if isinstance(values, list) and values:
-                query[str(key)] = str(values[-1])
-    query.update(_text_dict(event.get("queryStringParameters")))
-    return query
+def _shape(event: dict[str, Any]) -> str:
+    """The request's shape; ``event`` is one ``ApiSource`` recognizes (``httpMethod`` or
+    ``requestContext.http.method`` is a string)."""
+    context = event["requestContext"]
+    if isinstance(event.get("httpMethod"), str):
+        return "alb" if "elb" in context else "v1"
+    domain = context.get("domainName")
+    return "url" if type(domain) is str and ".lambda-url." in domain else "v2"
+
+
+def _query_all(event: dict[str, Any], shape: str) -> dict[str, list[str]]:
+    """Every value of every query parameter, decoded, in request order."""
+    found: dict[str, list[str]] = {}
+    single = event.get("queryStringParameters")
+    if shape == "v2" or shape == "url":
+        raw = event.get("rawQueryString")
+        if single and type(raw) is str and raw:  # repeated names come comma-joined in queryStringParameters
+            from urllib.parse import parse_qsl
+
+            for key, value in parse_qsl(raw, keep_blank_values=True):
+                found.setdefault(key, []).append(value)
+            return found
+    else:
+        multi = event.get("multiValueQueryStringParameters")
+        if multi and type(multi) is dict:
+            for key, values in multi.items():
+                if type(values) is list:
+                    found[_text(key)] = [_text(v) for v in values if v is not None]
+    if single and type(single) is dict:
+        for key, value in single.items():
+            if value is not None and _text(key) not in found:
+                found[_text(key)] = [_text(value)]
+    if shape == "alb" and found:  # the load balancer passes the query string as the client sent it
+        from urllib.parse import unquote_plus
+
+        return {unquote_plus(key): [unquote_plus(v) for v in values] for key, values in found.items()}
+    return found
+
+
+def _cookies(header: str | None) -> dict[str, str]:
+    """``name=value; ...`` as a dict, leniently, as browsers send it (the first of a repeated
+    name wins: per RFC 6265 it is the one with the longest path)."""
+    cookies: dict[str, str] = {}
+    if not header:
+        return cookies
+    for part in header.split(";"):
+        name, sep, value = part.partition("=")
+        name, value = (name.strip(), value.strip()) if sep else ("", name.strip())
+        if not name and not value:
+            continue
+        if len(value) >= 2 and value[0] == value[-1] == '"':
+            value = value[1:-1]
+        cookies.setdefault(name, value)
+    return cookies
+
+
+_UNSET: Any = object()
 
 
 class Request:
-    """What an ``api_handler`` function receives."""
+    """What an ``api_handler`` function receives, whatever the shape of the event."""
 
-    __slots__ = ("method", "path", "headers", "query", "path_params", "body", "trace_id", "event", "_json")
+    __slots__ = ("method", "path", "headers", "path_params", "trace_id", "event", "shape", "_multi",
+                 "_raw_body", "_base64", "_body", "_body_bytes", "_query", "_query_all", "_cookies", "_json")
 
-    def __init__(self, event: Any, trace_header: str) -> None:
-        event = event if isinstance(event, dict) else {}
+    def __init__(self, event: dict[str, Any]) -> None:
         self.event = event
-        context = event.get("requestContext") if isinstance(event.get("requestContext"), dict) else {}
-        http = context.get("http") if isinstance(context.get("http"), dict) else {}
-        self.method = str(event.get("httpMethod") or http.get("method") or "GET").upper()
-        self.path = str(event.get("rawPath") or event.get("path") or http.get("path") or "/")
-        self.headers = _headers(event)
-        self.query = _query(event)
+        self.shape = shape = _shape(event)
+        self._multi = shape == "alb" and type(event.get("multiValueHeaders")) is dict
+        if shape == "v2" or shape == "url":
+            http = event["requestContext"]["http"]
+            self.method = _text(http["method"]).upper()
+            path = event.get("rawPath") or http.get("path")
+        else:
+            self.method = _text(event["httpMethod"]).upper()
+            path = event.get("path")
+        self.path = _text(path) if path else "/"
+        self.headers = _headers(event, shape)
         self.path_params = _text_dict(event.get("pathParameters"))
         body = event.get("body")
-        if not isinstance(body, str):
-            body = "" if body is None else str(body)
-        if event.get("isBase64Encoded") and body:
-            try:
-                body = base64.b64decode(body, validate=True).decode("utf-8", "replace")
-            except (binascii.Error, ValueError):
-                body = ""
-        self.body: str = body
+        self._raw_body = "" if body is None else _text(body)
+        self._base64 = event.get("isBase64Encoded") is True and bool(self._raw_body)
+        self._body = self._body_bytes = self._query = self._query_all = self._cookies = self._json = _UNSET
         self.trace_id = ""
-        self._json: Any = _UNSET
+
+    @property
+    def body_bytes(self) -> bytes:
+        """The body's exact bytes (a base64 body decoded); a body that claims base64 and is not
+        answers 400."""
+        if self._body_bytes is _UNSET:
+            if self._base64:
+                try:
+                    self._body_bytes = base64.b64decode(self._raw_body, validate=True)
+                except (binascii.Error, ValueError):
+                    raise HTTPError(400, "request body is not valid base64") from None
+            else:
+                self._body_bytes = self._raw_body.encode("utf-8", "surrogatepass")
+        return self._body_bytes  # type: ignore[no-any-return]
+
+    @property
+    def body(self) -> str:
+        """The body as text; a binary body that is not UTF-8 answers 400 (read ``body_bytes``)."""
+        if self._body is _UNSET:
+            if self._base64:
+                try:
+                    self._body = self.body_bytes.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise HTTPError(400, "request body is not UTF-8 text") from None
+            else:
+                self._body = self._raw_body
+        return self._body  # type: ignore[no-any-return]
+
+    @property
+    def body_size(self) -> int:
+        """The body's length in bytes, without decoding it."""
+        raw = self._raw_body
+        if self._base64:
+            return len(raw) // 4 * 3 - (raw[-2:].count("=") if len(raw) % 4 == 0 else 0)
+        return len(raw) if raw.isascii() else len(raw.encode("utf-8", "surrogatepass"))
+
+    @property
+    def query_all(self) -> dict[str, list[str]]:
+        """Every value of each query parameter (``?tag=a&tag=b`` gives ``{"tag": ["a", "b"]}``)."""
+        if self._query_all is _UNSET:
+            self._query_all = _query_all(self.event, self.shape)
+        return self._query_all  # type: ignore[no-any-return]
+
+    @property
+    def query(self) -> dict[str, str]:
+        """One value per query parameter: the last one sent."""
+        if self._query is _UNSET:
+            self._query = {key: values[-1] for key, values in self.query_all.items() if values}
+        return self._query  # type: ignore[no-any-return]
+
+    @property
+    def cookies(self) -> dict[str, str]:
+        """The request's cookies, by name."""
+        if self._cookies is _UNSET:
+            self._cookies = _cookies(self.headers.get("cookie"))
+        return self._cookies  # type: ignore[no-any-return]
 
     @property
     def json(self) -> Any:
@@ -124,24 +260,21 @@ class Request:
             media = content_type.split(";", 1)[0].strip().lower()
             if media and media != "application/json" and not media.endswith("+json"):
                 raise HTTPError(415, "Content-Type must be application/json")
+            body = self.body_bytes if self._base64 else self._raw_body
             try:
-                self._json = codec.loads(self.body)
+                self._json = codec.loads(body)
             except Exception:
                 raise HTTPError(400, "request body is not valid JSON") from None
         return self._json
 
     def __repr__(self) -> str:
-        return f"Request({self.method} {self.path}, trace_id={self.trace_id!r})"
-
-
-_UNSET = object()
+        return f"Request({self.method} {self.path}, shape={self.shape!r}, trace_id={self.trace_id!r})"
 
 
 def request_id(event: Any, context: Any) -> str:
-    if isinstance(event, dict) and isinstance(event.get("requestContext"), dict):
-        found = event["requestContext"].get("requestId")
-        if isinstance(found, str) and found:
-            return found
+    found = event["requestContext"].get("requestId")
+    if isinstance(found, str) and found:
+        return found
     return str(getattr(context, "aws_request_id", "") or "")
 
 
@@ -155,49 +288,166 @@ def trace_of(request: Request, trace_header: str) -> tuple[str, Any]:
     return new_id(), found
 
 
-def _set_header(headers: dict[str, Any], name: str, value: str) -> None:
-    """Set ``name`` replacing any spelling of it, so a response never holds it twice."""
+# --- responses ----------------------------------------------------------------------------------
+
+_PHRASES: dict[int, str] = {}
+UNKNOWN_PHRASE = "Unknown Status"
+
+
+def status_description(status: int) -> str:
+    """ALB's ``statusDescription``: the status code and its reason phrase, one space apart."""
+    if not _PHRASES:
+        from http import HTTPStatus
+
+        _PHRASES.update((s.value, s.phrase) for s in HTTPStatus)
+    return f"{status} {_PHRASES.get(status, UNKNOWN_PHRASE)}"
+
+
+def _status(value: Any) -> int:
+    if type(value) is str and value.isdigit():
+        value = int(value)
+    if type(value) is not int or not 100 <= value <= 599:
+        raise TypeError(f"the function returned statusCode {value!r}, which is not an HTTP status (100-599)")
+    return value
+
+
+def _header_pairs(response: dict[str, Any]) -> list[tuple[str, str]]:
+    """Every header of a returned response dict, whichever way it was given (``headers``,
+    ``multiValueHeaders``, ``cookies``), as (name, value) pairs."""
+    pairs: list[tuple[str, str]] = []
+    headers = response.get("headers")
+    if headers:
+        pairs.extend((_text(name), _text(value)) for name, value in dict(headers).items() if value is not None)
+    multi = response.get("multiValueHeaders")
+    if multi:
+        for name, values in dict(multi).items():
+            for value in values if isinstance(values, list | tuple) else [values]:
+                if value is not None:
+                    pairs.append((_text(name), _text(value)))
+    cookies = response.get("cookies")
+    if cookies:
+        pairs.extend(("Set-Cookie", _text(cookie)) for cookie in (cookies if isinstance(cookies, list | tuple) else [cookies]))
+    return pairs
+
+
+def _grouped(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
+    """Values per header name, names compared case-insensitively (the first spelling kept)."""
+    spelling: dict[str, str] = {}
+    grouped: dict[str, list[str]] = {}
+    for name, value in pairs:
+        key = spelling.setdefault(name.lower(), name)
+        grouped.setdefault(key, []).append(value)
+    return grouped
+
+
+def _case_variants(name: str, count: int) -> list[str]:
+    """``count`` spellings of ``name`` that differ only in case (``Set-Cookie``, ``set-Cookie``,
+    ...): how one response sends a header twice through ALB without multi-value headers, as Mangum
+    does."""
+    variants = [name]
+    letters = [i for i, char in enumerate(name) if char.lower() != char.upper()]
+    number = 1
+    while len(variants) < count and number < 2 ** len(letters):
+        chars = list(name)
+        for bit, index in enumerate(letters):
+            if number >> bit & 1:
+                chars[index] = chars[index].swapcase()
+        variants.append("".join(chars))
+        number += 1
+    return variants
+
+
+def render(request: Request, status: int, pairs: list[tuple[str, str]], body: str, is_base64: bool,
+           description: str | None = None) -> dict[str, Any]:
+    """The response in the request's shape."""
+    shape = request.shape
+    grouped = _grouped(pairs)
+    response: dict[str, Any] = {"statusCode": status}
+    if shape == "alb":
+        response["statusDescription"] = description if type(description) is str else status_description(status)
+    if shape == "v2" or shape == "url":
+        headers: dict[str, str] = {}
+        cookies: list[str] = []
+        for name, values in grouped.items():
+            if name.lower() == "set-cookie":
+                cookies.extend(values)
+            else:
+                headers[name] = ",".join(values)
+        response["headers"] = headers
+        if cookies:
+            response["cookies"] = cookies
+    elif shape == "alb" and request._multi:
+        response["multiValueHeaders"] = grouped
+    elif shape == "alb":
+        headers = {}
+        for name, values in grouped.items():
+            if len(values) == 1:
+                headers[name] = values[0]
+            elif name.lower() == "set-cookie":
+                headers.update(zip(_case_variants(name, len(values)), values, strict=False))
+            else:
+                headers[name] = ", ".join(values)
+        response["headers"] = headers
+    else:  # payload format 1.0: API Gateway merges headers and multiValueHeaders
+        response["headers"] = {name: values[0] for name, values in grouped.items() if len(values) == 1}
+        multi = {name: values for name, values in grouped.items() if len(values) > 1}
+        if multi:
+            response["multiValueHeaders"] = multi
+    response["body"] = body
+    response["isBase64Encoded"] = is_base64
+    return response
+
+
+def _without(pairs: list[tuple[str, str]], name: str) -> list[tuple[str, str]]:
     lowered = name.lower()
-    for key in [k for k in headers if isinstance(k, str) and k.lower() == lowered]:
-        del headers[key]
-    headers[name] = value
+    return [pair for pair in pairs if pair[0].lower() != lowered]
 
 
-def error_response(status: int, message: str, trace_id: str, trace_header: str, headers: Any = None) -> dict[str, Any]:
+def shape_response(request: Request, result: Any, trace_id: str, trace_header: str) -> dict[str, Any]:
+    """A function's return value as the response the request's shape wants, with the trace header.
+
+    A dict with ``statusCode`` is a response (``headers``, ``multiValueHeaders``, ``cookies``,
+    ``body``, ``isBase64Encoded``, ``statusDescription``, in any shape); anything else is a 200
+    body. A body that is ``bytes`` goes base64-encoded, a ``str`` as it is, anything else as JSON.
+    """
+    if type(result) is not dict or "statusCode" not in result:
+        if isinstance(result, bytes | bytearray | memoryview):
+            pairs = [("Content-Type", "application/octet-stream"), (trace_header, trace_id)]
+            return render(request, 200, pairs, base64.b64encode(result).decode("ascii"), True)
+        return render(request, 200, [("Content-Type", "application/json"), (trace_header, trace_id)], codec.dumps(result), False)
+    status = _status(result["statusCode"])
+    pairs = _without(_header_pairs(result), trace_header)
+    body = result.get("body")
+    is_base64 = result.get("isBase64Encoded") is True
+    default_type = None
+    if body is None:
+        body = ""
+    elif isinstance(body, bytes | bytearray | memoryview):
+        body, is_base64, default_type = base64.b64encode(body).decode("ascii"), True, "application/octet-stream"
+    elif type(body) is not str:
+        body, default_type = codec.dumps(body), "application/json"
+    if default_type is not None and not any(name.lower() == "content-type" for name, _ in pairs):
+        pairs.append(("Content-Type", default_type))
+    pairs.append((trace_header, trace_id))
+    return render(request, status, pairs, body, is_base64, result.get("statusDescription"))
+
+
+def error_response(request: Request, status: int, message: str, trace_id: str, trace_header: str,
+                   headers: Any = None) -> dict[str, Any]:
+    """``{"error": message, "trace_id": ...}`` with ``status``, in the request's shape."""
     try:
-        merged = dict(headers or {})
+        pairs = _header_pairs({"headers": headers})
     except (TypeError, ValueError):
-        merged = {}
-    _set_header(merged, "Content-Type", "application/json")
-    _set_header(merged, trace_header, trace_id)
+        pairs = []
+    pairs = _without(_without(pairs, "Content-Type"), trace_header)
+    pairs += [("Content-Type", "application/json"), (trace_header, trace_id)]
     try:
         body = codec.dumps({"error": message, "trace_id": trace_id})
     except Exception:  # a message JSON cannot hold (an object, lone surrogates): say it safely
         if isinstance(message, str):
             text = message.encode("utf-8", "replace").decode("utf-8")
         else:
-            from http import HTTPStatus
-
-            text = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "Error"
+            phrase = status_description(status).partition(" ")[2]
+            text = "Error" if phrase == UNKNOWN_PHRASE else phrase
         body = codec.dumps({"error": text, "trace_id": trace_id})
-    return {"statusCode": status, "headers": merged, "body": body}
-
-
-def shape_response(result: Any, trace_id: str, trace_header: str) -> dict[str, Any]:
-    """A handler's return value as an API Gateway response carrying the trace header."""
-    if isinstance(result, dict) and "statusCode" in result:
-        response = dict(result)
-        headers = dict(response.get("headers") or {})
-        body = response.get("body")
-        if body is not None and not isinstance(body, str):
-            response["body"] = codec.dumps(body)
-            if not any(k.lower() == "content-type" for k in headers):
-                headers["Content-Type"] = "application/json"
-        _set_header(headers, trace_header, trace_id)
-        response["headers"] = headers
-        return response
-    return {
-        "statusCode": 200,
-        "headers": {"Content-Type": "application/json", trace_header: trace_id},
-        "body": codec.dumps(result),
-    }
+    return render(request, status, pairs, body, False)
