@@ -19,7 +19,10 @@ without an on-failure destination or retry limit; a stream, msk or kafka event s
 ``LATEST`` (an error on a function that counts with ``lambda_kit.counters``); an msk / kafka
 event without an on-failure destination, or with a ``kafka_handler(on_failure="report")`` that
 Lambda would not read; an SQS queue without a redrive policy that is not itself a dead-letter
-queue; a queue whose visibility timeout is shorter than its consumer's timeout allows. What each
+queue; a queue whose visibility timeout is shorter than its consumer's timeout allows; an ``alb``
+event without ``multiValueHeaders: true`` (repeated query parameters and headers lose all but
+their last value); a Function URL (``url:``) streaming its responses, which a Python function
+cannot. What each
 source needs comes from the source registry (``lambda_kit.sources``). Exit status: 0 clean or
 warnings only, 1 errors, 2 no usable serverless.yml.
 """
@@ -99,12 +102,16 @@ def _extensions(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _events(function: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(event type, its settings) per event; a bare ARN becomes ``{"arn": ...}``."""
+    """(event type, its settings) per event; a bare ARN becomes ``{"arn": ...}``. A Function URL
+    (the function property ``url:``) is an event of type ``url``: it delivers HTTP requests."""
     events = []
     for event in function.get("events") or []:
         if isinstance(event, dict) and len(event) == 1:
             kind, spec = next(iter(event.items()))
             events.append((str(kind), spec if isinstance(spec, dict) else {"arn": spec}))
+    url = function.get("url")
+    if url:
+        events.append(("url", url if isinstance(url, dict) else {}))
     return events
 
 
@@ -290,7 +297,8 @@ def _check_function(
     if decorator is not None:
         for kind in sorted({kind for kind, found in delivered.items() if found and not processed[kind]}):
             fits = " or ".join(dict.fromkeys(s.decorator for s in delivered[kind]))
-            findings.append(Finding("error", name, f"handler is a {decorator} but the function has {kind} events: use {fits} or move the event"))
+            what, fix = ("a Function URL (url:)", "remove url") if kind == "url" else (f"{kind} events", "move the event")
+            findings.append(Finding("error", name, f"handler is a {decorator} but the function has {what}: use {fits} or {fix}"))
 
     for kind, spec in events:
         if processed[kind] and any(s.reports_batch_failures for s in delivered[kind]) and spec.get("functionResponseType") != RBIF:
@@ -305,6 +313,10 @@ def _check_function(
             _check_visibility(name, spec, function, queues, provider, findings)
         if kind == "eventBridge":
             _check_event_bridge(name, spec, decorator, findings)
+        if kind == "alb" and spec.get("multiValueHeaders") is not True:
+            findings.append(Finding("warning", name, "set multiValueHeaders: true on its alb event: without it the load balancer passes only the last value of a repeated query parameter or header (request.query_all holds one value each)"))
+        if kind == "url" and str(spec.get("invokeMode", "")).upper() == "RESPONSE_STREAM":
+            findings.append(Finding("error", name, "its url has invokeMode: RESPONSE_STREAM, but Lambda streams responses only from Node.js and custom runtimes: the response api_handler returns (statusCode, headers, body) would not be read as an HTTP response; remove invokeMode (BUFFERED is the default)"))
 
     if any(s.asynchronous for found in delivered.values() for s in found):
         destinations = function.get("destinations") if isinstance(function.get("destinations"), dict) else {}

@@ -362,22 +362,35 @@ def build_event(kind: str, payload: Any, stack: Any, function: Any, method: str 
     from . import testing
 
     options: dict[str, Any] = {}
-    if kind == "api":  # an HTTP request goes to one of the function's routes
-        route_method, route_path = _first_route(function)
-        options = {"method": (method or route_method).upper(), "path": path or route_path}
+    if kind == "api":  # an HTTP request in the shape of the function's front door, to one of its routes
+        route_method, route_path, options = _first_route(function)
+        options.update(method=(method or route_method).upper(), path=path or route_path)
     try:
         return testing.event(kind, payload, trace_id=trace_id, source_arn=_event_source_arn(stack, function, kind), **options)
     except ValueError as exc:
         raise UserError(f"--event {kind}: {exc}") from None
 
 
-def _first_route(function: Any) -> tuple[str, str]:
+def _first_route(function: Any) -> tuple[str, str, dict[str, Any]]:
+    """(method, path, ``api_event`` options) of the function's first HTTP event: an HTTP API
+    (payload 2.0), a REST API (1.0), an ALB target (multi-value headers as configured) or its
+    Function URL (``url:``)."""
     for event in function.events:
         if event.kind in ("httpApi", "http"):
             method = str(event.spec.get("method", "GET"))
             route = str(event.spec.get("path", "/"))
-            return ("GET" if method == "*" else method), ("/" if route == "*" else route)
-    return "GET", "/"
+            version = "v2" if event.kind == "httpApi" else "v1"
+            route = "/" if route == "*" else route if route.startswith("/") else "/" + route
+            return ("GET" if method in ("*", "any", "ANY") else method), route, {"version": version}
+        if event.kind == "alb":
+            conditions = event.spec.get("conditions") if isinstance(event.spec.get("conditions"), dict) else {}
+            methods, paths = conditions.get("method") or ["GET"], conditions.get("path") or ["/"]
+            route = str(paths[0] if isinstance(paths, list) else paths).replace("*", "") or "/"
+            options = {"version": "alb", "multi_value": event.spec.get("multiValueHeaders") is True}
+            return str(methods[0] if isinstance(methods, list) else methods), route, options
+    if function.setting("url"):
+        return "GET", "/", {"version": "url"}
+    return "GET", "/", {}
 
 
 def _event_source_arn(stack: Any, function: Any, kind: str) -> str | None:

@@ -653,3 +653,53 @@ def test_the_extension_names_check_reads_are_the_framework_s(service, tmp_path):
     template = yaml.safe_load((tmp_path / ".serverless" / "cloudformation-template-update-stack.json").read_text())
     for mapping in (MSK_MAPPING, KAFKA_MAPPING):
         assert template["Resources"][mapping]["Properties"]["FunctionResponseTypes"] == [RBIF]
+
+
+# --- HTTP front doors: ALB targets and Function URLs ----------------------------------------------------
+
+ALB = {"listenerArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/lb/50dc6c495c0c9188/f2f7dc8efc522ab2",
+       "priority": 1, "conditions": {"path": ["/hello"]}}
+
+
+@pytest.mark.parametrize("multi_value", [True, False, None])
+def test_alb_event_without_multi_value_headers_is_a_warning(service, capsys, multi_value):
+    config = variant()
+    config["functions"]["api"]["events"] = [{"alb": {**ALB, **({} if multi_value is None else {"multiValueHeaders": multi_value})}}]
+    status, lines = run(service(config), capsys)
+    assert status == 0
+    expected = [] if multi_value else [
+        "warning: api: set multiValueHeaders: true on its alb event: without it the load balancer passes only the last value "
+        "of a repeated query parameter or header (request.query_all holds one value each)"
+    ]
+    assert findings(lines) == expected
+
+
+@pytest.mark.parametrize("kind", ["alb", "url"])
+def test_alb_and_function_url_need_an_api_handler(service, capsys, kind):
+    config = variant()
+    if kind == "alb":
+        config["functions"]["worker"]["events"].append({"alb": {**ALB, "multiValueHeaders": True}})
+        what, fix = "alb events", "move the event"
+    else:
+        config["functions"]["worker"]["url"] = True
+        what, fix = "a Function URL (url:)", "remove url"
+    status, lines = run(service(config), capsys)
+    assert status == 1
+    assert findings(lines) == [f"error: worker: handler is a sqs_handler but the function has {what}: use api_handler or {fix}"]
+
+
+@pytest.mark.parametrize("url", [True, {"cors": True}, {"invokeMode": "BUFFERED", "authorizer": "aws_iam"}])
+def test_a_function_url_on_an_api_handler_is_clean(service, capsys, url):
+    config = variant()
+    config["functions"]["api"]["url"] = url
+    status, lines = run(service(config), capsys)
+    assert (status, findings(lines)) == (0, [])
+
+
+def test_a_streaming_function_url_is_an_error(service, capsys):
+    config = variant()
+    config["functions"]["api"]["url"] = {"invokeMode": "RESPONSE_STREAM"}
+    status, lines = run(service(config), capsys)
+    assert status == 1
+    [line] = findings(lines)
+    assert line.startswith("error: api: its url has invokeMode: RESPONSE_STREAM, but Lambda streams responses only from Node.js")

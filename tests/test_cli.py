@@ -219,3 +219,56 @@ def test_check_is_delegated(project, capsys):
     code = main(["check", str(project)])
     assert code in (0, 1)
     assert capsys.readouterr().out or True
+
+
+FRONT_DOORS = """
+service: {service}
+provider:
+  name: aws
+functions:
+  rest:
+    handler: doors.handler
+    events:
+      - http: 'PUT things/{{id}}'
+  balanced:
+    handler: doors.handler
+    events:
+      - alb:
+          listenerArn: arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/lb/1/2
+          priority: 1
+          multiValueHeaders: true
+          conditions:
+            method: [PATCH]
+            path: [/doors/*]
+  linked:
+    handler: doors.handler
+    url: true
+"""
+
+DOORS = """
+from lambda_kit import api_handler
+
+@api_handler
+def handler(request, context):
+    return {"statusCode": 200, "cookies": ["seen=1"], "body": {"shape": request.shape, "method": request.method, "path": request.path}}
+"""
+
+
+@pytest.mark.parametrize(("function", "shape", "method", "path"), [
+    ("rest", "v1", "PUT", "/things/{id}"),
+    ("balanced", "alb", "PATCH", "/doors/"),
+    ("linked", "url", "GET", "/"),
+])
+def test_invoke_an_api_function_sends_its_front_doors_shape(tmp_path, unique_name, aws_endpoint, capsys, function, shape, method, path):
+    (tmp_path / "serverless.yml").write_text(textwrap.dedent(FRONT_DOORS.format(service=unique_name("doors"))), encoding="utf-8")
+    (tmp_path / "doors.py").write_text(textwrap.dedent(DOORS), encoding="utf-8")
+    assert main(["invoke", function, "--event", "api", "-c", str(tmp_path / "serverless.yml")]) == 0
+    out = capsys.readouterr().out
+    response = json.loads(out[out.index("response:\n") + len("response:\n"):out.index("log lines")])
+    assert json.loads(response["body"]) == {"shape": shape, "method": method, "path": path}
+    if shape == "alb":  # multiValueHeaders: true on the alb event
+        assert response["statusDescription"] == "200 OK" and response["multiValueHeaders"]["Set-Cookie"] == ["seen=1"]
+    elif shape == "url":
+        assert response["cookies"] == ["seen=1"]
+    else:
+        assert response["headers"]["Set-Cookie"] == "seen=1"
