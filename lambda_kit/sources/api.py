@@ -88,26 +88,38 @@ def _text_dict(value: Any) -> dict[str, str]:
     return {_text(k): _text(v) for k, v in value.items() if v is not None}
 
 
-def _headers(event: dict[str, Any], shape: str) -> Headers:
-    """One value per name: repeated headers joined with ``", "`` (cookies with ``"; "``)."""
-    headers = Headers()
-    single = event.get("headers")
-    multi = event.get("multiValueHeaders") if shape != "v2" and shape != "url" else None
-    if multi and type(multi) is dict:
-        for key, values in multi.items():
-            if type(values) is list and values:
-                name = _text(key).lower()
-                texts = [_text(v) for v in values if v is not None]
-                dict.__setitem__(headers, name, ("; " if name == "cookie" else ", ").join(texts))
-    if single and type(single) is dict:
-        fill = dict.setdefault if headers else dict.__setitem__
+def _lowered(single: dict[Any, Any]) -> dict[str, str]:
+    """Single-value headers with lower-case names: in one pass when every name and value is a
+    string (what AWS sends), else one by one."""
+    try:
+        lowered = {key.lower(): value for key, value in single.items() if type(value) is str}
+    except AttributeError:  # a name that is not a string
+        lowered = {}
+    if len(lowered) != len(single):
+        lowered = {}
         for key, value in single.items():
             if value is not None:
-                fill(headers, _text(key).lower(), _text(value))
+                lowered[_text(key).lower()] = _text(value)
+    return lowered
+
+
+def _headers(event: dict[str, Any], shape: str) -> Headers:
+    """One value per name: repeated headers joined with ``", "`` (cookies with ``"; "``)."""
+    single = event.get("headers")
+    found = _lowered(single) if single and type(single) is dict else {}
     if shape == "v2" or shape == "url":
         cookies = event.get("cookies")
-        if cookies and type(cookies) is list and "cookie" not in headers:
-            dict.__setitem__(headers, "cookie", "; ".join(_text(c) for c in cookies))
+        if cookies and type(cookies) is list and "cookie" not in found:
+            found["cookie"] = "; ".join(_text(c) for c in cookies)
+    else:
+        multi = event.get("multiValueHeaders")  # every value; where both are sent, it wins
+        if multi and type(multi) is dict:
+            for key, values in multi.items():
+                if type(values) is list and values:
+                    name = _text(key).lower()
+                    found[name] = ("; " if name == "cookie" else ", ").join([_text(v) for v in values if v is not None])
+    headers = Headers.__new__(Headers)  # the names are lower-case already
+    dict.update(headers, found)
     return headers
 
 
@@ -123,26 +135,28 @@ def _shape(event: dict[str, Any]) -> str:
 
 def _query_all(event: dict[str, Any], shape: str) -> dict[str, list[str]]:
     """Every value of every query parameter, decoded, in request order."""
-    found: dict[str, list[str]] = {}
     single = event.get("queryStringParameters")
+    single = single if single and type(single) is dict else {}
     if shape == "v2" or shape == "url":
         raw = event.get("rawQueryString")
-        if single and type(raw) is str and raw:  # repeated names come comma-joined in queryStringParameters
+        if type(raw) is str and raw and any(type(v) is str and "," in v for v in single.values()):
+            # repeated names come comma-joined in queryStringParameters: the raw string tells them apart
             from urllib.parse import parse_qsl
 
+            found: dict[str, list[str]] = {}
             for key, value in parse_qsl(raw, keep_blank_values=True):
                 found.setdefault(key, []).append(value)
             return found
-    else:
-        multi = event.get("multiValueQueryStringParameters")
-        if multi and type(multi) is dict:
-            for key, values in multi.items():
-                if type(values) is list:
-                    found[_text(key)] = [_text(v) for v in values if v is not None]
-    if single and type(single) is dict:
-        for key, value in single.items():
-            if value is not None and _text(key) not in found:
-                found[_text(key)] = [_text(value)]
+        return {_text(key): [_text(value)] for key, value in single.items() if value is not None}
+    found = {}
+    multi = event.get("multiValueQueryStringParameters")
+    if multi and type(multi) is dict:
+        for key, values in multi.items():
+            if type(values) is list:
+                found[_text(key)] = [_text(v) for v in values if v is not None]
+    for key, value in single.items():
+        if value is not None and _text(key) not in found:
+            found[_text(key)] = [_text(value)]
     if shape == "alb" and found:  # the load balancer passes the query string as the client sent it
         from urllib.parse import unquote_plus
 
@@ -242,7 +256,13 @@ class Request:
     def query(self) -> dict[str, str]:
         """One value per query parameter: the last one sent."""
         if self._query is _UNSET:
-            self._query = {key: values[-1] for key, values in self.query_all.items() if values}
+            single = self.event.get("queryStringParameters")
+            if (self.shape == "v2" or self.shape == "url") and self._query_all is _UNSET and not (
+                single and type(single) is dict and any(type(v) is not str or "," in v for v in single.values())
+            ):  # payload 2.0 without a repeated name: the parameters as API Gateway decoded them
+                self._query = _text_dict(single)
+            else:
+                self._query = {key: values[-1] for key, values in self.query_all.items() if values}
         return self._query  # type: ignore[no-any-return]
 
     @property
@@ -398,6 +418,18 @@ def render(request: Request, status: int, pairs: list[tuple[str, str]], body: st
     return response
 
 
+def _ok(request: Request, content_type: str, trace_header: str, trace_id: str, body: str, is_base64: bool) -> dict[str, Any]:
+    """A 200 with two headers, in the request's shape (``render``'s result, without its work)."""
+    shape = request.shape
+    if shape == "alb":
+        if request._multi:
+            return {"statusCode": 200, "statusDescription": "200 OK", "multiValueHeaders":
+                    {"Content-Type": [content_type], trace_header: [trace_id]}, "body": body, "isBase64Encoded": is_base64}
+        return {"statusCode": 200, "statusDescription": "200 OK", "headers": {"Content-Type": content_type, trace_header: trace_id},
+                "body": body, "isBase64Encoded": is_base64}
+    return {"statusCode": 200, "headers": {"Content-Type": content_type, trace_header: trace_id}, "body": body, "isBase64Encoded": is_base64}
+
+
 def _without(pairs: list[tuple[str, str]], name: str) -> list[tuple[str, str]]:
     lowered = name.lower()
     return [pair for pair in pairs if pair[0].lower() != lowered]
@@ -412,9 +444,8 @@ def shape_response(request: Request, result: Any, trace_id: str, trace_header: s
     """
     if type(result) is not dict or "statusCode" not in result:
         if isinstance(result, bytes | bytearray | memoryview):
-            pairs = [("Content-Type", "application/octet-stream"), (trace_header, trace_id)]
-            return render(request, 200, pairs, base64.b64encode(result).decode("ascii"), True)
-        return render(request, 200, [("Content-Type", "application/json"), (trace_header, trace_id)], codec.dumps(result), False)
+            return _ok(request, "application/octet-stream", trace_header, trace_id, base64.b64encode(result).decode("ascii"), True)
+        return _ok(request, "application/json", trace_header, trace_id, codec.dumps(result), False)
     status = _status(result["statusCode"])
     pairs = _without(_header_pairs(result), trace_header)
     body = result.get("body")
