@@ -1,5 +1,6 @@
 """The local HTTP API: real HTTP requests routed per serverless.yml's httpApi events into HTTP
-API (payload 2.0) events; responses shaped as API Gateway does."""
+API (payload 2.0) events and per its http events into REST API (payload 1.0) events; responses
+shaped as API Gateway does."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ functions:
       - httpApi: 'GET /crash'
       - httpApi: 'GET /plain'
       - httpApi: 'GET /items/special'
+      - http: 'ANY legacy/{{id}}'
 """
 
 API = """
@@ -44,6 +46,8 @@ def decorated(request, context):
 
 def handler(event, context):
     events.append(event)
+    if event.get("resource", "").startswith("/legacy"):
+        return legacy(event, context)
     if event["rawPath"] == "/plain":
         return {"plain": True}
     if event["rawPath"].startswith("/files/"):
@@ -52,6 +56,12 @@ def handler(event, context):
     if event["rawPath"] == "/items/special":
         return {"statusCode": 200, "body": "special"}
     return decorated(event, context)
+
+
+@api_handler
+def legacy(request, context):
+    return {"statusCode": 200, "cookies": ["a=1", "b=2"], "headers": {"Content-Type": "application/octet-stream"},
+            "body": request.body_bytes[::-1] + b"|" + ",".join(request.query_all.get("t", [])).encode() + b"|" + request.shape.encode()}
 """
 
 
@@ -120,3 +130,18 @@ def test_a_plain_return_value_is_a_200_json_body(api_stack):
     status, headers, body = _call(api_stack.api_url + "/plain")
     assert status == 200 and json.loads(body) == {"plain": True}
     assert headers["Content-Type"] == "application/json"
+
+
+def test_rest_routes_get_rest_api_events(api_stack):
+    """An ``http`` event's route: a payload 1.0 event with every header and query value, binary
+    bodies base64-encoded, the response's multi-value headers sent as repeated headers."""
+    request = urllib.request.Request(api_stack.api_url + "/legacy/7?t=x&t=y%20z", data=b"\x00\xffab", method="PUT",
+                                     headers={"Content-Type": "application/octet-stream"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200
+        assert response.headers.get_all("Set-Cookie") == ["a=1", "b=2"]
+        assert response.read() == b"ba\xff\x00|x,y z|v1"
+    event = module_of(api_stack, "api").events[-1]
+    assert (event["resource"], event["path"], event["httpMethod"]) == ("/legacy/{id}", "/legacy/7", "PUT")
+    assert event["pathParameters"] == {"id": "7"} and event["multiValueQueryStringParameters"] == {"t": ["x", "y z"]}
+    assert event["isBase64Encoded"] is True and event["requestContext"]["resourcePath"] == "/legacy/{id}"

@@ -1,12 +1,15 @@
-"""The HTTP API on 127.0.0.1: real HTTP requests in, HTTP API (payload 2.0) events to functions.
+"""The HTTP API on 127.0.0.1: real HTTP requests in, API Gateway events to functions.
 
-Routes come from the ``httpApi`` events in serverless.yml (``method`` + ``path`` with ``{param}``
-and greedy ``{proxy+}``, ``'*'`` for any method or the catch-all route). The most specific route
-wins (literal segments over parameters over greedy). Unknown routes answer 404
+Routes come from the ``httpApi`` events in serverless.yml, sent as HTTP API (payload 2.0) events,
+and from the ``http`` events, sent as REST API (payload 1.0) events (``method`` + ``path`` with
+``{param}`` and greedy ``{proxy+}``, ``'*'``/``any`` for any method or the catch-all route). The
+most specific route wins (literal segments over parameters over greedy). Unknown routes answer 404
 ``{"message":"Not Found"}``, a function error answers 500 ``{"message":"Internal Server
-Error"}`` — API Gateway's own bodies. A function's response is used as HTTP API does: a dict
+Error"}`` — API Gateway's own bodies. A function's response is used as API Gateway does: a dict
 with ``statusCode`` gives status, headers, ``multiValueHeaders``, ``cookies`` and body
-(base64-decoded when ``isBase64Encoded``); anything else is a 200 JSON body.
+(base64-decoded when ``isBase64Encoded``); anything else is a 200 JSON body. Bodies of binary
+content types go base64-encoded to REST routes too (a REST API does that only for its
+``binaryMediaTypes``).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ class Route:
     method: str  # "GET", ... or "ANY"
     path: str  # "/views/{id}", "/{proxy+}", "$default"
     runtime: FunctionRuntime
+    payload: str = "2.0"  # "2.0": an HTTP API route; "1.0": a REST API route
     _regex: re.Pattern[str] | None = None
 
     @property
@@ -72,15 +76,16 @@ class Route:
         return (0 if greedy else 1, literal, len(segments), 0 if self.method == "ANY" else 1)
 
 
-def routes_for(runtime: FunctionRuntime, specs: list[dict[str, Any]]) -> list[Route]:
+def routes_for(runtime: FunctionRuntime, specs: list[dict[str, Any]], payload: str = "2.0") -> list[Route]:
+    """The routes of ``httpApi`` event specs (``payload="2.0"``) or ``http`` ones (``"1.0"``)."""
     routes = []
     for spec in specs:
         method = str(spec.get("method", "*")).upper()
         path = str(spec.get("path", "*"))
         if path == "*":
-            routes.append(Route("ANY", "$default", runtime))
+            routes.append(Route("ANY", "$default", runtime, payload))
             continue
-        routes.append(Route("ANY" if method == "*" else method, path if path.startswith("/") else "/" + path, runtime))
+        routes.append(Route("ANY" if method == "*" else method, path if path.startswith("/") else "/" + path, runtime, payload))
     return routes
 
 
@@ -145,11 +150,55 @@ class HttpGateway:
         if found is None:
             return _json_response(404, {"message": "Not Found"})
         route, params = found
-        event = self.event(route, method, path, parts.query, headers, body, params, client_ip)
+        build = self.event if route.payload == "2.0" else self.rest_event
+        event = build(route, method, path, parts.query, headers, body, params, client_ip)
         result = route.runtime.invoke(event, source="api")
         if result.error is not None:
             return _json_response(500, {"message": "Internal Server Error"})
         return http_response(result.response)
+
+    def rest_event(self, route: Route, method: str, path: str, query: str, headers: list[tuple[str, str]], body: bytes, params: dict[str, str], client_ip: str) -> dict[str, Any]:
+        """A REST API (payload 1.0) event: every value in the multi-value fields, the last one in
+        ``headers`` and ``queryStringParameters``."""
+        multi_headers: dict[str, list[str]] = {}
+        for name, value in headers:
+            multi_headers.setdefault(name, []).append(value)
+        multi_query: dict[str, list[str]] = {}
+        for name, value in parse_qsl(query, keep_blank_values=True):
+            multi_query.setdefault(name, []).append(value)
+        content_type = next((v[-1] for k, v in multi_headers.items() if k.lower() == "content-type"), "")
+        text_body, is_base64 = _body_text(body, content_type)
+        now = time.time()
+        resource = "/" if route.path == "$default" else route.path
+        stage = "local"
+        return {
+            "resource": resource,
+            "path": path,
+            "httpMethod": method,
+            "headers": {name: values[-1] for name, values in multi_headers.items()} or None,
+            "multiValueHeaders": multi_headers or None,
+            "queryStringParameters": {name: values[-1] for name, values in multi_query.items()} or None,
+            "multiValueQueryStringParameters": multi_query or None,
+            "pathParameters": params or None,
+            "stageVariables": None,
+            "requestContext": {
+                "accountId": "123456789012",
+                "apiId": "local",
+                "domainName": next((v[-1] for k, v in multi_headers.items() if k.lower() == "host"), f"{self.host}:{self.port}"),
+                "httpMethod": method,
+                "identity": {"sourceIp": client_ip, "userAgent": next((v[-1] for k, v in multi_headers.items() if k.lower() == "user-agent"), "")},
+                "path": f"/{stage}{path}",
+                "protocol": "HTTP/1.1",
+                "requestId": str(uuid.uuid4()),
+                "requestTime": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
+                "requestTimeEpoch": int(now * 1000),
+                "resourceId": "local",
+                "resourcePath": resource,
+                "stage": stage,
+            },
+            "body": text_body,
+            "isBase64Encoded": is_base64,
+        }
 
     def event(self, route: Route, method: str, path: str, query: str, headers: list[tuple[str, str]], body: bytes, params: dict[str, str], client_ip: str) -> dict[str, Any]:
         merged: dict[str, str] = {}
@@ -163,17 +212,7 @@ class HttpGateway:
         query_params: dict[str, str] = {}
         for name, value in parse_qsl(query, keep_blank_values=True):
             query_params[name] = f"{query_params[name]},{value}" if name in query_params else value
-        content_type = merged.get("content-type", "")
-        text_body: str | None = None
-        is_base64 = False
-        if body:
-            if any(t in content_type for t in TEXT_TYPES) or not content_type:
-                try:
-                    text_body = body.decode("utf-8")
-                except UnicodeDecodeError:
-                    text_body, is_base64 = base64.b64encode(body).decode(), True
-            else:
-                text_body, is_base64 = base64.b64encode(body).decode(), True
+        text_body, is_base64 = _body_text(body, merged.get("content-type", ""))
         now = time.time()
         event: dict[str, Any] = {
             "version": "2.0",
@@ -210,6 +249,18 @@ class HttpGateway:
         if text_body is not None:
             event["body"] = text_body
         return event
+
+
+def _body_text(body: bytes, content_type: str) -> tuple[str | None, bool]:
+    """(the event's ``body``, ``isBase64Encoded``): text content types as text, others base64."""
+    if not body:
+        return None, False
+    if any(t in content_type for t in TEXT_TYPES) or not content_type:
+        try:
+            return body.decode("utf-8"), False
+        except UnicodeDecodeError:
+            pass
+    return base64.b64encode(body).decode(), True
 
 
 def _json_response(status: int, body: Any) -> tuple[int, list[tuple[str, str]], bytes]:

@@ -157,10 +157,10 @@ class LocalStack:
         self.invoker = AsyncInvoker(destinations, self.timing, self.journal)
         routes: list[Route] = []
         for runtime in self.runtimes.values():
-            http_specs = []
+            http_specs, rest_specs = [], []
             for event in runtime.function.events:
-                if event.kind == "httpApi":
-                    http_specs.append(event.spec)
+                if event.kind in ("httpApi", "http"):
+                    (http_specs if event.kind == "httpApi" else rest_specs).append(event.spec)
                     continue
                 if not self.event_sources:
                     continue
@@ -189,6 +189,7 @@ class LocalStack:
                     unsupported = "eventBridge schedule" if event.kind == "eventBridge" else event.kind
                     self.journal.record("event.unsupported", function=runtime.function.key, event_kind=unsupported)
             routes.extend(routes_for(runtime, http_specs))
+            routes.extend(routes_for(runtime, rest_specs, payload="1.0"))
 
         if routes and self.api_port is not None:
             self.gateway = HttpGateway(routes, self.api_port, stage="$default").start()
