@@ -491,7 +491,7 @@ def test_alb_status_description_is_the_status_and_its_phrase_or_the_functions_ow
     assert described(s="418", own="1") == "418 Short And Stout"
 
 
-@pytest.mark.parametrize("status", [True, "2OO", 99, 600, None, 200.5, [200]])
+@pytest.mark.parametrize("status", [True, "2OO", "²⁰⁰", 99, 600, None, 200.5, [200]])
 def test_a_returned_status_code_that_is_not_an_http_status_is_a_500(status, capfd):
     response = api_handler(lambda request, context: {"statusCode": status, "body": "x"})(api_event(), None)
     assert response["statusCode"] == 500 and body_of(response)["error"] == "Internal Server Error"

@@ -4,8 +4,8 @@ One request per invocation: ``request_scope`` runs it, not the record loop. The 
 ``Request.shape`` says), after AWS's documented payloads and Mangum's adapters:
 
 - ``"v1"``: payload format 1.0, from an API Gateway REST API or an HTTP API with
-  ``payloadFormatVersion: "1.0"``; the response has ``headers`` and, for repeated names (every
-  ``Set-Cookie`` after the first), ``multiValueHeaders``.
+  ``payloadFormatVersion: "1.0"``; the response has ``headers`` and, for a name sent more than
+  once (two ``Set-Cookie``), ``multiValueHeaders``.
 - ``"v2"``: HTTP API payload format 2.0; ``cookies`` in the request, a ``cookies`` list in the
   response, repeated response headers joined with commas.
 - ``"url"``: a Lambda Function URL: payload format 2.0, answered as ``"v2"``.
@@ -106,18 +106,27 @@ def _lowered(single: dict[Any, Any]) -> dict[str, str]:
 def _headers(event: dict[str, Any], shape: str) -> Headers:
     """One value per name: repeated headers joined with ``", "`` (cookies with ``"; "``)."""
     single = event.get("headers")
-    found = _lowered(single) if single and type(single) is dict else {}
-    if shape == "v2" or shape == "url":
-        cookies = event.get("cookies")
-        if cookies and type(cookies) is list and "cookie" not in found:
-            found["cookie"] = "; ".join(_text(c) for c in cookies)
-    else:
-        multi = event.get("multiValueHeaders")  # every value; where both are sent, it wins
-        if multi and type(multi) is dict:
-            for key, values in multi.items():
-                if type(values) is list and values:
-                    name = _text(key).lower()
+    single = single if single and type(single) is dict else None
+    multi = event.get("multiValueHeaders") if shape != "v2" and shape != "url" else None
+    if multi and type(multi) is dict:  # every value; where both forms are sent, it wins
+        found: dict[str, str] = {}
+        for key, values in multi.items():
+            if type(values) is list and values:
+                name = key.lower() if type(key) is str else str(key).lower()
+                if len(values) == 1 and type(values[0]) is str:
+                    found[name] = values[0]
+                else:
                     found[name] = ("; " if name == "cookie" else ", ").join([_text(v) for v in values if v is not None])
+        if single:
+            for key, value in single.items():
+                if value is not None:
+                    found.setdefault(key.lower() if type(key) is str else str(key).lower(), _text(value))
+    else:
+        found = _lowered(single) if single else {}
+        if shape == "v2" or shape == "url":
+            cookies = event.get("cookies")
+            if cookies and type(cookies) is list and "cookie" not in found:
+                found["cookie"] = "; ".join(_text(c) for c in cookies)
     headers = Headers.__new__(Headers)  # the names are lower-case already
     dict.update(headers, found)
     return headers
@@ -153,15 +162,22 @@ def _query_all(event: dict[str, Any], shape: str) -> dict[str, list[str]]:
     if multi and type(multi) is dict:
         for key, values in multi.items():
             if type(values) is list:
-                found[_text(key)] = [_text(v) for v in values if v is not None]
+                found[_text(key)] = list(values) if all(type(v) is str for v in values) else [_text(v) for v in values if v is not None]
     for key, value in single.items():
-        if value is not None and _text(key) not in found:
-            found[_text(key)] = [_text(value)]
+        if value is not None:
+            found.setdefault(_text(key), [_text(value)])
     if shape == "alb" and found:  # the load balancer passes the query string as the client sent it
-        from urllib.parse import unquote_plus
-
-        return {unquote_plus(key): [unquote_plus(v) for v in values] for key, values in found.items()}
+        return {_unquoted(key): [_unquoted(v) for v in values] for key, values in found.items()}
     return found
+
+
+def _unquoted(text: str) -> str:
+    """``text`` percent-decoded (``+`` is a space), as a query string is."""
+    if "%" not in text and "+" not in text:
+        return text
+    from urllib.parse import unquote_plus
+
+    return unquote_plus(text)
 
 
 def _cookies(header: str | None) -> dict[str, str]:
@@ -324,7 +340,7 @@ def status_description(status: int) -> str:
 
 
 def _status(value: Any) -> int:
-    if type(value) is str and value.isdigit():
+    if type(value) is str and value.isascii() and value.isdigit():
         value = int(value)
     if type(value) is not int or not 100 <= value <= 599:
         raise TypeError(f"the function returned statusCode {value!r}, which is not an HTTP status (100-599)")
