@@ -86,14 +86,13 @@ def _raise_chained() -> Any:
         raise ValueError(f"wrapped {SECRET}") from cause
 
 
-def check_response(response: Any, trace_header: str = "X-Trace-Id", event: Any = None) -> tuple[int, str, Any]:
-    """The response's shape (exactly the one ``event`` asks for, when given); returns (status,
-    trace id, decoded body or None)."""
+def check_response(response: Any, event: Any, trace_header: str = "X-Trace-Id") -> tuple[int, str, Any]:
+    """The response's shape, exactly the one ``event`` asks for; returns (status, trace id,
+    decoded body or None)."""
     assert isinstance(response, dict)
     status = response["statusCode"]
     assert type(status) is int and 100 <= status <= 599, status
-    kind = kind_of(event) if event is not None else "alb-multi" if "multiValueHeaders" in response and "headers" not in response else "v1"
-    [trace_id] = header_values(response, kind, trace_header)
+    [trace_id] = header_values(response, kind_of(event), trace_header)
     assert is_valid_id(trace_id), trace_id
     body = response.get("body")
     assert isinstance(body, str)
@@ -202,7 +201,7 @@ def test_api_handler_answers_any_request_without_leaking(event, behaviour, conte
             assert line["level"] == "ERROR" and line["error_type"] == "UnsupportedEvent"
             assert str(refused).startswith("api_handler cannot process ")
             return
-    status, trace_id, body = check_response(response, event=event)
+    status, trace_id, body = check_response(response, event)
     lines = parse_lines(out)
     assert lines and all(line["trace_id"] == trace_id for line in lines)
     errors = of_level(lines, "ERROR")
@@ -230,11 +229,13 @@ def test_api_handler_answers_any_request_without_leaking(event, behaviour, conte
 # --- no internals in any response ---------------------------------------------------------------
 
 @pytest.mark.parametrize("codec_name", CODECS)
+@pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("behaviour", sorted(SERVER_ERRORS))
-def test_server_errors_say_nothing_of_the_exception(behaviour, codec_name):
+def test_server_errors_say_nothing_of_the_exception(behaviour, codec_name, shape):
+    event = request_for(shape, "POST", body={"a": 1})
     with using_codec(codec_name), captured() as out:
-        response = api_handler(BEHAVIOURS[behaviour])(api_event("POST", body={"a": 1}), lambda_context())
-    status, trace_id, body = check_response(response)
+        response = api_handler(BEHAVIOURS[behaviour])(event, lambda_context())
+    status, trace_id, body = check_response(response, event)
     assert (status, body) == (500, {"error": "Internal Server Error", "trace_id": trace_id})
     [error] = of_level(parse_lines(out), "ERROR")  # the details go to the log, with the trace id
     assert error["trace_id"] == trace_id and error["error_type"]
@@ -249,10 +250,12 @@ def test_server_errors_say_nothing_of_the_exception(behaviour, codec_name):
     ("http_out_of_range", 500, "not an error status"),  # not an error status: a server error
 ])
 @pytest.mark.parametrize("codec_name", CODECS)
-def test_http_errors_answer_their_status_and_message(behaviour, status, message, codec_name):
+@pytest.mark.parametrize("shape", SHAPES)
+def test_http_errors_answer_their_status_and_message(behaviour, status, message, codec_name, shape):
+    event = request_for(shape)
     with using_codec(codec_name), captured():
-        response = api_handler(BEHAVIOURS[behaviour])(api_event(), None)
-    got_status, trace_id, body = check_response(response)
+        response = api_handler(BEHAVIOURS[behaviour])(event, None)
+    got_status, trace_id, body = check_response(response, event)
     assert (got_status, body["error"]) == (status, message)
 
 
@@ -279,7 +282,7 @@ def test_oversized_body_is_413_and_never_reaches_the_function(version, body, bas
     event = request_for(version, "POST", body=body, base64_body=base64_body)
     with captured() as out:
         response = api_handler(**options)(called_with(calls))(event, lambda_context())
-    status, trace_id, decoded = check_response(response, event=event)
+    status, trace_id, decoded = check_response(response, event)
     assert status == 413 and calls == []
     assert decoded["error"].startswith("request body is larger than")
     lines = parse_lines(out)
@@ -296,7 +299,7 @@ def test_wrong_content_type_is_415_on_json(content_type, version):
     event = request_for(version, "POST", body={"a": 1}, headers={"Content-Type": content_type})
     with captured():
         response = api_handler(called_with([]))(event, None)
-    status, trace_id, decoded = check_response(response, event=event)
+    status, trace_id, decoded = check_response(response, event)
     assert status == 415 and decoded["error"] == "Content-Type must be application/json"
 
 
@@ -307,7 +310,7 @@ def test_json_content_types_are_accepted(content_type):
     event = api_event("POST", body={"a": 1}, headers={"content-type": content_type})
     with captured():
         response = api_handler(called_with([]))(event, None)
-    assert check_response(response)[0] == 200 and json.loads(response["body"]) == {"got": {"a": 1}}
+    assert check_response(response, event)[0] == 200 and json.loads(response["body"]) == {"got": {"a": 1}}
 
 
 @pytest.mark.parametrize("codec_name", CODECS)
@@ -317,7 +320,7 @@ def test_bad_json_is_400_and_not_a_server_error(body, codec_name):
     event = api_event("POST", body=body)
     with using_codec(codec_name), captured() as out:
         response = api_handler(called_with([]))(event, lambda_context())
-    status, trace_id, decoded = check_response(response)
+    status, trace_id, decoded = check_response(response, event)
     assert status == 400 and decoded == {"error": "request body is not valid JSON", "trace_id": trace_id}
     assert of_level(parse_lines(out), "ERROR") == []
 
@@ -327,7 +330,7 @@ def test_bad_base64_body_is_400_not_a_crash():
     event.update(body="!!not base64!!", isBase64Encoded=True)
     with captured():
         response = api_handler(called_with([]))(event, None)
-    assert check_response(response)[0] == 400
+    assert check_response(response, event)[0] == 400
 
 
 # --- trace-id header injection ------------------------------------------------------------------
@@ -341,10 +344,10 @@ def test_hostile_trace_header_never_becomes_the_trace_id_nor_a_raw_log_line(valu
     with using_codec(codec_name), captured() as out:
         first = handler(event, lambda_context())
         second = handler(event, lambda_context())
-    status, trace_id, _ = check_response(first, event=event)
+    status, trace_id, _ = check_response(first, event)
     assert status == 200 and FRESH_ID.fullmatch(trace_id) and trace_id != value
     assert json.loads(first["body"]) == {"seen": trace_id}  # the function saw the fresh id too
-    assert check_response(second, event=event)[1] != trace_id  # fresh each time, not derived from the value
+    assert check_response(second, event)[1] != trace_id  # fresh each time, not derived from the value
     lines = parse_lines(out)
     assert [line["level"] for line in lines] == ["WARNING", "INFO", "INFO"] * 2
     assert {line["trace_id"] for line in lines[:3]} == {trace_id}
@@ -362,7 +365,7 @@ def test_any_trace_header_is_used_only_when_valid(value, header, version, codec_
     event = request_for(version, "GET", "/p", headers={header: value})
     with using_codec(codec_name), captured() as out:
         response = api_handler(lambda request, context: None)(event, None)
-    status, trace_id, _ = check_response(response, event=event)
+    status, trace_id, _ = check_response(response, event)
     assert trace_id == value if is_valid_id(value) else FRESH_ID.fullmatch(trace_id)
     lines = parse_lines(out)
     assert all(line["trace_id"] == trace_id for line in lines)
@@ -373,7 +376,7 @@ def test_custom_trace_header_is_the_one_read_and_answered():
     event = api_event(headers={"X-Request-Trace": "evil\nvalue", "X-Trace-Id": "T-1"})
     with captured():
         response = api_handler(trace_header="X-Request-Trace")(lambda r, c: None)(event, None)
-    status, trace_id, _ = check_response(response, "X-Request-Trace")
+    status, trace_id, _ = check_response(response, event, "X-Request-Trace")
     assert FRESH_ID.fullmatch(trace_id)
 
 
@@ -381,7 +384,7 @@ def test_multi_value_trace_header_is_not_a_trace_id():
     event = api_event(version="v1", multi_value_headers={"X-Trace-Id": ["T-1", "T-2"]})
     with captured():
         response = api_handler(lambda r, c: None)(event, None)
-    assert FRESH_ID.fullmatch(check_response(response)[1])
+    assert FRESH_ID.fullmatch(check_response(response, event)[1])
 
 
 # --- what every shape must carry through whole ---------------------------------------------------------
@@ -397,7 +400,7 @@ def test_every_value_of_every_query_parameter_arrives_decoded(shape, query):
     event = request_for(shape, query=query)
     with captured():
         response = api_handler(lambda request, context: seen.append((request.query_all, request.query)))(event, None)
-    assert check_response(response, event=event)[0] == 200
+    assert check_response(response, event)[0] == 200
     expected = {name: values[-1:] if shape == "alb" else values for name, values in query.items()}
     assert seen == [(expected, {name: values[-1] for name, values in query.items()})]
 
@@ -422,7 +425,7 @@ def test_binary_bodies_go_through_both_ways_byte_for_byte(shape, data, content_t
     event = request_for(shape, "PUT", body=data, headers=headers)
     with captured():
         response = api_handler(lambda request, context: request.body_bytes[::-1])(event, None)
-    status, _, _ = check_response(response, event=event)
+    status, _, _ = check_response(response, event)
     assert status == 200 and response["isBase64Encoded"] is True and body_bytes(response) == data[::-1]
     assert header_values(response, kind_of(event), "content-type") == ["application/octet-stream"]
 
