@@ -1,4 +1,5 @@
-"""The README's code examples for Kafka, EventBridge Pipes and KPL aggregates run as written."""
+"""The README's code examples for Kafka, EventBridge Pipes, KPL aggregates and HTTP (every front door)
+run as written."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import pytest
 from _hostile import captured
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-SECTIONS = ("### Kafka (`kafka_handler`)", "### EventBridge Pipes", "### KPL-aggregated Kinesis records")
+SECTIONS = ("### Kafka (`kafka_handler`)", "### EventBridge Pipes", "### KPL-aggregated Kinesis records",
+            "### HTTP: every front door (`api_handler`)")
 
 
 def examples(heading: str) -> list[str]:
