@@ -16,6 +16,7 @@ SECTIONS = (
     ("core", "lambda_kit vs Powertools vs the floor; cold start", True),
     ("cost", "DynamoDB counter costs", False),
     ("local", "end to end on the local stack", False),
+    ("windows", "tumbling windows and CloudWatch Logs subscriptions, per record", False),
 )
 
 

@@ -27,6 +27,9 @@ _EXPORTS = {
     "propagate": "propagation",
     "current_record": "trace",
     "current_trace_id": "trace",
+    # CloudWatch Logs subscriptions, tumbling windows
+    "cloudwatch_logs_handler": "decorators",
+    "current_window": "window",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -60,3 +63,7 @@ if TYPE_CHECKING:
     from .propagation import propagate  # noqa: F401
     from .sources.s3 import S3Object  # noqa: F401
     from .trace import current_record, current_trace_id  # noqa: F401
+
+if TYPE_CHECKING:  # CloudWatch Logs subscriptions, tumbling windows
+    from .decorators import cloudwatch_logs_handler  # noqa: F401
+    from .window import current_window  # noqa: F401

@@ -16,6 +16,7 @@ from .loop import Options, run_batch
 from .record import Record
 from .sources import get
 from .sources.base import Source
+from .window import Window, guarded
 
 F = TypeVar("F", bound=Callable[..., Any])
 Commit = Callable[[list[tuple[Record, Any]]], Any]
@@ -51,12 +52,22 @@ def marked(decorator: str, adapters: Sequence[Source], marks: dict[str, Any], fu
     return handler
 
 
-def batch_decorator(decorator: str, fn: Any, adapters: Sequence[Source], options: Options, marks: dict[str, Any]) -> Any:
+def batch_decorator(
+    decorator: str,
+    fn: Any,
+    adapters: Sequence[Source],
+    options: Options,
+    marks: dict[str, Any],
+    wrap: Callable[[Any], Callable[[Any, Any], Any]] | None = None,
+) -> Any:
+    """``wrap``, when given, wraps the function for the record loop (``lambda_kit.window.guarded``)."""
+
     def decorate(function: F) -> F:
         refuse_coroutine_function(decorator, function)
+        call = function if wrap is None else wrap(function)
 
         def handler(event: Any, context: Any = None) -> Any:
-            return run_batch(decorator, adapters, function, options, event, context)
+            return run_batch(decorator, adapters, call, options, event, context)
 
         return marked(decorator, adapters, marks, function, handler)  # type: ignore[no-any-return]
 
@@ -117,22 +128,57 @@ def stream_handler(
     max_attempts: int = 3,
     dead_letter: str | Callable[[], str | None] | None = None,
     commit: Commit | None = None,
+    on_window_end: Callable[[Window], Any] | None = None,
 ) -> Any:
     """Call ``fn(payload, context)`` once per Kinesis or DynamoDB Streams record, in order.
 
     ``on_failure="stop"`` (default) stops at the first failing record and reports it;
     ``"requeue"`` (Kinesis) puts it back on its stream and dead-letters it after ``max_attempts``.
-    ``commit`` works as for ``sqs_handler``.
+    ``commit`` works as for ``sqs_handler``. A record holding a CloudWatch Logs subscription
+    message is one call per log event (as ``cloudwatch_logs_handler`` gives them).
+
+    With a tumbling window on the stream, ``current_window()`` is the window while the batch runs
+    (its ``state`` goes back to Lambda with the response), and ``on_window_end(window)`` runs once
+    the window's last invocation has processed its records.
     """
     if on_failure not in ON_FAILURE:
         raise ValueError(f"stream_handler: on_failure must be one of {ON_FAILURE}, not {on_failure!r}")
     if max_attempts < 1:
         raise ValueError("stream_handler: max_attempts must be at least 1")
+    if on_window_end is not None:
+        if not callable(on_window_end):
+            raise TypeError(f"stream_handler: on_window_end must be a function of the window, not {type(on_window_end).__name__}")
+        refuse_coroutine_function("stream_handler", on_window_end)
     options = Options(json, log_event, log_result, logger, metrics, commit)
-    kinesis = get("kinesis")(json=json, on_failure=on_failure, max_attempts=max_attempts, dead_letter=dead_letter)
-    adapters = [kinesis, get("dynamodb")()]
-    marks = {"json": json, "on_failure": on_failure, "max_attempts": max_attempts, "commit": commit is not None}
-    return batch_decorator("stream_handler", fn, adapters, options, marks)
+    kinesis = get("kinesis")(
+        json=json, on_failure=on_failure, max_attempts=max_attempts, dead_letter=dead_letter, on_window_end=on_window_end
+    )
+    adapters = [kinesis, get("dynamodb")(on_window_end=on_window_end)]
+    marks = {
+        "json": json, "on_failure": on_failure, "max_attempts": max_attempts, "commit": commit is not None,
+        "on_window_end": on_window_end is not None,
+    }
+    return batch_decorator("stream_handler", fn, adapters, options, marks, wrap=guarded)
+
+
+# --- CloudWatch Logs subscriptions ---------------------------------------------------------------
+
+def cloudwatch_logs_handler(
+    fn: F | None = None,
+    /,
+    *,
+    log_event: bool = True,
+    log_result: bool = True,
+    logger: Any = None,
+    metrics: bool | None = None,
+) -> Any:
+    """Call ``fn(log_event, context)`` once per log event of a CloudWatch Logs subscription
+    (``awslogs.data`` unpacked; control messages skipped). A failure is logged and, once every log
+    event ran, the first is re-raised: Lambda retries the event, then its on-failure destination
+    (or DLQ) keeps it.
+    """
+    options = Options(True, log_event, log_result, logger, metrics)
+    return batch_decorator("cloudwatch_logs_handler", fn, [get("cloudwatch_logs")()], options, {})
 
 
 KAFKA_ON_FAILURE = ("raise", "report")

@@ -65,8 +65,9 @@ def run_batch(
     outcome = Outcome()
     try:
         adapter = recognize(decorator, adapters, event, options)
-        outcome = record_loop(adapter.records(event), fn, context, options, adapter)
-        return adapter.response(event, outcome)
+        with adapter.scope(event):
+            outcome = record_loop(adapter.records(event), fn, context, options, adapter)
+            return adapter.response(event, outcome)
     finally:
         if adapter is not None and metrics.enabled(options.metrics):
             metrics.count(function_name, adapter.name, outcome.processed, len(outcome.failures), outcome.retried)

@@ -800,3 +800,114 @@ def _s3_example(payload: Any, *, trace_id: str | None, source_arn: str | None, e
         fields.setdefault("bucket", source_arn.split(":::", 1)[1])
     key = str(fields.pop("key", "object.txt"))
     return s3_event(key, envelope=envelope, request_id=trace_id, **fields, **options)
+
+
+# --- Tumbling windows -----------------------------------------------------------------------
+
+def tumbling_window(
+    event: dict[str, Any],
+    state: dict[str, Any] | None = None,
+    *,
+    start: str = "2024-05-21T10:00:00Z",
+    seconds: int = 120,
+    final: bool = False,
+    terminated_early: bool = False,
+    shard_id: str | None = None,
+) -> dict[str, Any]:
+    """``event`` (a Kinesis or DynamoDB Streams event) as Lambda delivers it with
+    ``tumblingWindowInSeconds``: the window ``[start, start + seconds)``, the ``state`` the previous
+    invocation returned, the shard, and the window's flags (``final``: its last invocation)."""
+    from datetime import datetime, timedelta
+
+    begin = datetime.fromisoformat(start)
+    first = event["Records"][0] if event.get("Records") else {}
+    source_arn = first.get("eventSourceARN", f"arn:aws:kinesis:{REGION}:{ACCOUNT}:stream/clickstream")
+    if shard_id is None:
+        event_id = first.get("eventID", "")
+        shard_id = event_id.split(":", 1)[0] if event_id.startswith("shardId-") else "shardId-00000001716285600000-8a7b6c5d"
+    return {
+        **event,
+        "window": {"start": start, "end": (begin + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")},
+        "state": {} if state is None else state,
+        "shardId": shard_id,
+        "eventSourceARN": source_arn,
+        "isFinalInvokeForWindow": final,
+        "isWindowTerminatedEarly": terminated_early,
+    }
+
+
+# --- CloudWatch Logs subscriptions ----------------------------------------------------------
+
+_log_event_ids = itertools.count(1)
+
+
+def log_line(message: str = "record processed", *, trace_id: str | None = None, level: str = "INFO", **fields: Any) -> str:
+    """A log line as lambda_kit writes it (one JSON object): what a subscription to the log group
+    of a lambda_kit function delivers, with ``trace_id`` where the consumer reads it."""
+    line: dict[str, Any] = {
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
+        "level": level,
+        "message": message,
+        "function_name": "producer",
+        "request_id": str(uuid.uuid4()),
+    }
+    if trace_id is not None:
+        line["trace_id"] = trace_id
+    return _json.dumps({**line, **fields})
+
+
+def log_subscription_message(
+    *messages: Any,
+    log_group: str = "/aws/lambda/producer",
+    log_stream: str = "2024/05/21/[$LATEST]0123456789abcdef0123456789abcdef",
+    subscription_filters: Sequence[str] = ("lambda-kit-tests",),
+    owner: str = ACCOUNT,
+    control: bool = False,
+) -> dict[str, Any]:
+    """A subscription message (before gzip and base64) with one log event per message (a ``str``
+    as written, anything else JSON-encoded). ``control``: the message CloudWatch Logs sends to
+    check that the destination is reachable."""
+    if control:
+        messages = messages or ("CWL CONTROL MESSAGE: Checking health of destination Lambda function.",)
+    now = int(time.time() * 1000)
+    return {
+        "messageType": "CONTROL_MESSAGE" if control else "DATA_MESSAGE",
+        "owner": "CloudwatchLogs" if control else owner,
+        "logGroup": "" if control else log_group,
+        "logStream": "" if control else log_stream,
+        "subscriptionFilters": [] if control else list(subscription_filters),
+        "logEvents": [
+            {"id": f"{37199717562907174288355125807040114704837640994633613312 + next(_log_event_ids)}", "timestamp": now, "message": _text(m)}
+            for m in messages
+        ],
+    }
+
+
+def awslogs_data(message: dict[str, Any]) -> str:
+    """A subscription message as CloudWatch Logs sends it: base64 text of gzip-compressed JSON."""
+    import gzip
+
+    return base64.b64encode(gzip.compress(_json.dumps(message).encode())).decode()
+
+
+def cloudwatch_logs_event(*messages: Any, **options: Any) -> dict[str, Any]:
+    """The event a subscription filter invokes a function with: ``{"awslogs": {"data": ...}}``,
+    one log event per message (options as for ``log_subscription_message``)."""
+    return {"awslogs": {"data": awslogs_data(log_subscription_message(*messages, **options))}}
+
+
+def kinesis_log_record(*messages: Any, stream: str = "log-events", **options: Any) -> dict[str, Any]:
+    """A Kinesis record as a subscription filter to a stream puts it: the subscription message in
+    ``data`` (options as for ``log_subscription_message``)."""
+    return kinesis_record(None, stream=stream, raw_data=awslogs_data(log_subscription_message(*messages, **options)))
+
+
+@example("cloudwatch_logs")
+def _cloudwatch_logs_example(payload: Any, *, trace_id: str | None, source_arn: str | None, **options: Any) -> dict[str, Any]:
+    """``payload``: one log event's message (a dict: the fields of a lambda_kit line when
+    ``trace_id`` is given, else JSON-encoded); ``source_arn``: the log group's ARN."""
+    payload = {} if payload is None else payload
+    message = log_line(trace_id=trace_id, **payload) if trace_id and isinstance(payload, dict) else payload
+    if source_arn and ":log-group:" in source_arn:
+        options.setdefault("log_group", source_arn.split(":log-group:", 1)[1].removesuffix(":*"))
+    return cloudwatch_logs_event(message, **options)

@@ -15,7 +15,7 @@ from .base import Source
 
 __all__ = ["NAMES", "Source", "all_sources", "carried_by", "describe", "for_serverless_event", "get"]
 
-NAMES: tuple[str, ...] = ("sqs", "sns", "kinesis", "dynamodb", "api", "kafka", "eventbridge", "s3")
+NAMES: tuple[str, ...] = ("sqs", "sns", "kinesis", "dynamodb", "api", "kafka", "eventbridge", "s3", "cloudwatch_logs")
 """Every registered source, by name; each is the module ``lambda_kit.sources.<name>``."""
 
 

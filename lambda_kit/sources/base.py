@@ -6,7 +6,8 @@ small class that infers, builds the request and shapes the response):
 - ``recognizes(event)``: is this event one of this source's? (the decorator refuses any other);
 - ``records(event)``: the event split into ``Record``s: payload decoded, trace id read from where
   the producer put it (with its fallback), and the id the source's failure report uses;
-- ``response(event, outcome)``: what the source's retry machinery expects, given the failures.
+- ``response(event, outcome)``: what the source's retry machinery expects, given the failures;
+- ``scope(event)``: what stays current while the batch runs (a tumbling window); nothing by default.
 
 Class attributes describe the source to the rest of lambda_kit (decorators, ``lambda-kit check``
 and ``invoke``, the testing factories, the local stack), so none of them lists sources itself.
@@ -14,6 +15,7 @@ and ``invoke``, the testing factories, the local stack), so none of them lists s
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any, ClassVar
 
 from ..record import Outcome, Record
@@ -116,6 +118,14 @@ class Source:
     def requeue(self, record: Record, error: BaseException) -> str:
         """Route a failed record elsewhere (only adapters with ``requeueing``)."""
         raise NotImplementedError
+
+    def scope(self, event: Any) -> Any:
+        """A context manager held while the batch is read, run and answered: how an adapter keeps
+        something of the event current (``lambda_kit.window``); by default nothing."""
+        return UNSCOPED
+
+
+UNSCOPED = nullcontext()
 
 
 # --- recognizing a Records batch -----------------------------------------------------------------

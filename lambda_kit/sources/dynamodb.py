@@ -1,13 +1,16 @@
 """DynamoDB Streams: images deserialized to plain Python, trace id in the image's ``trace_id``
 attribute; a failure stops the batch at that record (Lambda resumes from its sequence number).
-EventBridge Pipes batches (a top-level list of the same records) are reported by ``eventID``."""
+EventBridge Pipes batches (a top-level list of the same records) are reported by ``eventID``.
+With a tumbling window the window's state goes in and out (``lambda_kit.window``)."""
 
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from typing import Any
 
 from ..record import Record
+from ..window import Window, Windowed
 from .base import Source, malformed, pick_trace_id, reason
 
 
@@ -59,7 +62,7 @@ def deserialize_image(image: Any) -> dict[str, Any] | None:
     return {key: deserialize(item) for key, item in image.items()}
 
 
-class DynamoDBSource(Source):
+class DynamoDBSource(Windowed, Source):
     name = "dynamodb"
     label = "a DynamoDB Streams event"
     decorator = "stream_handler"
@@ -71,6 +74,9 @@ class DynamoDBSource(Source):
     stop_at_first_failure = True
     pipes = "DynamoDB Streams records"
     pipes_report_key = "eventID"
+
+    def __init__(self, on_window_end: Callable[[Window], Any] | None = None) -> None:
+        self.on_window_end = on_window_end
 
     def record(self, raw: Any) -> Record:
         change = raw.get("dynamodb") if type(raw) is dict else None

@@ -9,6 +9,10 @@ EventBridge Pipes sends a top-level list of flattened records (the ``kinesis`` f
 others) and names failed ones by ``eventID``. A KPL aggregate becomes its user records, each with
 ``id`` ``<sequenceNumber>:<subSequenceNumber>``; a failure among them is reported by the
 aggregate's sequence number (Lambda checkpoints on it), so the whole aggregate comes back.
+
+A record holding a CloudWatch Logs subscription message (a subscription filter to the stream) is
+one record per log event, each reporting the Kinesis sequence number; a requeued log event goes
+back alone. With a tumbling window the window's state goes in and out (``lambda_kit.window``).
 """
 
 from __future__ import annotations
@@ -19,15 +23,16 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from .. import aws, codec, kpl
+from .. import aws, awslogs, codec, kpl
 from ..record import Record
 from ..trace import is_valid_id
+from ..window import Window, Windowed
 from .base import Source, malformed, pick_trace_id, reason
 
 REQUEUE_KEY = "lambda_kit_requeue"
 
 
-class KinesisSource(Source):
+class KinesisSource(Windowed, Source):
     name = "kinesis"
     label = "a Kinesis event"
     decorator = "stream_handler"
@@ -45,8 +50,10 @@ class KinesisSource(Source):
         on_failure: str = "stop",
         max_attempts: int = 3,
         dead_letter: str | Callable[[], str | None] | None = None,
+        on_window_end: Callable[[Window], Any] | None = None,
     ) -> None:
         self.json = json
+        self.on_window_end = on_window_end
         self.requeueing = on_failure == "requeue"
         self.stop_at_first_failure = not self.requeueing
         self.max_attempts = max_attempts
@@ -60,7 +67,8 @@ class KinesisSource(Source):
             if kinesis is not None and kpl.looks_aggregated(kinesis.get("data")):
                 batch = self.deaggregated(raw, kinesis)
             else:
-                batch = [self.record(raw)]
+                log_events = self.log_events(raw, kinesis)
+                batch = [self.record(raw)] if log_events is None else log_events
             records += [self.piped(record, record.raw) for record in batch] if piped else batch
         return records
 
@@ -91,6 +99,22 @@ class KinesisSource(Source):
             }
             records.append(self.record({**raw, **fields} if flattened else {**raw, "kinesis": fields}))
         return records
+
+    def log_events(self, raw: Any, kinesis: dict[str, Any] | None) -> list[Record] | None:
+        """The log events of a record holding a CloudWatch Logs subscription message, else None."""
+        if not self.json or kinesis is None:
+            return None
+        data, sequence_number = kinesis.get("data"), kinesis.get("sequenceNumber")
+        if type(data) is not str or not data.startswith(awslogs.GZIP_BASE64) or not isinstance(sequence_number, str) or not sequence_number:
+            return None
+        try:
+            message = awslogs.unpack(data)
+        except ValueError as exc:
+            trace_id, _ = pick_trace_id(None, raw.get("eventID") or sequence_number)
+            return [Record("kinesis", sequence_number, trace_id, data, raw, f"kinesis.data {exc}")]
+        meta = message.pop(REQUEUE_KEY, None)  # a log event requeued on its own
+        attempt = (meta.get("attempt") if type(meta.get("attempt")) is int else 1) if type(meta) is dict else 0
+        return awslogs.log_event_records(message, "kinesis", raw, sequence_number, attempt)
 
     def record(self, raw: Any) -> Record:
         kinesis = kinesis_fields(raw)
@@ -158,6 +182,8 @@ class KinesisSource(Source):
         Returns the outcome (``"requeued"`` or ``"dead_lettered"``); raises when AWS refused,
         in which case the record is reported as a batch failure like any other.
         """
+        if isinstance(record, awslogs.LogEventRecord):
+            return self.requeue_log_event(record, error)
         raw = record.raw
         original_data = kinesis_fields(raw)["data"]
         try:  # a record requeued before: put back what the producer sent, not our wrapper
@@ -179,6 +205,20 @@ class KinesisSource(Source):
             StreamName=_stream_name(raw.get("eventSourceARN")),
             Data=codec.dumps(envelope).encode(),
             PartitionKey=record.trace_id,
+        )
+        return "requeued"
+
+    def requeue_log_event(self, record: awslogs.LogEventRecord, error: BaseException) -> str:
+        """A failed log event goes back alone (a subscription message of that event and an attempt
+        count), so the log events that succeeded with it are not repeated."""
+        alone = {**record.document, "logEvents": [record.log_event]}
+        attempt = record.attempt + 1
+        if attempt >= self.max_attempts:
+            self._dead_letter_send(record, error, base64.b64encode(awslogs.pack(alone)).decode(), attempt)
+            return "dead_lettered"
+        retry = {**alone, REQUEUE_KEY: {"attempt": attempt, "error_type": type(error).__name__}}
+        aws.client("kinesis").put_record(
+            StreamName=_stream_name(record.raw.get("eventSourceARN")), Data=awslogs.pack(retry), PartitionKey=record.trace_id
         )
         return "requeued"
 

@@ -1,0 +1,156 @@
+"""The CloudWatch Logs subscription format, read by two sources: a subscription filter invoking a
+function (``{"awslogs": {"data": ...}}``, the ``cloudwatch_logs`` source) and one putting records on
+a Kinesis stream (each record's ``data``, the ``kinesis`` source).
+
+Either way the data is base64 text of a gzip-compressed JSON message: ``messageType``
+(``DATA_MESSAGE``, or ``CONTROL_MESSAGE`` when CloudWatch Logs checks that the destination is
+reachable), ``owner``, ``logGroup``, ``logStream``, ``subscriptionFilters`` and ``logEvents``
+(``id``, ``timestamp`` in milliseconds, ``message``). Each log event becomes one record; control
+messages are skipped with an INFO line.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import zlib
+from typing import Any
+
+from . import codec, log
+from .record import Record
+from .sources.base import pick_trace_id, reason
+from .trace import stable_id
+
+GZIP_BASE64 = "H4sI"
+"""How base64 text of gzip data begins (gzip's magic bytes 1f 8b 08): the cheap test for a Kinesis
+record that may hold a subscription message."""
+
+MAX_UNPACKED_BYTES = 16 * 1024 * 1024
+"""A subscription message unpacks to a few MB at most (CloudWatch Logs batches up to 1 MB of log
+events); more is refused, so that a small "gzip bomb" cannot take the function's memory."""
+
+DATA = "DATA_MESSAGE"
+CONTROL = "CONTROL_MESSAGE"
+
+
+class LogEventRecord(Record):
+    """A record made of one log event: ``document`` is its subscription message without the log
+    events (log group, stream, owner, filters), ``log_event`` the event as CloudWatch Logs sent it
+    (what a requeue puts back)."""
+
+    __slots__ = ("document", "log_event")
+
+
+def unpack(data: Any) -> dict[str, Any]:
+    """The subscription message in ``data`` (base64 of gzip; a zlib stream is read too). Raises
+    ``ValueError`` saying what ``data`` is instead, to follow the name of the field."""
+    if not isinstance(data, str | bytes):
+        raise ValueError("is not base64 text")
+    try:
+        packed = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ValueError(f"is not valid base64 ({reason(exc)})") from None
+    inflater = zlib.decompressobj(zlib.MAX_WBITS | 32)  # a gzip or a zlib header
+    try:
+        text = inflater.decompress(packed, MAX_UNPACKED_BYTES)
+    except zlib.error as exc:
+        raise ValueError(f"is not gzip data ({reason(exc)})") from None
+    if inflater.unconsumed_tail:
+        raise ValueError(f"unpacks to more than {MAX_UNPACKED_BYTES} bytes")
+    if not inflater.eof:
+        raise ValueError("is truncated gzip data")
+    try:
+        message = codec.loads(text)
+    except Exception as exc:
+        raise ValueError(f"is gzip data that is not JSON ({reason(exc)})") from None
+    if type(message) is not dict or not isinstance(message.get("messageType"), str):
+        raise ValueError("is not a CloudWatch Logs subscription message (it has no messageType)")
+    return message
+
+
+def pack(message: dict[str, Any]) -> bytes:
+    """``message`` as CloudWatch Logs sends it, before base64: gzip-compressed JSON."""
+    compressor = zlib.compressobj(6, zlib.DEFLATED, zlib.MAX_WBITS | 16)  # | 16: a gzip header
+    return compressor.compress(codec.dumps(message).encode()) + compressor.flush()
+
+
+def log_event_records(
+    message: dict[str, Any], source: str, raw: Any = None, record_id: str | None = None, attempt: int = 0
+) -> list[Record]:
+    """One record per log event of ``message``; none for a control message (an INFO line says so).
+
+    ``record_id`` is the id every record reports (the Kinesis sequence number of the record that
+    carried the message), else each log event's own id; ``raw`` is every record's raw (the Kinesis
+    record), else the log event itself.
+    """
+    kind = message["messageType"]
+    if kind == CONTROL:
+        log.emit("INFO", "skipped a CloudWatch Logs control message", None, {
+            "source": source, "record_id": record_id, "log_group": log.clean(message.get("logGroup")),
+            "messages": log.clean([e.get("message") for e in message.get("logEvents") or () if type(e) is dict]),
+        })
+        return []
+    document = {key: value for key, value in message.items() if key != "logEvents"}
+    events = message.get("logEvents")
+    if kind != DATA or type(events) is not list:
+        why = f"messageType {ascii(kind)[:60]} is not {DATA}" if kind != DATA else "the subscription message has no logEvents list"
+        return [Record(source, record_id or "", stable_id(repr(document)[:512]), document, raw if raw is not None else message, why, attempt)]
+    common = {
+        "log_group": message.get("logGroup"),
+        "log_stream": message.get("logStream"),
+        "owner": message.get("owner"),
+        "subscription_filters": message.get("subscriptionFilters"),
+    }
+    return [_record(event, common, document, source, raw, record_id, attempt) for event in events]
+
+
+def _record(
+    event: Any, common: dict[str, Any], document: dict[str, Any], source: str, raw: Any, record_id: str | None, attempt: int
+) -> Record:
+    if type(event) is dict and type(event.get("id")) is int:  # AWS sends the id as text; moto, as a number
+        event = {**event, "id": str(event["id"])}
+    why = _malformed(event)
+    if why is not None:
+        event_id = event.get("id") if type(event) is dict and isinstance(event.get("id"), str) else ""
+        return Record(source, record_id if record_id is not None else event_id, stable_id(event_id or repr(event)[:512]),
+                      event, raw if raw is not None else event, why, attempt)
+    text = event["message"]
+    fields = json_object(text)
+    found = fields.get("trace_id") if fields is not None and is_lambda_kit_line(fields) else None
+    trace_id, rejected = pick_trace_id(found, event["id"])
+    payload = {"id": event["id"], "timestamp": event["timestamp"], "message": text, "json": fields, **common}
+    record = LogEventRecord(source, record_id if record_id is not None else event["id"], trace_id, payload,
+                            raw if raw is not None else event, None, attempt, rejected)
+    record.document = document
+    record.log_event = event
+    return record
+
+
+def _malformed(event: Any) -> str | None:
+    if type(event) is not dict:
+        return "log event is not a JSON object"
+    if not isinstance(event.get("id"), str) or not event["id"]:
+        return "log event has no id"
+    if not isinstance(event.get("message"), str):
+        return "log event has no message text"
+    if type(event.get("timestamp")) is not int:
+        return "log event has no timestamp (milliseconds)"
+    return None
+
+
+def json_object(text: str) -> dict[str, Any] | None:
+    """``text`` decoded when it is a JSON object (a structured log line), else None."""
+    stripped = text.strip()
+    if not stripped.startswith("{"):
+        return None
+    try:
+        value = codec.loads(stripped)
+    except Exception:
+        return None
+    return value if type(value) is dict else None
+
+
+def is_lambda_kit_line(fields: dict[str, Any]) -> bool:
+    """Whether a decoded log line is one lambda_kit wrote (its keys ``timestamp``, ``level``,
+    ``message``, and a ``trace_id``): its trace id is the producer's."""
+    return "trace_id" in fields and "level" in fields and "message" in fields and "timestamp" in fields

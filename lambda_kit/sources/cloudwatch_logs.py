@@ -1,0 +1,41 @@
+"""CloudWatch Logs subscriptions: ``awslogs.data`` unpacked, one record per log event (id, timestamp,
+message, the message decoded when it is a JSON object, log group and stream); trace id from the
+message when it is a lambda_kit line (the producer's), else the log event's id.
+
+CloudWatch Logs invokes the function asynchronously, so a failure is raised once every log event
+ran: Lambda retries the whole event, then its on-failure destination (or DLQ) keeps it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import awslogs
+from ..record import Record
+from .base import Source, malformed
+
+
+class CloudWatchLogsSource(Source):
+    name = "cloudwatch_logs"
+    label = "a CloudWatch Logs subscription event"
+    decorator = "cloudwatch_logs_handler"
+    serverless_events = ("cloudwatchLog",)
+    asynchronous = True
+
+    @classmethod
+    def recognizes(cls, event: Any) -> bool:
+        if type(event) is not dict:
+            return False
+        subscription = event.get("awslogs")
+        return type(subscription) is dict and "data" in subscription
+
+    def records(self, event: Any) -> list[Record]:
+        subscription = event["awslogs"]
+        try:
+            message = awslogs.unpack(subscription["data"])
+        except ValueError as exc:
+            return [malformed(self.name, subscription, f"awslogs.data {exc}")]
+        return awslogs.log_event_records(message, self.name)
+
+
+SOURCE = CloudWatchLogsSource
