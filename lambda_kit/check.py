@@ -22,8 +22,13 @@ Lambda would not read; an SQS queue without a redrive policy that is not itself 
 queue; a queue whose visibility timeout is shorter than its consumer's timeout allows; an ``alb``
 event without ``multiValueHeaders: true`` (repeated query parameters and headers lose all but
 their last value); a Function URL (``url:``) streaming its responses, which a Python function
-cannot. What each
-source needs comes from the source registry (``lambda_kit.sources``). Exit status: 0 clean or
+cannot. Tumbling windows: ``tumblingWindowInSeconds`` outside Lambda's 0-900 s, a handler reading
+``current_window()`` with no window on its streams, a windowed handler without ``on_window_end``
+(warning), ``on_failure='requeue'`` moving records to later windows (warning). CloudWatch Logs
+subscriptions: a function subscribed to its own log group (an endless loop), more than 2
+subscription filters on a log group, ``stream_handler(json=False)`` on a stream a subscription filter
+fills (warning). What each source needs comes from the source registry (``lambda_kit.sources``).
+Exit status: 0 clean or
 warnings only, 1 errors, 2 no usable serverless.yml.
 """
 
@@ -205,19 +210,26 @@ def _importing_from(project_dir: str, environment: dict[str, str], package: str)
         sys.modules.update(shadowed)
 
 
+def _module_tree(module: Any) -> ast.Module | None:
+    """The handler module's source, parsed (None when it has no readable ``.py`` file)."""
+    path = getattr(module, "__file__", None)
+    if not path or not path.endswith(".py"):
+        return None
+    try:
+        with open(path, encoding="utf-8") as file:
+            return ast.parse(file.read(), path)
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return None
+
+
 def _uses_counters(module: Any) -> bool:
     """Whether the handler module imports ``lambda_kit.counters`` (or holds anything from it)."""
     for value in vars(module).values():
         origin = getattr(value, "__name__", "") if isinstance(value, type(sys)) else getattr(value, "__module__", "")
         if isinstance(origin, str) and origin.startswith("lambda_kit.counters"):
             return True
-    path = getattr(module, "__file__", None)
-    if not path or not path.endswith(".py"):
-        return False
-    try:
-        with open(path, encoding="utf-8") as file:
-            tree = ast.parse(file.read(), path)
-    except (OSError, SyntaxError, UnicodeDecodeError):
+    tree = _module_tree(module)
+    if tree is None:
         return False
     for node in ast.walk(tree):
         if isinstance(node, ast.Import) and any(a.name.startswith("lambda_kit.counters") for a in node.names):
@@ -230,10 +242,22 @@ def _uses_counters(module: Any) -> bool:
     return False
 
 
+def _reads_window(module: Any) -> bool:
+    """Whether the handler module uses ``current_window()`` (imported, or ``lambda_kit.current_window``)."""
+    for value in vars(module).values():
+        if getattr(value, "__module__", None) == "lambda_kit.window" and getattr(value, "__name__", None) == "current_window":
+            return True
+    tree = _module_tree(module)
+    return tree is not None and any(
+        isinstance(node, ast.Attribute) and node.attr == "current_window" for node in ast.walk(tree)
+    )
+
+
 @dataclass
 class _Handler:
     marks: dict[str, Any] | None = None
     uses_counters: bool = False
+    reads_window: bool = False
 
 
 def _import_handler(
@@ -268,7 +292,7 @@ def _import_handler(
             findings.append(Finding("error", name, f"handler module {module_name} has no function {attribute!r}: fix the handler path {handler!r}"))
             return None
         marks = getattr(fn, "__lambda_kit__", None)
-        return _Handler(marks if isinstance(marks, dict) else None, _uses_counters(module))
+        return _Handler(marks if isinstance(marks, dict) else None, _uses_counters(module), _reads_window(module))
 
 
 # ------------------------------------------------------------------ the checks
@@ -307,6 +331,9 @@ def _check_function(
             _check_kafka(name, kind, spec, handler, extensions or {}, findings)
         elif any(s.ordered for s in delivered[kind]):
             _check_stream(name, spec, handler, resources, findings)
+        if kind == "stream":
+            _check_window(name, spec, handler, findings)
+            _check_log_stream(name, spec, handler, resources, findings)
         if kind == "sns" and not isinstance(spec.get("redrivePolicy"), dict):
             findings.append(Finding("warning", name, "add redrivePolicy (a dead-letter queue) to its sns event: messages SNS cannot deliver to the function are dropped"))
         if kind == "sqs":
@@ -317,6 +344,8 @@ def _check_function(
             findings.append(Finding("warning", name, "set multiValueHeaders: true on its alb event: without it the load balancer passes only the last value of a repeated query parameter or header (request.query_all holds one value each)"))
         if kind == "url" and str(spec.get("invokeMode", "")).upper() == "RESPONSE_STREAM":
             findings.append(Finding("error", name, "its url has invokeMode: RESPONSE_STREAM, but Lambda streams responses only from Node.js and custom runtimes: the response api_handler returns (statusCode, headers, body) would not be read as an HTTP response; remove invokeMode (BUFFERED is the default)"))
+
+    _check_window_use(name, events, handler, findings)
 
     if any(s.asynchronous for found in delivered.values() for s in found):
         destinations = function.get("destinations") if isinstance(function.get("destinations"), dict) else {}
@@ -418,6 +447,111 @@ def _check_event_bridge(name: str, spec: dict[str, Any], decorator: str | None, 
             findings.append(Finding("error", name, "its eventBridge pattern lets through events the s3_handler refuses: match source: [aws.s3] and detail-type: [Object Created] and/or [Object Deleted]"))
 
 
+# ------------------------------------------------------------------ tumbling windows
+
+MAX_TUMBLING_WINDOW = 900  # seconds: Lambda's range is 0 (no window) to 900
+
+
+def _window_seconds(spec: dict[str, Any]) -> Any:
+    return spec.get("tumblingWindowInSeconds", 0)
+
+
+def _check_window(name: str, spec: dict[str, Any], handler: _Handler | None, findings: list[Finding]) -> None:
+    seconds = _window_seconds(spec)
+    if isinstance(seconds, str) and "${" in seconds:
+        return
+    if not isinstance(seconds, int) or isinstance(seconds, bool) or not 0 <= seconds <= MAX_TUMBLING_WINDOW:
+        findings.append(Finding("error", name, f"tumblingWindowInSeconds {seconds!r} on its stream event is not a whole number of seconds from 0 to {MAX_TUMBLING_WINDOW}: Lambda rejects the event source"))
+        return
+    marks = handler.marks if handler and handler.marks else {}
+    if seconds and marks.get("on_failure") == "requeue":
+        findings.append(Finding("warning", name, "on_failure='requeue' with a tumbling window: a requeued record comes back in a later window and is counted there; use on_failure='stop' to keep each record in its own window"))
+    if seconds and handler is not None and handler.reads_window and marks.get("decorator") == "stream_handler" and not marks.get("on_window_end"):
+        findings.append(Finding("warning", name, "the handler keeps a window state but has no on_window_end: the window's last invocation may carry no records, and after it Lambda drops the state; pass stream_handler(on_window_end=...) to act on the final state"))
+
+
+def _check_window_use(name: str, events: list[tuple[str, dict[str, Any]]], handler: _Handler | None, findings: list[Finding]) -> None:
+    if handler is None or not handler.reads_window:
+        return
+    if not any(kind == "stream" and _window_seconds(spec) for kind, spec in events):
+        findings.append(Finding("error", name, "the handler reads current_window() but no stream event of the function sets tumblingWindowInSeconds: current_window() is None and every record fails; set tumblingWindowInSeconds or drop the window"))
+
+
+# ------------------------------------------------------------------ CloudWatch Logs subscriptions
+
+MAX_SUBSCRIPTION_FILTERS = 2  # per log group, a CloudWatch Logs quota that cannot be raised
+
+
+def _log_group_of(spec: dict[str, Any]) -> Any:
+    return spec.get("logGroup", spec.get("arn"))
+
+
+def _subscription_filters(resources: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r.get("Properties") or {} for r in resources.values() if r.get("Type") == "AWS::Logs::SubscriptionFilter"]
+
+
+def _check_log_stream(
+    name: str, spec: dict[str, Any], handler: _Handler | None, resources: dict[str, dict[str, Any]], findings: list[Finding]
+) -> None:
+    """A stream a subscription filter fills holds gzip-compressed log data: ``json=False`` hands
+    the function those bytes instead of one call per log event."""
+    marks = handler.marks if handler and handler.marks else {}
+    if marks.get("decorator") != "stream_handler" or marks.get("json", True):
+        return
+    stream = _target(spec.get("arn"))
+    if stream and any(_target(f.get("DestinationArn")) == stream for f in _subscription_filters(resources)):
+        findings.append(Finding("warning", name, f"a subscription filter puts CloudWatch Logs data on {stream}, but the handler is stream_handler(json=False): it gets the gzip-compressed messages; leave json on for one call per log event"))
+
+
+def _log_subscription_findings(
+    config: dict[str, Any], functions: dict[str, dict[str, Any]], resources: dict[str, dict[str, Any]]
+) -> list[Finding]:
+    findings: list[Finding] = []
+    filters: dict[str, int] = {}
+    for name, function in functions.items():
+        own = _own_log_groups(name, function, config)
+        for kind, spec in _events(function):
+            group = _log_group_of(spec)
+            if kind != "cloudwatchLog" or not isinstance(group, str):
+                continue
+            filters[group] = filters.get(group, 0) + 1
+            if _normalized(group, config) in own:
+                findings.append(Finding("error", name, f"its cloudwatchLog event subscribes it to its own log group {group}: every invocation writes lines that invoke it again, without end; subscribe another function"))
+    for properties in _subscription_filters(resources):  # filters declared as resources count too
+        group = properties.get("LogGroupName")
+        target = _target(group)
+        if target is not None:  # a Ref to a log group declared with its name
+            group = (resources.get(target, {}).get("Properties") or {}).get("LogGroupName")
+        if isinstance(group, str):
+            filters[group] = filters.get(group, 0) + 1
+    for group, count in filters.items():
+        if count > MAX_SUBSCRIPTION_FILTERS:
+            findings.append(Finding("error", group, f"{count} subscription filters on this log group: CloudWatch Logs allows {MAX_SUBSCRIPTION_FILTERS} per log group, so the deploy fails; merge the consumers or subscribe a stream they share"))
+    return findings
+
+
+def _own_log_groups(name: str, function: dict[str, Any], config: dict[str, Any]) -> set[str]:
+    """The log group names the function writes to, normalized (``_normalized``): ``/aws/lambda/``
+    and its deployed name, ``name:`` or the framework's ``<service>-<stage>-<key>``."""
+    if isinstance(function.get("name"), str):
+        return {_normalized(f"/aws/lambda/{function['name']}", config)}
+    provider = config.get("provider") if isinstance(config.get("provider"), dict) else {}
+    stages = {str(provider.get("stage") or "dev"), "${sls:stage}"}
+    return {_normalized(f"/aws/lambda/{_service_name(config)}-{stage}-{name}", config) for stage in stages}
+
+
+def _service_name(config: dict[str, Any]) -> str:
+    service = config.get("service")
+    return str(service.get("name") if isinstance(service, dict) else service)
+
+
+def _normalized(text: str, config: dict[str, Any]) -> str:
+    """``text`` with the service's name for ``${self:service}`` and one placeholder for any stage
+    variable (``${sls:stage}``, ``${opt:stage, 'dev'}``, ``${self:provider.stage}`` ...)."""
+    text = re.sub(r"\$\{self:service(\.name)?\}", lambda _: _service_name(config), text)
+    return re.sub(r"\$\{[^}]*stage[^}]*\}", "<stage>", text)
+
+
 def _check_visibility(
     name: str,
     spec: dict[str, Any],
@@ -487,6 +621,7 @@ def _check(path: str | os.PathLike[str]) -> tuple[list[Finding], int]:
         handler = _import_handler(name, function, provider, project_dir, findings)
         _check_function(name, function, handler, resources, queues, provider, findings, extensions)
 
+    findings.extend(_log_subscription_findings(config, functions, resources))
     dead_letters = _dead_letter_queues(functions, queues, resources)
     consumed = {_queue_of(spec.get("arn"), queues) for f in functions.values() for kind, spec in _events(f) if kind == "sqs"}
     for name, queue in queues.items():
