@@ -887,7 +887,7 @@ def awslogs_data(message: dict[str, Any]) -> str:
     """A subscription message as CloudWatch Logs sends it: base64 text of gzip-compressed JSON."""
     import gzip
 
-    return base64.b64encode(gzip.compress(_json.dumps(message).encode())).decode()
+    return base64.b64encode(gzip.compress(_json.dumps(message).encode(), mtime=0)).decode()
 
 
 def cloudwatch_logs_event(*messages: Any, **options: Any) -> dict[str, Any]:

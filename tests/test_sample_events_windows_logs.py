@@ -164,3 +164,38 @@ def test_the_kinesis_sample_of_a_subscription_filter_to_a_stream():
 def test_subscription_samples_are_refused_by_the_other_decorators(name):
     with pytest.raises(UnsupportedEvent, match="use cloudwatch_logs_handler"):
         stream_handler(lambda m, c: None)(sample(EVENTS / "cloudwatch_logs" / name), None)
+
+
+# --- the factories build what AWS sends ---------------------------------------------------------------------
+
+
+def shape(value):
+    """Keys and value types, recursively (lists by their first item): what a sample and a factory share."""
+    if isinstance(value, dict):
+        return {key: shape(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [shape(value[0])] if value else []
+    return "number" if isinstance(value, int | float) and not isinstance(value, bool) else type(value).__name__
+
+
+def test_tumbling_window_builds_the_samples_shape():
+    from lambda_kit.testing import dynamodb_record, dynamodb_stream_event, kinesis_event, tumbling_window
+
+    built = tumbling_window(kinesis_event({"n": 1}), {"1": 282, "2": 715})
+    assert shape(built) == shape(sample(EVENTS / "kinesis" / "time-window.powertools.json"))
+    built = tumbling_window(dynamodb_stream_event(dynamodb_record("INSERT", keys={"Id": 101}, new_image={"Id": 101})), {"1": "state1"})
+    expected = shape(sample(EVENTS / "dynamodb" / "time-window.aws-lambda-go.json"))
+    assert set(shape(built)) == set(expected) and {k: v for k, v in shape(built).items() if k != "Records"} == {
+        k: v for k, v in expected.items() if k != "Records"
+    }
+
+
+def test_the_subscription_factories_build_the_documented_message():
+    from lambda_kit.testing import cloudwatch_logs_event, kinesis_log_record
+
+    documented = sample(EVENTS / "cloudwatch_logs" / "logs-guide.decoded.json")
+    event = cloudwatch_logs_event("a line")
+    assert set(event) == set(sample(EVENTS / "cloudwatch_logs" / "sam-cli.json")) == {"awslogs"}
+    assert shape(json.loads(gzip.decompress(base64.b64decode(event["awslogs"]["data"])))) == shape(documented)
+    record = kinesis_log_record("a line")
+    assert shape(json.loads(gzip.decompress(base64.b64decode(record["kinesis"]["data"])))) == shape(documented)
