@@ -47,7 +47,8 @@ def run_request(
         try:
             if max_body is not None and len(request.body.encode("utf-8", "surrogatepass")) > max_body:
                 raise HTTPError(413, f"request body is larger than {max_body} bytes")
-            response = api_source.shape_response(fn(request, context), trace_id, trace_header)
+            result = fn(request, context)
+            response = api_source.shape_response(result, trace_id, trace_header)
         except HTTPError as exc:
             status = exc.status if 400 <= exc.status <= 599 else 500
             response = api_source.error_response(status, exc.message, trace_id, trace_header, exc.headers)
@@ -65,7 +66,7 @@ def run_request(
             return response
         if options.log_result and log.enabled(20):
             fields = _result_fields(record, response, started, None)
-            fields["result"] = log.clean(_body_for_log(response.get("body")))
+            fields["result"] = log.clean(_result_for_log(result))
             log.emit("INFO", "request processed", trace_id, fields)
         return response
     finally:
@@ -74,6 +75,15 @@ def run_request(
             metrics.count(invocation[0], "api", 0 if failed else 1, 1 if failed else 0, 0)
         log.flush()
         log._invocation.reset(invocation_token)
+
+
+def _result_for_log(result: Any) -> Any:
+    """What the response body was made from, masked like any payload once cleaned: the value the
+    function returned (not its JSON decoded again: a codec's decoder may not give it back exactly),
+    the body of a response it shaped itself, decoded when it is JSON text."""
+    if isinstance(result, dict) and "statusCode" in result:
+        return _body_for_log(result.get("body"))
+    return result
 
 
 def _body_for_log(body: Any) -> Any:
@@ -114,7 +124,7 @@ def _result_fields(record: Record, response: dict[str, Any], started: float, err
     fields: dict[str, Any] = {
         "source": "api",
         "record_id": record.id,
-        "status": status,
+        "status": log.clean(status),  # the function's own value: cleaned like any logged value
         "outcome": "ok" if isinstance(status, int) and status < 400 else "client_error" if isinstance(status, int) and status < 500 else "server_error",
         "duration_ms": round((perf_counter() - started) * 1000, 3),
     }
