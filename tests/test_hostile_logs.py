@@ -473,10 +473,16 @@ def test_masks_secrets_nested_in_lists_and_dicts(codec_name):
     assert response == {"batchItemFailures": []}
     text = "".join(out)
     assert not any(value in text for value in values)
-    result = the_line(out, "record processed")["result"]
-    assert result["users"][0] == {"name": "ann", "password": "***"}
-    assert result["users"][1] == [{"token": "***"}]
-    assert result["deep"]["a"]["b"]["c"] == [{"authorization": "***"}]
+    masked = {
+        "users": [{"name": "ann", "password": "***"}, [{"token": "***"}]],
+        "deep": {"a": {"b": {"c": [{"authorization": "***"}]}}},
+        "tuple_like": [[{"api_key": "***"}]],
+        "set_cookie_list": "***",  # its own key names a cookie
+    }
+    assert the_line(out, "record received")["payload"] == masked
+    assert the_line(out, "record processed")["result"] == masked
+    nested = the_line(out, "nested")
+    assert nested["copy"] == masked and nested["as_tuple"] == [masked]
 
 
 def test_masks_secret_keys_that_are_not_plain_str(codec_name):
@@ -490,6 +496,7 @@ def test_masks_secret_keys_that_are_not_plain_str(codec_name):
 
     _, out = run_sqs(fn, {"n": 1})
     assert not any(value in "".join(out) for value in values)
+    assert the_line(out, "record processed")["result"] == {"password": "***", "token": "***", "('api_key',)": "***"}
 
 
 @pytest.mark.parametrize("version", ["v1", "v2"])
@@ -505,8 +512,10 @@ def test_masks_api_request_headers(version, codec_name):
     text = "".join(out)
     assert not any(value in text for value in values.values())
     assert event["queryStringParameters"]["api_key"] not in text
-    headers = the_line(out, "request received")["headers"]
+    received = the_line(out, "request received")
+    headers = received["headers"]
     assert headers["authorization"] == headers["cookie"] == headers["x-api-key"] == "***"
+    assert headers["x-amz-security-token"] == "***" and received["query"] == {"api_key": "***"}
 
 
 def test_masks_api_multi_value_headers(codec_name):
@@ -515,6 +524,8 @@ def test_masks_api_multi_value_headers(codec_name):
     with captured() as out:
         api_handler(lambda request, context: None)(event, None)
     assert value not in "".join(out)
+    headers = the_line(out, "request received")["headers"]
+    assert headers["cookie"] == "***" and headers["accept"] == "*/*"
 
 
 def test_masks_api_json_bodies(codec_name):
@@ -538,8 +549,11 @@ def test_masks_api_json_bodies_sent_as_base64(codec_name):
     value = secret()
     event = api_event("POST", body={"password": value}, base64_body=True)
     with captured() as out:
-        api_handler(lambda request, context: request.json)(event, None)
+        response = api_handler(lambda request, context: request.json)(event, None)
+    assert json.loads(response["body"]) == {"password": value}  # the function still sees it
     assert value not in "".join(out)
+    assert the_line(out, "request received")["body"] == {"password": "***"}
+    assert the_line(out, "request processed")["result"] == {"password": "***"}
 
 
 def test_masks_in_sns_envelope_bodies(codec_name):
@@ -551,3 +565,5 @@ def test_masks_in_sns_envelope_bodies(codec_name):
     with captured() as out:
         sqs_handler(lambda message, context: message)({"Records": [record]}, None)
     assert value not in "".join(out)
+    assert the_line(out, "record received")["payload"] == {"token": "***"}
+    assert the_line(out, "record processed")["result"] == {"token": "***"}
