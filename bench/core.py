@@ -151,7 +151,7 @@ def _floor_handler() -> Callable[[Any, Any], Any]:
         return ts_cache[1] + millis[int((now - second) * 1000)]
 
     def handler(event: Any, context: Any) -> Any:
-        loads, dumps = codec.loads, codec.dumps
+        loads, dumps = codec.loads, codec.dumps_plain  # the codec itself, as the decorator's log lines use it
         write = sys.stdout.write
         function_name, request_id = context.function_name, context.aws_request_id
         failures: list[Any] = []

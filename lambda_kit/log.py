@@ -14,7 +14,7 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextvars import ContextVar, Token
 from itertools import islice
 from typing import Any
@@ -129,11 +129,10 @@ def cut(text: str, limit: int = MAX_VALUE_CHARS) -> str:
     return f"{text[:limit]}...[truncated {len(text) - limit} chars]"
 
 
-_SCALARS = (int, float, bool, type(None))
-
-
 def clean(value: Any, depth: int = 0) -> Any:
-    """``value`` ready to log: secrets masked, long strings cut, nesting bounded.
+    """``value`` ready to log: secrets masked, long strings cut, nesting bounded, and every other
+    type as the codec writes it (``codec.convert``: Decimal, datetime, set, dataclass ...), so a line
+    is the same under every codec; what the codec cannot write is logged as its text.
 
     Returns ``value`` itself when nothing needs changing, so the common small payload costs a
     walk and no copy.
@@ -143,20 +142,16 @@ def clean(value: Any, depth: int = 0) -> Any:
         return value if len(value) <= MAX_VALUE_CHARS else cut(value)
     if kind is dict:  # the common payload, checked early
         return _clean_dict(value, depth) if depth < MAX_DEPTH else "[nested too deep]"
-    if kind in _SCALARS:
-        if kind is int and not -(2**63) <= value < 2**64:
-            return _int_text(value)
+    if kind is bool or value is None:
         return value
+    if kind is int:
+        return value if -(2**63) <= value < 2**64 else _number(value)
+    if kind is float:
+        return _number(value)
     if depth >= MAX_DEPTH:
         return "[nested too deep]"
     if isinstance(value, dict):
         return _clean_dict(value, depth)
-    if isinstance(value, Mapping):
-        try:
-            plain = dict(value)
-        except Exception:  # a mapping that cannot be read is logged as its text
-            return clean(_text_of(value))
-        return _clean_dict(plain, depth)
     if kind is list or kind is tuple:
         changed = None
         for index, item in enumerate(value):
@@ -168,15 +163,19 @@ def clean(value: Any, depth: int = 0) -> Any:
         if changed is not None:
             return changed
         return value if kind is list else list(value)
-    if isinstance(value, set | frozenset):
-        return [clean(item, depth + 1) for item in sorted(value, key=_text_of)]
-    if isinstance(value, bytes | bytearray):
-        return clean(bytes(value).decode("utf-8", "backslashreplace"))
-    if isinstance(value, str):
-        return clean(str.__str__(value))
-    if kind.__name__ == "Decimal":
-        return _decimal(value)
-    return clean(_text_of(value))
+    try:
+        converted = codec.convert(value)
+    except Exception:  # a type JSON has no form for, or one that fails to convert: its text
+        return clean(_text_of(value))
+    return converted if type(converted) is codec.Number else clean(converted, depth + 1)
+
+
+def _number(value: int | float) -> Any:
+    """A number as the codec writes it (NaN: null; a tiny float or a big int: exact text)."""
+    try:
+        return codec.plain(value)
+    except ValueError:  # more digits than Python converts to text
+        return _text_of(value)
 
 
 def _text_of(value: Any) -> str:
@@ -184,33 +183,22 @@ def _text_of(value: Any) -> str:
         text = str(value)
         return text if type(text) is str else str.__str__(text)
     except Exception:  # a __str__ that raises must not cost the line
+        if type(value) is int:
+            return f"<int of {value.bit_length()} bits>"
         return f"<unprintable {type(value).__name__}>"
 
 
-def _int_text(value: int) -> str:
-    try:
-        return clean(str(value))
-    except ValueError:  # more digits than Python converts to text
-        return f"<int of {value.bit_length()} bits>"
-
-
-def _decimal(value: Any) -> Any:
-    """A Decimal as a JSON number when it fits one, else as text (NaN, Infinity, 1E+400)."""
-    try:
-        if value.is_finite() and value.adjusted() < 40:
-            return clean(int(value)) if value == value.to_integral_value() else float(value)
-    except Exception:
-        pass
-    return clean(_text_of(value))
-
-
 def _key_text(key: Any) -> str:
-    """A non-``str`` dict key as the text a JSON line can hold (bytes decoded, objects as str)."""
-    text = clean(key)
-    return text if type(text) is str else _text_of(text)
+    """A non-``str`` dict key as the text a JSON line holds: the codec's (``codec.key_text``),
+    else, for a key the codec refuses (a tuple, an object), its text."""
+    try:
+        text = codec.key_text(key)
+    except Exception:
+        text = _text_of(key)
+    return clean(text)
 
 
-_PLAIN = (float, bool, type(None))  # scalars ``clean`` returns unchanged at any depth
+_PLAIN = (bool, type(None))  # scalars ``clean`` returns unchanged at any depth
 
 
 def _clean_dict(value: dict[Any, Any], depth: int) -> dict[Any, Any]:
@@ -245,22 +233,9 @@ def _clean_dict(value: dict[Any, Any], depth: int) -> dict[Any, Any]:
 # --- encode ---------------------------------------------------------------------------------
 
 def _sanitize(value: Any) -> Any:
-    """Make any value encodable by any codec: lone surrogates escaped, odd keys and objects as
-    text, numbers JSON cannot hold as text. Total: whatever it is given, the codec can encode it."""
-    if isinstance(value, str):
-        return value.encode("utf-8", "backslashreplace").decode("utf-8")
-    if isinstance(value, dict):
-        return {_sanitize(k if type(k) is str else _key_text(k)): _sanitize(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_sanitize(v) for v in value]
-    if isinstance(value, bool) or value is None:
-        return bool(value) if value is not None else None
-    if isinstance(value, float):
-        return float(value) if value - value == 0 else str(value)  # NaN and infinities as text
-    if isinstance(value, int):
-        return int(value) if -(2**63) <= value < 2**64 else _sanitize(_int_text(value))
-    cleaned = clean(value)  # sets, bytes, Decimal, objects: what ``clean`` makes of them
-    return _sanitize(cleaned if type(cleaned) is not type(value) else _text_of(value))
+    """Make any value plain JSON data every codec writes alike (``codec.plain``), with what the
+    codec refuses as its text. Total: whatever it is given, the codec can encode it."""
+    return codec.plain(value, fallback=_text_of)
 
 
 def _utf8_size(text: str) -> int:
@@ -277,7 +252,7 @@ _UNICODE_NEWLINES = (("\x85", "\\u0085"), ("\u2028", "\\u2028"), ("\u2029", "\\u
 def _dumps(value: Any) -> str:
     """The codec's JSON with the Unicode line breaks escaped: legal raw in JSON, yet they split
     a line for ``str.splitlines`` and some log viewers."""
-    text = codec.dumps(value)
+    text = codec.dumps_plain(value)
     if not text.isascii():
         for char, escape in _UNICODE_NEWLINES:
             if char in text:
@@ -287,7 +262,7 @@ def _dumps(value: Any) -> str:
 
 def _fit(line: dict[str, Any]) -> str:
     """Cut the largest fields (with the marker) until the line is at most MAX_LINE_CHARS bytes."""
-    texts = {key: value if type(value) is str else codec.dumps(value) for key, value in line.items()}
+    texts = {key: value if type(value) is str else codec.dumps_plain(value) for key, value in line.items()}
     sizes = {key: _utf8_size(_dumps(text)) for key, text in texts.items()}
     order = sorted(sizes, key=sizes.__getitem__, reverse=True)
     budget = MAX_LINE_CHARS // 4
@@ -314,10 +289,11 @@ _FAST_LINE_CHARS = MAX_LINE_CHARS // 4  # below this a line can never need cutti
 
 
 def encode(line: dict[str, Any]) -> str:
-    """``line`` as one JSON line: the codec's output as is when it is short ASCII (no line break to
-    escape, nothing to cut: the hot path), else sanitized, escaped and cut to fit."""
+    """``line`` (made of ``clean`` values) as one JSON line: the codec's output as is when it is
+    short ASCII (no line break to escape, nothing to cut: the hot path), else sanitized, escaped
+    and cut to fit."""
     try:
-        text = codec.dumps(line)
+        text = codec.dumps_plain(line)
     except Exception:
         text = None
     if text is not None and len(text) <= _FAST_LINE_CHARS and text.isascii():
@@ -355,7 +331,8 @@ def emit(
     fields: dict[str, Any] | None = None,
     now: float | None = None,
 ) -> None:
-    """Write one line. ``fields`` must already be cleaned (``clean``) by the caller."""
+    """Write one line. ``fields`` must already be cleaned (``clean``) by the caller: the line goes to
+    ``codec.dumps_plain``, which writes plain data the same under every codec, not any value."""
     function_name, request_id = _invocation.get()
     line: dict[str, Any] = {
         "timestamp": _timestamp(time.time() if now is None else now),

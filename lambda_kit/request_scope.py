@@ -46,10 +46,10 @@ def run_request(
             set_powertools_correlation(options.logger, trace_id)
         if options.log_event and log.enabled(20):
             log.emit("INFO", "request received", trace_id, _request_fields(request, record))
-        response, outcome = _respond(fn, request, record, context, trace_header, max_body, started)
+        response, outcome, result = _respond(fn, request, record, context, trace_header, max_body, started)
         if outcome == "ok" and options.log_result and log.enabled(20):
             fields = _result_fields(record, response, started, None)
-            fields["result"] = log.clean(_body_for_log(response.get("body")))
+            fields["result"] = log.clean(_result_for_log(result))
             log.emit("INFO", "request processed", trace_id, fields)
         return response
     finally:
@@ -70,10 +70,10 @@ def _respond(
     trace_header: str,
     max_body: int | None,
     started: float,
-) -> tuple[dict[str, Any], str]:
-    """(the response, "ok" | "client_error" | "server_error"): the function's result shaped, an
-    ``HTTPError`` as its status (its line written), anything else a 500 that says nothing of the
-    exception (its ERROR line written)."""
+) -> tuple[dict[str, Any], str, Any]:
+    """(the response, "ok" | "client_error" | "server_error", what the function returned): the
+    function's result shaped, an ``HTTPError`` as its status (its line written), anything else a
+    500 that says nothing of the exception (its ERROR line written)."""
     trace_id = record.trace_id
     try:
         if max_body is not None and request.body_size > max_body:
@@ -81,20 +81,29 @@ def _respond(
         result = fn(request, context)
         if result is not None and hasattr(result, "__await__"):
             raise not_awaited(result)
-        return api_source.shape_response(request, result, trace_id, trace_header), "ok"
+        return api_source.shape_response(request, result, trace_id, trace_header), "ok", result
     except HTTPError as exc:
         status = exc.status if 400 <= exc.status <= 599 else 500
         response = api_source.error_response(request, status, exc.message, trace_id, trace_header, exc.headers)
         level = "ERROR" if status >= 500 else "WARNING"
         if log.enabled(log.LEVELS[level]):
             log.emit(level, "request failed", trace_id, _result_fields(record, response, started, exc.message))
-        return response, "server_error" if status >= 500 else "client_error"
+        return response, "server_error" if status >= 500 else "client_error", None
     except Exception as exc:
         response = api_source.error_response(request, 500, "Internal Server Error", trace_id, trace_header)
         fields = _result_fields(record, response, started, None)
         fields.update(log.error_fields(exc))
         log.emit("ERROR", "request failed", trace_id, fields)
-        return response, "server_error"
+        return response, "server_error", None
+
+
+def _result_for_log(result: Any) -> Any:
+    """What the response body was made from, masked like any payload once cleaned: the value the
+    function returned (not its JSON decoded again: a codec's decoder may not give it back exactly),
+    the body of a response it shaped itself, decoded when it is JSON text."""
+    if isinstance(result, dict) and "statusCode" in result:
+        return _body_for_log(result.get("body"))
+    return result
 
 
 def _body_for_log(body: Any) -> Any:
@@ -139,7 +148,7 @@ def _result_fields(record: Record, response: dict[str, Any], started: float, err
     fields: dict[str, Any] = {
         "source": "api",
         "record_id": record.id,
-        "status": status,
+        "status": log.clean(status),  # the function's own value: cleaned like any logged value
         "outcome": "ok" if isinstance(status, int) and status < 400 else "client_error" if isinstance(status, int) and status < 500 else "server_error",
         "duration_ms": round((perf_counter() - started) * 1000, 3),
     }

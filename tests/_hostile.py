@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -14,7 +15,8 @@ from hypothesis import HealthCheck, settings
 from lambda_kit import codec, log
 from lambda_kit.trace import is_valid_id
 
-CODECS = ("orjson", "ujson")
+# every codec installed here (the standard library's json always is): each must write the same lines
+CODECS = tuple(name for name in ("orjson", "ujson", "json") if importlib.util.find_spec(name) is not None)
 MAX_LINE_BYTES = 64 * 1024
 LEVELS = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}
 BASE_KEYS = ("timestamp", "level", "message", "function_name", "request_id")

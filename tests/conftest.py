@@ -5,9 +5,14 @@ from __future__ import annotations
 import itertools
 import os
 
-import pytest
+# The tests read the INFO lines (record received/processed, masking): pinned before lambda_kit.log
+# reads its level, so a LOG_LEVEL=ERROR in the caller's environment cannot make them pass vacuously.
+for _variable in ("LAMBDA_KIT_LOG_LEVEL", "LOG_LEVEL", "AWS_LAMBDA_LOG_LEVEL"):
+    os.environ[_variable] = "INFO"
 
-from lambda_kit.local.endpoint import Endpoint, aws_environment
+import pytest  # noqa: E402
+
+from lambda_kit.local.endpoint import Endpoint, aws_environment  # noqa: E402
 
 _ids = itertools.count()
 

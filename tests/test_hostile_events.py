@@ -50,6 +50,7 @@ from lambda_kit.testing import (
     sns_record,
     sqs_record,
 )
+from lambda_kit.trace import is_valid_id
 
 # --- strategies ---------------------------------------------------------------------------
 
@@ -299,12 +300,11 @@ class Recorder:
 
     def __init__(self, fail_every: int = 0) -> None:
         self.fail_every = fail_every
-        self.calls: list[tuple[Any, Any, Any]] = []
+        self.calls: list[tuple[Any, Any]] = []
         self.raised: list[BaseException] = []
 
     def __call__(self, payload: Any, context: Any) -> Any:
-        record = current_record()
-        self.calls.append((record.id, record.trace_id, current_trace_id()))
+        self.calls.append((current_record().id, current_trace_id()))
         if self.fail_every and len(self.calls) % self.fail_every == 0:
             error = RuntimeError(SECRET_TEXT)
             self.raised.append(error)
@@ -346,10 +346,16 @@ def check_error_lines(errors: list[dict[str, Any]]) -> None:
             assert line["error"] == SECRET_TEXT and "Traceback" in line["traceback"]
 
 
-def check_calls(fn: Recorder) -> None:
-    for record_id, trace_id, current in fn.calls:
-        assert current == trace_id
+def check_calls(fn: Recorder, lines: list[dict[str, Any]]) -> None:
+    """Each call ran in the scope of the record the loop announced just before it: the record
+    and trace id the function sees are those of its ``record received`` line, in order."""
+    received = [line for line in lines if line["message"] == "record received"]
+    assert [(as_logged(record_id), trace_id) for record_id, trace_id in fn.calls] == [
+        (line["record_id"], line["trace_id"]) for line in received
+    ]
+    for record_id, trace_id in fn.calls:
         assert isinstance(record_id, str) and record_id
+        assert is_valid_id(trace_id), trace_id
 
 
 def check_refused(clean: bool, refused: BaseException | None, lines: list[dict[str, Any]], fn: Recorder) -> None:
@@ -383,7 +389,7 @@ def test_sqs_handler_survives_any_event(event, fail_every, json_flag, context, c
     failed_ids = check_batch_response(response)
     errors = of_level(lines, "ERROR")
     check_error_lines(errors)
-    check_calls(fn)
+    check_calls(fn, lines)
     undecodable = [line for line in errors if line["error_type"] == "UndecodableRecord"]
     # Every record reached the function or failed undecoded; the batch never stops.
     assert len(fn.calls) + len(undecodable) == len(records)
@@ -418,7 +424,7 @@ def test_sns_handler_raises_only_the_functions_error_or_a_decode_error(event, fa
     assert records is not None
     errors = of_level(lines, "ERROR")
     check_error_lines(errors)
-    check_calls(fn)
+    check_calls(fn, lines)
     undecodable = [line for line in errors if line["error_type"] == "UndecodableRecord"]
     assert len(fn.calls) + len(undecodable) == len(records)
     assert (raised is None) == (not errors)
@@ -443,7 +449,7 @@ def check_stream(event: Any, fn: Recorder, response: Any, lines: list[dict[str, 
     failed_ids = check_batch_response(response)
     errors = of_level(lines, "ERROR")
     check_error_lines(errors)
-    check_calls(fn)
+    check_calls(fn, lines)
     assert len(failed_ids) <= 1 and len(errors) == len(failed_ids)
     stopped = [line for line in lines if line["message"].startswith("stopped the batch")]
     if not failed_ids:
@@ -756,7 +762,7 @@ class Ran:
         self.errors = of_level(self.lines, "ERROR")
         if not isinstance(self.raised, UnsupportedEvent):
             check_error_lines(self.errors)
-            check_calls(fn)
+            check_calls(fn, self.lines)
 
 
 @HOSTILE
@@ -893,7 +899,7 @@ def test_kafka_handler_survives_any_event(event, fail_every, json_flag, on_failu
     lines = parse_lines(out)
     errors = of_level(lines, "ERROR")
     check_error_lines(errors)
-    check_calls(fn)
+    check_calls(fn, lines)
     if raised is not None:  # the first failure, raised: Lambda retries the whole batch
         assert errors and type(raised).__name__ == errors[0]["error_type"]
         assert isinstance(raised, UndecodableRecord) or raised is fn.raised[0]
@@ -961,7 +967,7 @@ def test_stream_handler_survives_any_pipes_batch(event, fail_every, codec_name):
     lines = parse_lines(out)
     errors = of_level(lines, "ERROR")
     check_error_lines(errors)
-    check_calls(fn)
+    check_calls(fn, lines)
     named = check_batch_response(response)
     assert len(errors) <= 1
     if not errors:

@@ -296,6 +296,7 @@ def fail(message_id: str | None, item: Any, raw: Any, why: str) -> Record:
 def eventbridge_event_name(detail_type: str, detail: dict[str, Any]) -> str:
     """``Object Created`` / ``Object Deleted`` as the notification's ``eventName``."""
     why = detail.get("reason")
+    why = why if isinstance(why, str) else None  # any JSON may stand there: only a name is used
     if detail_type == "Object Created":
         return CREATED_BY.get(why) or ("ObjectCreated:" + str(why) if why else "ObjectCreated")
     prefix = "LifecycleExpiration" if why == "Lifecycle Expiration" else "ObjectRemoved"
