@@ -29,7 +29,7 @@ from typing import Any, NoReturn, TextIO
 from urllib.parse import parse_qsl, urlsplit
 
 from . import sources
-from .extras import missing_extra
+from .extras import import_optional, missing_extra
 
 DEFAULT_LOGS = os.path.join(".lambda-kit", "logs.jsonl")
 
@@ -387,6 +387,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
     if args.aws:
         from .local.config import load_service
 
+        import_optional("boto3", "reading CloudWatch Logs")
         config = load_service(args.config, stage=args.stage, region=args.region)
         prefix = f"{config.service}-{config.stage}-"
         groups = [f"/aws/lambda/{function.name}" for function in config.functions.values()]
