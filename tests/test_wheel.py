@@ -1,7 +1,7 @@
 """lambda_kit in someone else's project: the wheel, installed alone in a fresh venv outside the repo.
 
-Once per run (shared by the xdist workers under a file lock): build the wheel as `make dist`
-does, create a venv in a temp directory, install the wheel there without any extra (pip's own
+Once per run (shared by the xdist workers under a file lock): build the sdist and the wheel as
+`make dist` does, create a venv in a temp directory, install the wheel there without any extra (pip's own
 cache is reused), and lay out a user project beside it: its own `handlers/` package with one
 function per decorator, its own pytest file using `lambda_kit.testing`, a serverless.yml. Then
 the project's tests run in that venv, and every CLI command runs on the base install: it works,
@@ -156,7 +156,8 @@ def _clean_env() -> dict[str, str]:
 def _set_up(base: Path) -> dict[str, Any]:
     env = _clean_env()
     dist = base / "dist"
-    build = _run([sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(ROOT)], ROOT, env)
+    # as `make dist` does: the sdist, then the wheel from the unpacked sdist (never from a stale build/)
+    build = _run([sys.executable, "-m", "build", "--outdir", str(dist), str(ROOT)], ROOT, env)
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     [wheel] = dist.glob("*.whl")
     venv = base / "venv"
