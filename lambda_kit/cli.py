@@ -74,6 +74,24 @@ COUNT = _number(int, 1, what="a count")
 SEED = _number(int)
 
 
+def _log_file(text: str) -> str:
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text} is a directory: give a file, e.g. {DEFAULT_LOGS}")
+    return text
+
+
+def _since(text: str) -> str:
+    from .local.timeline import TraceError, parse_since
+
+    try:
+        seconds = parse_since(text)
+    except TraceError:
+        seconds = float("nan")
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a time span: a positive number with s, m, h, d or w, e.g. 1h or 30m")
+    return text
+
+
 def _config_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-c", "--config", default="serverless.yml", help="path to serverless.yml (default: %(default)s)")
 
@@ -82,7 +100,7 @@ def _stack_options(parser: argparse.ArgumentParser, port: int) -> None:
     _config_option(parser)
     parser.add_argument("--stage", default=None, help="stage for ${sls:stage} / ${opt:stage} (default: the file's, else dev)")
     parser.add_argument("--port", type=PORT, default=port, help="HTTP API port on 127.0.0.1 (0: any free port; default: %(default)s)")
-    parser.add_argument("--logs", default=DEFAULT_LOGS, metavar="FILE", help="JSON-lines file for every function log line (default: %(default)s)")
+    parser.add_argument("--logs", default=DEFAULT_LOGS, type=_log_file, metavar="FILE", help="JSON-lines file for every function log line (default: %(default)s)")
     parser.add_argument("--echo", action="store_true", help="also print each log line (short form) on the terminal")
 
 
@@ -106,9 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
     trace = commands.add_parser("trace", help="print every log line of one trace id as a timeline")
     trace.add_argument("trace_id", metavar="ID")
     where = trace.add_mutually_exclusive_group()
-    where.add_argument("--logs", default=None, metavar="FILE", help=f"local log file (default: {DEFAULT_LOGS})")
+    where.add_argument("--logs", default=None, type=_log_file, metavar="FILE", help=f"local log file (default: {DEFAULT_LOGS})")
     where.add_argument("--aws", action="store_true", help="read the deployed functions' CloudWatch Logs instead")
-    trace.add_argument("--since", default="1h", help="with --aws: how far back to search, e.g. 30m, 1h, 2d (default: %(default)s)")
+    trace.add_argument("--since", default="1h", type=_since, help="with --aws: how far back to search, e.g. 30m, 1h, 2d (default: %(default)s)")
     trace.add_argument("--stage", default=None, help="with --aws: the deployed stage (default: the file's, else dev)")
     trace.add_argument("--region", default=None, help="with --aws: the region (default: the file's, else us-east-1)")
     _config_option(trace)
@@ -138,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     soak.add_argument("--json", action="store_true", help="also print the figures as one JSON object")
     _config_option(soak)
     soak.add_argument("--stage", default="soak", help="stage the soak's resources are named with (default: %(default)s)")
-    soak.add_argument("--logs", default=DEFAULT_LOGS, metavar="FILE", help="JSON-lines file for every function log line (default: %(default)s)")
+    soak.add_argument("--logs", default=DEFAULT_LOGS, type=_log_file, metavar="FILE", help="JSON-lines file for every function log line (default: %(default)s)")
 
     check = commands.add_parser("check", help="report serverless.yml mistakes that lose or repeat work")
     check.add_argument("path", nargs="?", default=None, metavar="SERVERLESS_YML", help="path to serverless.yml (default: ./serverless.yml)")

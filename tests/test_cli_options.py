@@ -93,6 +93,11 @@ BAD_VALUES = [
     (["invoke", "worker", "--event", "api", "--query", "a=1&&b"], "argument --query: 'a=1&&b' is not a query string"),
     (["invoke", "worker", "--event", "s3"], "argument --event: invalid choice: 's3'"),
     (["trace"], "the following arguments are required: ID"),
+    (["trace", "T-1", "--aws", "--since", "soon"], "argument --since: 'soon' is not a time span"),
+    (["trace", "T-1", "--aws", "--since=-1h"], "argument --since: '-1h' is not a time span"),
+    (["trace", "T-1", "--logs", "/"], "argument --logs: / is a directory"),
+    (["local", "--logs", "/"], "argument --logs: / is a directory"),
+    (["soak", "--logs", "/"], "argument --logs: / is a directory"),
     (["check", "a.yml", "b.yml"], "unrecognized arguments: b.yml"),
 ]
 
