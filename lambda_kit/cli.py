@@ -158,7 +158,11 @@ def build_parser() -> argparse.ArgumentParser:
     soak.add_argument("--stage", default="soak", help="stage the soak's resources are named with (default: %(default)s)")
     soak.add_argument("--logs", default=DEFAULT_LOGS, type=_log_file, metavar="FILE", help="JSON-lines file for every function log line (default: %(default)s)")
 
-    check = commands.add_parser("check", help="report serverless.yml mistakes that lose or repeat work")
+    check = commands.add_parser(
+        "check",
+        help="report serverless.yml mistakes that lose or repeat work",
+        description="Report the serverless.yml mistakes that lose or repeat work. Exit status: 0 clean or warnings only, 1 errors, 2 no usable serverless.yml.",
+    )
     check.add_argument("path", nargs="?", default=None, metavar="SERVERLESS_YML", help="path to serverless.yml (default: ./serverless.yml)")
     check.add_argument("-c", "--config", default=None, help="the same, as the other commands take it")
     return parser
