@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 export SLS_TELEMETRY_DISABLED := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: run test bench soak lint clean
+.PHONY: run test bench soak lint clean dist
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,5 +31,10 @@ bench: $(VENV)/.installed
 soak: $(VENV)/.installed
 	$(VENV)/bin/lambda-kit soak
 
+# The wheel and sdist of lambda_kit (the distribution lambda-event-kit) in dist/.
+dist: $(VENV)/.installed
+	rm -rf dist build
+	PYTHONDONTWRITEBYTECODE= $(PY) -m build --outdir dist .
+
 clean:
-	rm -rf $(VENV) node_modules .serverless .lambda-kit
+	rm -rf $(VENV) node_modules .serverless .lambda-kit dist build

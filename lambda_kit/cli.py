@@ -7,8 +7,10 @@
     lambda-kit check    the serverless.yml mistakes that lose or repeat work
     lambda-kit soak     the fault soak (make soak): duplicates, DynamoDB faults, crashes, poison
 
-Mistakes a user makes (unknown function, bad JSON, port in use, serverless.yml missing or
-invalid ...) print one line on stderr and exit non-zero, never a traceback.
+Mistakes a user makes (unknown function, bad JSON, a bad option value, port in use,
+serverless.yml missing or invalid, an extra not installed ...) print one line on stderr and exit
+non-zero, never a traceback. ``trace`` on a log file needs nothing beyond the base install; the
+other commands need the ``local`` extra (``pip install 'lambda-event-kit[local]'``) and say so.
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ import socket
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
-from urllib.parse import urlsplit
+from typing import Any, NoReturn, TextIO
+from urllib.parse import parse_qsl, urlsplit
 
 from . import sources
+from .extras import import_optional, missing_extra
 
 DEFAULT_LOGS = os.path.join(".lambda-kit", "logs.jsonl")
 
@@ -37,26 +41,81 @@ class UserError(Exception):
 # --- the parser ----------------------------------------------------------------------------------
 
 
-def _stack_options(parser: argparse.ArgumentParser, port: int) -> None:
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad command line is one line on stderr (exit 2), not usage + error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _number(kind: Callable[[str], Any], low: float | None = None, high: float | None = None, what: str = "") -> Callable[[str], Any]:
+    """An argparse type: ``kind`` (int or float) within [low, high]."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+        if value != value or (low is not None and value < low) or (high is not None and value > high):
+            if high is None:
+                bounds = f"at least {low:g}"
+            elif low is None:
+                bounds = f"at most {high:g}"
+            else:
+                bounds = f"between {low:g} and {high:g}"
+            raise argparse.ArgumentTypeError(f"{text} is out of range: {what or 'the value'} must be {bounds}")
+        return value
+
+    return parse
+
+
+PORT = _number(int, 0, 65535, "a TCP port (0: any free port)")
+COUNT = _number(int, 1, what="a count")
+SEED = _number(int)
+
+
+def _log_file(text: str) -> str:
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text} is a directory: give a file, e.g. {DEFAULT_LOGS}")
+    return text
+
+
+def _since(text: str) -> str:
+    from .local.timeline import TraceError, parse_since
+
+    try:
+        seconds = parse_since(text)
+    except TraceError:
+        seconds = float("nan")
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a time span: a positive number with s, m, h, d or w, e.g. 1h or 30m")
+    return text
+
+
+def _config_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-c", "--config", default="serverless.yml", help="path to serverless.yml (default: %(default)s)")
+
+
+def _stack_options(parser: argparse.ArgumentParser, port: int) -> None:
+    _config_option(parser)
     parser.add_argument("--stage", default=None, help="stage for ${sls:stage} / ${opt:stage} (default: the file's, else dev)")
-    parser.add_argument("--port", type=int, default=port, help="HTTP API port on 127.0.0.1 (0: any free port; default: %(default)s)")
-    parser.add_argument("--logs", default=DEFAULT_LOGS, metavar="FILE", help="JSON-lines file for every function log line (default: %(default)s)")
+    parser.add_argument("--port", type=PORT, default=port, help="HTTP API port on 127.0.0.1 (0: any free port; default: %(default)s)")
+    parser.add_argument("--logs", default=DEFAULT_LOGS, type=_log_file, metavar="FILE", help="JSON-lines file for every function log line (default: %(default)s)")
     parser.add_argument("--echo", action="store_true", help="also print each log line (short form) on the terminal")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lambda-kit", description="Run, trace and check a lambda_kit service locally.")
+    parser = _Parser(prog="lambda-kit", description="Run, trace and check a lambda_kit service locally.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
 
     run = commands.add_parser("run", help="start the local stack, send a demo load, print the summary")
     _stack_options(run, port=0)
-    run.add_argument("--events", type=int, default=300, help="view events to send (default: %(default)s)")
-    run.add_argument("--articles", type=int, default=30, help="distinct articles (default: %(default)s)")
-    run.add_argument("--duplicates", type=float, default=0.1, help="share of events delivered twice, 0..0.9 (default: %(default)s)")
-    run.add_argument("--poison", type=int, default=2, help="malformed messages put on the views queue (default: %(default)s)")
-    run.add_argument("--seed", type=int, default=7, help="random seed (default: %(default)s)")
+    run.add_argument("--events", type=COUNT, default=300, help="view events to send (default: %(default)s)")
+    run.add_argument("--articles", type=COUNT, default=30, help="distinct articles (default: %(default)s)")
+    run.add_argument("--duplicates", type=_number(float, 0, 0.9, "a share of the events"), default=0.1, help="share of events delivered twice, 0..0.9 (default: %(default)s)")
+    run.add_argument("--poison", type=_number(int, 0, what="a count"), default=2, help="malformed messages put on the views queue (default: %(default)s)")
+    run.add_argument("--seed", type=SEED, default=7, help="random seed (default: %(default)s)")
     run.add_argument("--keep", action="store_true", help="keep the stack up and serving after the summary, until Ctrl-C")
 
     local = commands.add_parser("local", help="start the local stack and serve until Ctrl-C")
@@ -65,12 +124,12 @@ def build_parser() -> argparse.ArgumentParser:
     trace = commands.add_parser("trace", help="print every log line of one trace id as a timeline")
     trace.add_argument("trace_id", metavar="ID")
     where = trace.add_mutually_exclusive_group()
-    where.add_argument("--logs", default=None, metavar="FILE", help=f"local log file (default: {DEFAULT_LOGS})")
+    where.add_argument("--logs", default=None, type=_log_file, metavar="FILE", help=f"local log file (default: {DEFAULT_LOGS})")
     where.add_argument("--aws", action="store_true", help="read the deployed functions' CloudWatch Logs instead")
-    trace.add_argument("--since", default="1h", help="with --aws: how far back to search, e.g. 30m, 1h, 2d (default: %(default)s)")
+    trace.add_argument("--since", default="1h", type=_since, help="with --aws: how far back to search, e.g. 30m, 1h, 2d (default: %(default)s)")
     trace.add_argument("--stage", default=None, help="with --aws: the deployed stage (default: the file's, else dev)")
     trace.add_argument("--region", default=None, help="with --aws: the region (default: the file's, else us-east-1)")
-    trace.add_argument("-c", "--config", default="serverless.yml", help="path to serverless.yml (default: %(default)s)")
+    _config_option(trace)
 
     invoke = commands.add_parser("invoke", help="invoke one function locally with a generated event")
     invoke.add_argument("function", metavar="FUNCTION")
@@ -78,28 +137,60 @@ def build_parser() -> argparse.ArgumentParser:
     body = invoke.add_mutually_exclusive_group()
     body.add_argument("--body", default=None, metavar="JSON", help="the message / record payload / request body, as JSON")
     body.add_argument("--file", default=None, metavar="F", help="read the payload from a JSON file")
-    invoke.add_argument("--method", default=None, help="with --event api: HTTP method (default: the function's first route)")
-    invoke.add_argument("--path", default=None, help="with --event api: request path (default: the function's first route)")
+    invoke.add_argument("--method", default=None, type=_http_method, help="with --event api: HTTP method (default: the function's first route)")
+    invoke.add_argument("--path", default=None, type=_request_path, help="with --event api: request path (default: the function's first route)")
+    invoke.add_argument("--query", default=None, type=_query, metavar="QUERY", help="with --event api: query string, e.g. 'url=myblog.com/a&days=7'")
     invoke.add_argument("--trace-id", default=None, help="trace id to put on the event")
-    invoke.add_argument("-c", "--config", default="serverless.yml", help="path to serverless.yml (default: %(default)s)")
-    invoke.add_argument("--stage", default=None)
+    _config_option(invoke)
+    invoke.add_argument("--stage", default=None, help="stage for ${sls:stage} / ${opt:stage} (default: the file's, else dev)")
 
     soak = commands.add_parser("soak", help="fault soak: view events under duplicates, DynamoDB faults, crashes and poison; check every count")
-    soak.add_argument("--events", type=int, default=5000, help="view events to deliver, duplicates included (default: %(default)s)")
-    soak.add_argument("--seed", type=int, default=20240521, help="random seed (default: %(default)s)")
-    soak.add_argument("--articles", type=int, default=40, help="distinct articles (default: %(default)s)")
-    soak.add_argument("--duplicates", type=float, default=0.2, help="share of unique events delivered more than once (default: %(default)s)")
-    soak.add_argument("--fault-rate", type=float, default=0.1, help="share of the functions' DynamoDB calls that fail (default: %(default)s)")
-    soak.add_argument("--crash-rate", type=float, default=0.1, help="share of committed first tries that crash before the ack (default: %(default)s)")
-    soak.add_argument("--timeout", type=float, default=1200.0, help="seconds for the whole soak (default: %(default)s)")
+    share = _number(float, 0, 0.5, "a share")
+    soak.add_argument("--events", type=COUNT, default=5000, help="view events to deliver, duplicates included (default: %(default)s)")
+    soak.add_argument("--seed", type=SEED, default=20240521, help="random seed (default: %(default)s)")
+    soak.add_argument("--articles", type=COUNT, default=40, help="distinct articles (default: %(default)s)")
+    soak.add_argument("--duplicates", type=share, default=0.2, help="share of unique events delivered more than once, 0..0.5 (default: %(default)s)")
+    soak.add_argument("--fault-rate", type=share, default=0.1, help="share of the functions' DynamoDB calls that fail, 0..0.5 (default: %(default)s)")
+    soak.add_argument("--crash-rate", type=share, default=0.1, help="share of committed first tries that crash before the ack, 0..0.5 (default: %(default)s)")
+    soak.add_argument("--timeout", type=_number(float, 1, what="a number of seconds"), default=1200.0, help="seconds for the whole soak (default: %(default)s)")
     soak.add_argument("--json", action="store_true", help="also print the figures as one JSON object")
-    soak.add_argument("-c", "--config", default="serverless.yml", help="path to serverless.yml (default: %(default)s)")
+    _config_option(soak)
     soak.add_argument("--stage", default="soak", help="stage the soak's resources are named with (default: %(default)s)")
-    soak.add_argument("--logs", default=DEFAULT_LOGS, metavar="FILE", help="JSON-lines file for every function log line (default: %(default)s)")
+    soak.add_argument("--logs", default=DEFAULT_LOGS, type=_log_file, metavar="FILE", help="JSON-lines file for every function log line (default: %(default)s)")
 
-    check = commands.add_parser("check", help="report serverless.yml mistakes that lose or repeat work", add_help=False)
-    check.add_argument("args", nargs=argparse.REMAINDER)
+    check = commands.add_parser(
+        "check",
+        help="report serverless.yml mistakes that lose or repeat work",
+        description="Report the serverless.yml mistakes that lose or repeat work. Exit status: 0 clean or warnings only, 1 errors, 2 no usable serverless.yml.",
+    )
+    check.add_argument("path", nargs="?", default=None, metavar="SERVERLESS_YML", help="path to serverless.yml (default: ./serverless.yml)")
+    check.add_argument("-c", "--config", default=None, help="the same, as the other commands take it")
     return parser
+
+
+def _http_method(text: str) -> str:
+    if not text.isascii() or not text.isalpha():
+        raise argparse.ArgumentTypeError(f"{text!r} is not an HTTP method (GET, POST, ...)")
+    return text.upper()
+
+
+def _request_path(text: str) -> str:
+    if not text.startswith("/") or any(c.isspace() for c in text) or "?" in text:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a request path: it starts with / (the query string goes in --query)")
+    return text
+
+
+def _query(text: str) -> dict[str, str | list[str]]:
+    """``a=1&b=x%20y&b=z`` -> {"a": "1", "b": ["x y", "z"]}: a repeated name keeps every value, and
+    the generated event carries them the way its shape does (``lambda_kit.testing.api_event``)."""
+    try:
+        pairs = parse_qsl(text.removeprefix("?"), keep_blank_values=True, strict_parsing=bool(text.strip("?")))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a query string (name=value&name=value)") from None
+    values: dict[str, list[str]] = {}
+    for name, value in pairs:
+        values.setdefault(name, []).append(value)
+    return {name: found[0] if len(found) == 1 else found for name, found in values.items()}
 
 
 # --- entry point ---------------------------------------------------------------------------------
@@ -107,10 +198,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["check"]:
-        from .check import main as check_main
-
-        return check_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -119,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         print("", file=sys.stderr)
         return 130
     except Exception as exc:
-        message = _user_message(exc)
+        message = missing_extra(exc) or _user_message(exc)
         if message is not None:
             print(f"lambda-kit {args.command}: {message}", file=sys.stderr)
             return 2
@@ -210,9 +297,24 @@ def _start_stack(args: argparse.Namespace, out: TextIO, **options: Any) -> Any:
 
 def _source_label(kind: str, spec: dict[str, Any]) -> str:
     if kind == "stream":
-        arn = json.dumps(spec.get("arn", ""))
-        return f"{spec.get('type') or ('dynamodb' if 'dynamodb' in arn.lower() or 'Table' in arn else 'kinesis')} stream"
+        return f"{_stream_type(spec)} stream"
     return {"httpApi": "http api", "http": "rest api"}.get(kind, kind)
+
+
+def _stream_type(spec: dict[str, Any]) -> str:
+    arn = json.dumps(spec.get("arn", ""))
+    return str(spec.get("type") or ("dynamodb" if "dynamodb" in arn.lower() or "Table" in arn else "kinesis"))
+
+
+def _invoke_kinds(function: Any) -> list[str]:
+    """The ``--event`` sources that fit the function's events in serverless.yml."""
+    kinds: list[str] = []
+    for event in function.events:
+        fitting = [source.name for source in sources.for_serverless_event(event.kind)]
+        if len(fitting) > 1:  # a stream: kinesis or dynamodb, by its type or ARN
+            fitting = [name for name in fitting if name == _stream_type(event.spec)] or fitting
+        kinds += fitting
+    return list(dict.fromkeys(kinds))
 
 
 def _port_free(port: int) -> bool:
@@ -254,12 +356,6 @@ def _serve_until_interrupted(stack: Any, out: TextIO) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     from .local.demo import run_demo, summary
 
-    if args.events < 1:
-        raise UserError("--events must be at least 1")
-    if args.articles < 1:
-        raise UserError("--articles must be at least 1")
-    if not 0 <= args.duplicates <= 0.9:
-        raise UserError("--duplicates is a share of the events, between 0 and 0.9")
     out = sys.stdout
     stack = _start_stack(args, out)
     try:
@@ -306,15 +402,14 @@ def cmd_local(args: argparse.Namespace) -> int:
 
 def cmd_trace(args: argparse.Namespace) -> int:
     from .local import timeline
-    from .trace import is_valid_id
 
-    if not is_valid_id(args.trace_id):
-        raise UserError(f"{args.trace_id!r} is not a trace id (1-128 letters, digits and -_.:=;/+)")
+    _check_trace_id(args.trace_id)
     prefix = ""
     notes: list[str] = []
     if args.aws:
         from .local.config import load_service
 
+        import_optional("boto3", "reading CloudWatch Logs")
         config = load_service(args.config, stage=args.stage, region=args.region)
         prefix = f"{config.service}-{config.stage}-"
         groups = [f"/aws/lambda/{function.name}" for function in config.functions.values()]
@@ -341,6 +436,13 @@ def cmd_trace(args: argparse.Namespace) -> int:
     return 0 if lines else 1
 
 
+def _check_trace_id(value: str, option: str = "") -> None:
+    from .trace import is_valid_id
+
+    if not is_valid_id(value):
+        raise UserError(f"{option}{value!r} is not a trace id (1-128 letters, digits and -_.:=;/+)")
+
+
 def _payload(args: argparse.Namespace) -> Any:
     if args.file is not None:
         try:
@@ -358,13 +460,15 @@ def _payload(args: argparse.Namespace) -> Any:
         raise UserError(f"{where} is not valid JSON: {exc}") from None
 
 
-def build_event(kind: str, payload: Any, stack: Any, function: Any, method: str | None, path: str | None, trace_id: str | None) -> dict[str, Any]:
+def build_event(
+    kind: str, payload: Any, stack: Any, function: Any, method: str | None, path: str | None, trace_id: str | None, query: dict[str, str | list[str]] | None = None
+) -> dict[str, Any]:
     from . import testing
 
     options: dict[str, Any] = {}
     if kind == "api":  # an HTTP request in the shape of the function's front door, to one of its routes
         route_method, route_path, options = _first_route(function)
-        options.update(method=(method or route_method).upper(), path=path or route_path)
+        options.update(method=(method or route_method).upper(), path=path or route_path, query=query)
     try:
         return testing.event(kind, payload, trace_id=trace_id, source_arn=_event_source_arn(stack, function, kind), **options)
     except ValueError as exc:
@@ -414,20 +518,28 @@ def cmd_invoke(args: argparse.Namespace) -> int:
     from .local.config import load_service
     from .local.stack import LocalStack
 
+    http_only = [name for name, value in (("--method", args.method), ("--path", args.path), ("--query", args.query)) if value is not None]
+    if http_only and args.event != "api":
+        raise UserError(f"{', '.join(http_only)} only apply to --event api, not --event {args.event}")
+    if args.trace_id is not None:
+        _check_trace_id(args.trace_id, "--trace-id ")
     payload = _payload(args)
     config = load_service(args.config, stage=args.stage)
     function = config.function(args.function)
+    kinds = _invoke_kinds(function)
     _check_endpoint()
     lines: list[str] = []
     stack = LocalStack(config, functions=[function.key], api_port=None, log_path=None, event_sources=False, ttl=False)
     stack.start()
     try:
         lambda_log.set_sink(lines.append)
-        event = build_event(args.event, payload, stack, function, args.method, args.path, args.trace_id)
+        event = build_event(args.event, payload, stack, function, args.method, args.path, args.trace_id, args.query)
+        if kinds and args.event not in kinds:  # said once the event is built: a bad payload is one error line
+            print(f"lambda-kit invoke: warning: {function.key} gets {' and '.join(kinds)} events in {_relative(config.path)}, not {args.event}", file=sys.stderr)
         result = stack.invoke(function.key, event)
     finally:
         stack.stop()
-    print(f"invoked {function.key} ({function.name}) with an {args.event} event in {result.duration * 1000:.1f} ms, request id {result.request_id}")
+    print(f"invoked {function.key} ({function.name}) with {sources.get(args.event).label} in {result.duration * 1000:.1f} ms, request id {result.request_id}")
     if result.error is not None:
         print(f"  error: {type(result.error).__name__}: {_one_line(result.error)}")
     else:
@@ -436,7 +548,39 @@ def cmd_invoke(args: argparse.Namespace) -> int:
     print(f"log lines ({len(lines)}):")
     for line in lines:
         sys.stdout.write(line if line.endswith("\n") else line + "\n")
-    return 0 if result.error is None else 1
+    sys.stdout.flush()
+    failure = _failure(result, event)
+    if failure is not None:
+        print(f"lambda-kit invoke: FAILED: {failure}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _failure(result: Any, event: dict[str, Any]) -> str | None:
+    """What failed in one invocation (an error raised, records reported failed, an HTTP 5xx), or None."""
+    if result.error is not None:
+        return f"the function raised {type(result.error).__name__}"
+    response = result.response
+    if not isinstance(response, dict):
+        return None
+    failures = response.get("batchItemFailures")
+    if failures:
+        records = event.get("Records")
+        total = len(records) if isinstance(records, list) else len(failures)
+        of = f" of {total}" if isinstance(records, list) else ""
+        return f"{len(failures)}{of} record{'s' * (total != 1)} reported in batchItemFailures"
+    status = response.get("statusCode")
+    if isinstance(status, int) and status >= 500:
+        return f"HTTP {status}"
+    return None
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from .check import main as check_main
+
+    if args.path is not None and args.config is not None and args.path != args.config:
+        raise UserError(f"two paths given ({args.path} and -c {args.config}): pass one")
+    return check_main([args.path or args.config or "serverless.yml"])
 
 
 def cmd_soak(args: argparse.Namespace) -> int:
@@ -445,15 +589,6 @@ def cmd_soak(args: argparse.Namespace) -> int:
     from .local.config import load_service
     from .local.soak import SoakOptions, run_soak, summary
 
-    if args.events < 1:
-        raise UserError("--events must be at least 1")
-    if args.articles < 1:
-        raise UserError("--articles must be at least 1")
-    for name, value in (("--duplicates", args.duplicates), ("--fault-rate", args.fault_rate), ("--crash-rate", args.crash_rate)):
-        if not 0 <= value <= 0.5:
-            raise UserError(f"{name} is a share between 0 and 0.5, not {value}")
-    if args.timeout <= 0:
-        raise UserError("--timeout must be a positive number of seconds")
     load_service(args.config, stage=args.stage)  # a missing or invalid serverless.yml: one line
     # The soak stops waiting at --timeout; should anything hang past it regardless, end the process.
     watchdog = threading.Timer(args.timeout + 120, _soak_overrun, args=(args.timeout + 120,))
@@ -481,7 +616,7 @@ def _soak_overrun(seconds: float) -> None:
     os._exit(3)
 
 
-COMMANDS = {"run": cmd_run, "local": cmd_local, "trace": cmd_trace, "invoke": cmd_invoke, "soak": cmd_soak}
+COMMANDS = {"run": cmd_run, "local": cmd_local, "trace": cmd_trace, "invoke": cmd_invoke, "check": cmd_check, "soak": cmd_soak}
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -3,7 +3,7 @@
 The Kinesis Producer Library packs many user records into one Kinesis record: the magic bytes
 ``F3 89 9A C2``, a protobuf ``AggregatedRecord`` (partition key table, explicit hash key table,
 records), then the MD5 digest of the protobuf bytes. The protobuf schema is aws-kinesis-agg's
-(``pip install 'lambda-kit[kpl]'``), parsed by protobuf; it is imported on the first aggregated
+(``pip install 'lambda-event-kit[kpl]'``), parsed by protobuf; it is imported on the first aggregated
 record only (protobuf costs tens of milliseconds to import).
 
 aws-kinesis-agg's own ``deaggregator`` is not used: it hands a corrupt aggregate (bad digest,
@@ -84,12 +84,12 @@ def schema() -> Any:
 
 
 def _load_schema() -> Any:
+    from .extras import MissingExtra, import_optional
+
     try:
-        import aws_kinesis_agg
-    except ImportError:
-        raise AggregateError(
-            "this is a KPL-aggregated record: install lambda-kit[kpl] (aws-kinesis-agg) to de-aggregate it"
-        ) from None
+        aws_kinesis_agg = import_optional("aws_kinesis_agg", "a KPL-aggregated record")
+    except MissingExtra as exc:
+        raise AggregateError(str(exc)) from None
     # Its generated messages_pb2 imports config_pb2 as a top-level module: let it, for this import
     # only, and leave sys.path and any config_pb2 of the application as they were.
     saved_path = list(sys.path)

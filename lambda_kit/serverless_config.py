@@ -9,10 +9,11 @@ sees. Used by ``lambda-kit check`` and the local stack.
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
-import yaml
+from .extras import import_optional
 
 __all__ = ["ConfigError", "load"]
 
@@ -21,49 +22,51 @@ class ConfigError(Exception):
     """serverless.yml is missing or unreadable; the message is one line naming what to fix."""
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader plus CloudFormation's short tags; duplicate keys are an error, as in the framework."""
+@functools.cache
+def _loader() -> Any:
+    """SafeLoader plus CloudFormation's short tags; duplicate keys are an error, as in the framework.
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node, deep=True)
-            try:
-                duplicate = key in seen
-            except TypeError:  # unhashable key: let SafeLoader report it
-                continue
-            if duplicate:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r}", key_node.start_mark
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
+    Built on first use: PyYAML comes with the ``local`` extra, and the decorators never need it.
+    """
+    yaml = import_optional("yaml", "reading serverless.yml")
 
+    class Loader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    duplicate = key in seen
+                except TypeError:  # unhashable key: let SafeLoader report it
+                    continue
+                if duplicate:
+                    raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
 
-def _node_value(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
-    if isinstance(node, yaml.ScalarNode):
-        return loader.construct_scalar(node)
-    if isinstance(node, yaml.SequenceNode):
-        return loader.construct_sequence(node, deep=True)
-    return loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+    def node_value(loader: Any, node: Any) -> Any:
+        if isinstance(node, yaml.ScalarNode):
+            return loader.construct_scalar(node)
+        if isinstance(node, yaml.SequenceNode):
+            return loader.construct_sequence(node, deep=True)
+        return loader.construct_mapping(node, deep=True)
 
+    def construct_tag(loader: Any, suffix: str, node: Any) -> dict[str, Any]:
+        value = node_value(loader, node)
+        if suffix == "Ref":
+            return {"Ref": value}
+        if suffix == "Condition":
+            return {"Condition": value}
+        if suffix == "GetAtt" and isinstance(value, str):
+            resource, _, attribute = value.partition(".")
+            return {"Fn::GetAtt": [resource, attribute]}
+        return {f"Fn::{suffix}": value}
 
-def _construct_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
-    value = _node_value(loader, node)
-    if suffix == "Ref":
-        return {"Ref": value}
-    if suffix == "Condition":
-        return {"Condition": value}
-    if suffix == "GetAtt" and isinstance(value, str):
-        resource, _, attribute = value.partition(".")
-        return {"Fn::GetAtt": [resource, attribute]}
-    return {f"Fn::{suffix}": value}
-
-
-# Every `!Name` tag (Ref, GetAtt, Sub, Join, If, Select, ImportValue, ...) -> its long form.
-_Loader.add_multi_constructor("!", _construct_tag)
+    # Every `!Name` tag (Ref, GetAtt, Sub, Join, If, Select, ImportValue, ...) -> its long form.
+    Loader.add_multi_constructor("!", construct_tag)
+    return yaml, Loader
 
 
 def load(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -78,8 +81,9 @@ def load(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise ConfigError(f"{name} is a directory: pass the path to serverless.yml") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{name} cannot be read: {exc}") from None
+    yaml, loader = _loader()
     try:
-        config = yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+        config = yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

@@ -599,7 +599,7 @@ def pipes_batch(event: dict[str, Any]) -> list[dict[str, Any]]:
 
 def kinesis_kpl_record(*payloads: Any, partition_keys: Sequence[str] | None = None, **options: Any) -> dict[str, Any]:
     """One Kinesis record holding ``payloads`` aggregated as the KPL does, built with
-    aws-kinesis-agg's own aggregator (``pip install 'lambda-kit[kpl]'``); ``options`` as for
+    aws-kinesis-agg's own aggregator (``pip install 'lambda-event-kit[kpl]'``); ``options`` as for
     ``kinesis_record``."""
     from aws_kinesis_agg.aggregator import RecordAggregator
 

@@ -344,18 +344,16 @@ def _flag(event: dict[str, Any], key: str) -> bool:
 def _json_text(state: Any) -> str:
     """``state`` as JSON text exactly as it is, else ``ValueError`` naming what JSON cannot hold.
 
-    The codec is fast but lenient in places (orjson writes NaN as ``null``; ujson turns keys that
-    are not strings into strings): its text is checked by a walk of the state, which runs under
-    orjson only when the text holds a ``null``, under any other codec always."""
+    The codec writes what a log line can hold (sets as lists, ``Decimal`` as numbers, bytes as
+    text, non-string keys as text: ``lambda_kit.codec``), which would come back from Lambda as
+    something else: the state is walked first, so only JSON's own types go back."""
+    problem = _json_problem(state)
+    if problem is not None:
+        raise ValueError(problem)
     try:
-        text = codec.dumps(state)
+        return codec.dumps(state)
     except Exception as exc:
-        raise ValueError(_json_problem(state) or f"a value the JSON codec refuses ({log.safe_str(exc)[:200]})") from None
-    if codec.name != "orjson" or "null" in text:
-        problem = _json_problem(state)
-        if problem is not None:
-            raise ValueError(problem)
-    return text
+        raise ValueError(f"a value the JSON codec refuses ({log.safe_str(exc)[:200]})") from None
 
 
 def _utf8_size(text: str) -> int:

@@ -146,9 +146,11 @@ def test_invoke_an_api_function_uses_its_route(project, aws_endpoint, capsys):
     assert '"statusCode": 201' in out and '"method":"POST"' in out and '"path":"/things"' in out
 
 
-def test_invoke_a_failing_record_exits_zero_with_the_failure_reported(project, aws_endpoint, capsys):
-    assert main(["invoke", "worker", "--event", "sqs", "--body", '{"fail": true}', "-c", str(project)]) == 0
-    assert '"itemIdentifier"' in capsys.readouterr().out
+def test_invoke_a_failing_record_exits_one_with_the_failure_reported(project, aws_endpoint, capsys):
+    assert main(["invoke", "worker", "--event", "sqs", "--body", '{"fail": true}', "-c", str(project)]) == 1
+    captured = capsys.readouterr()
+    assert '"itemIdentifier"' in captured.out
+    assert captured.err == "lambda-kit invoke: FAILED: 1 of 1 record reported in batchItemFailures\n"
 
 
 def test_invoke_from_a_file(project, aws_endpoint, tmp_path, capsys):

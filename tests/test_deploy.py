@@ -1,9 +1,12 @@
 """The deployment: `serverless package` (osls, offline, dummy credentials) and the template it makes.
 
-Packaging runs once per test run: under pytest-xdist every worker that needs the template takes
-an exclusive file lock, and the first one packages while the others wait and then reuse its output
-(the run's PYTEST_XDIST_TESTRUNUID is stamped into .serverless/). The template is read into
-memory under the lock, so a later packaging cannot change it under a test.
+Packaging runs once per test run, as a new machine would run it: with an empty requirements cache
+(a fresh XDG_CACHE_HOME: no static cache, no download cache) and no interpreter of the runtime's
+version on PATH (only the Python the tests run with, as `python3`), so the Lambda-platform wheels
+must come from pip's --platform/--python-version. Under pytest-xdist every worker that needs the
+template takes an exclusive file lock, and the first one packages while the others wait and then
+reuse its output (the run's PYTEST_XDIST_TESTRUNUID is stamped into .serverless/). The template is
+read into memory under the lock, so a later packaging cannot change it under a test.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,12 +27,18 @@ from typing import Any
 
 import pytest
 
+from lambda_kit import testing
+from lambda_kit.serverless_config import load
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / ".serverless"
 TEMPLATE = OUT / "cloudformation-template-update-stack.json"
 ARTIFACT = OUT / "view-stats.zip"
 STAMP = OUT / ".lambda-kit-package-run"
 SERVICE, STAGE = "view-stats", "dev"
+CONFIG = load(ROOT / "serverless.yml")
+RUNTIME_VERSION = CONFIG["provider"]["runtime"].removeprefix("python")  # "3.12"
+MAX_ARTIFACT_BYTES = 1_000_000
 
 # cfn-lint rules skipped, each with its reason:
 CFN_LINT_IGNORED = {
@@ -41,53 +51,65 @@ CFN_LINT_IGNORED = {
 FUNCTIONS = ("ingest", "counter", "aggregator", "milestones", "clickstream")
 
 
-def _package_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+def _scratch(name: str) -> Path:
+    """A directory of this checkout's own under the system temp dir, emptied."""
+    path = Path(tempfile.gettempdir()) / f"lambda-kit-{name}-{hashlib.sha1(str(ROOT).encode()).hexdigest()[:12]}"
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    return path
+
+
+def _package_env(cache: Path, bin_dir: Path) -> dict[str, str]:
+    """The environment of a machine with no python<runtime version> and nothing cached."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PYENV_VERSION"))}
+    (bin_dir / "python3").symlink_to(sys.executable)  # the only Python: the one running the tests
+    kept = [d for d in env.get("PATH", "").split(os.pathsep) if d and not shutil.which(f"python{RUNTIME_VERSION}", path=d)]
     env.update(
+        PATH=os.pathsep.join([str(bin_dir), *kept]),
+        XDG_CACHE_HOME=str(cache),
         SLS_TELEMETRY_DISABLED="1",
         AWS_ACCESS_KEY_ID="packaging-needs-no-credentials",
         AWS_SECRET_ACCESS_KEY="packaging-needs-no-credentials",
         AWS_REGION="us-east-1",
         AWS_DEFAULT_REGION="us-east-1",
     )
-    if "PYENV_VERSION" not in env:  # pyenv's 3.12 provides the python3.12 the plugin calls
-        pyenv_root = env.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
-        versions = sorted(glob.glob(os.path.join(pyenv_root, "versions", "3.12*")))
-        if versions:
-            env["PYENV_VERSION"] = os.path.basename(versions[-1])
     return env
 
 
-def _package() -> None:
+def _package() -> dict[str, Any]:
     serverless = ROOT / "node_modules" / ".bin" / "serverless"
     if not serverless.exists():
         pytest.fail("node_modules/.bin/serverless is missing: run `npm ci` (make test does)")
+    cache = _scratch("cold-cache")
+    env = _package_env(cache, _scratch("python-bin"))
+    assert shutil.which(f"python{RUNTIME_VERSION}", path=env["PATH"]) is None
     result = subprocess.run(
-        [str(serverless), "package", "--stage", STAGE],
+        [str(serverless), "package", "--stage", STAGE, "--verbose"],
         cwd=ROOT,
-        env=_package_env(),
+        env=env,
         capture_output=True,
         text=True,
         timeout=600,
     )
     if result.returncode != 0:
         pytest.fail(f"serverless package failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
+    return {"path": env["PATH"], "cache": str(cache), "output": result.stdout + result.stderr}
 
 
 @pytest.fixture(scope="session")
 def packaged(tmp_path_factory) -> dict[str, Any]:
-    """Package once per run; returns the template and private copies of it and of the artifact."""
+    """Package once per run; returns the template, private copies of it and of the artifact, and
+    how the packaging ran (its PATH, its cache directory, its output)."""
     run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
     lock_name = "lambda-kit-package-" + hashlib.sha1(str(ROOT).encode()).hexdigest()[:12] + ".lock"
     copy_dir = tmp_path_factory.mktemp("packaged")
     with open(os.path.join(tempfile.gettempdir(), lock_name), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            fresh = run_id is not None and STAMP.exists() and STAMP.read_text() == run_id and TEMPLATE.exists()
-            if not fresh:
-                _package()
-                if run_id is not None:
-                    STAMP.write_text(run_id)
+            stamp = json.loads(STAMP.read_text()) if run_id is not None and STAMP.exists() else {}
+            if stamp.get("run") != run_id or run_id is None or not TEMPLATE.exists():
+                stamp = {"run": run_id, **_package()}
+                STAMP.write_text(json.dumps(stamp))
             shutil.copy(TEMPLATE, copy_dir / TEMPLATE.name)
             shutil.copy(ARTIFACT, copy_dir / ARTIFACT.name)
         finally:
@@ -97,6 +119,7 @@ def packaged(tmp_path_factory) -> dict[str, Any]:
         "template": json.loads(template_path.read_text()),
         "template_path": template_path,
         "artifact": copy_dir / ARTIFACT.name,
+        "run": stamp,
     }
 
 
@@ -184,21 +207,125 @@ def test_cfn_lint_passes(packaged):
     assert (result.returncode, result.stdout + result.stderr) == (0, "")
 
 
-def test_artifact_holds_the_code_and_lambda_platform_wheels(packaged):
-    names = zipfile.ZipFile(packaged["artifact"]).namelist()
-    assert "lambda_kit/__init__.py" in names
-    assert "lambda_kit/check.py" in names
-    if (ROOT / "handlers" / "ingest.py").exists():
-        assert "handlers/ingest.py" in names
-    for unwanted in ("lambda_kit/local/", "tests/", "bench/", "node_modules/", ".venv/", "serverless.yml", "package.json"):
-        assert not [n for n in names if n.startswith(unwanted)], unwanted
-    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+def _pip_args() -> dict[str, str]:
+    """custom.pythonRequirements.pipCmdExtraArgs as {"--platform": "manylinux2014_x86_64", ...}."""
+    args = {}
+    for item in CONFIG["custom"]["pythonRequirements"]["pipCmdExtraArgs"]:
+        name, _, value = item.replace("=", " ", 1).partition(" ")
+        args[name] = value.strip()
+    return args
+
+
+def test_requirements_are_fetched_for_the_runtime_not_the_local_python():
+    options = CONFIG["custom"]["pythonRequirements"]
+    args = _pip_args()
+    assert args["--python-version"] == RUNTIME_VERSION
+    assert args["--implementation"] == "cp"
+    assert args["--only-binary"] == ":all:"
+    assert args["--platform"] == {"x86_64": "manylinux2014_x86_64", "arm64": "manylinux2014_aarch64"}[CONFIG["provider"]["architecture"]]
+    assert options["dockerizePip"] is False
+    assert options["pythonBin"] == "python3"  # not the runtime's python3.12
+    assert options["useStaticCache"] is False  # a cache keyed by the requirements alone
+
+
+def test_packaging_ran_without_the_runtimes_python_and_with_an_empty_cache(packaged):
+    run = packaged["run"]
+    assert shutil.which(f"python{RUNTIME_VERSION}", path=run["path"]) is None
+    # pip installed the requirements (no earlier build was reused), with the empty cache
+    assert 'Installing requirements from "' in run["output"], run["output"]
+    assert "static cache" not in run["output"]
+    assert f"Using download cache directory {run['cache']}/" in run["output"]
+
+
+def _top_level(names: list[str]) -> set[str]:
+    return {n.split("/", 1)[0] for n in names}
+
+
+def test_artifact_holds_what_the_functions_import_and_nothing_else(packaged):
+    artifact = packaged["artifact"]
+    assert artifact.stat().st_size <= MAX_ARTIFACT_BYTES, f"{artifact.stat().st_size:,} bytes zipped"
+    names = zipfile.ZipFile(artifact).namelist()
+    assert _top_level(names) == {"lambda_kit", "handlers", "orjson"}
+    assert "lambda_kit/__init__.py" in names and "handlers/ingest.py" in names
     # Compiled wheels are Lambda's (CPython 3.12, x86_64 Linux), whatever machine packaged them.
-    assert "ujson.cpython-312-x86_64-linux-gnu.so" in names
-    assert [n for n in names if n.startswith("orjson/") and n.endswith(".cpython-312-x86_64-linux-gnu.so")]
-    assert "aws_lambda_powertools/__init__.py" in names
-    assert "datadog/__init__.py" in names
-    assert not [n for n in names if n.startswith(("boto3/", "botocore/"))]  # the runtime has them
+    assert [n for n in names if re.fullmatch(rf"orjson/orjson\.cpython-{RUNTIME_VERSION.replace('.', '')}-x86_64-linux-gnu\.so", n)]
+    # lambda_kit without the local stack, the CLI and the test helpers
+    for unwanted in ("lambda_kit/local/", "lambda_kit/cli.py", "lambda_kit/check.py", "lambda_kit/serverless_config.py", "lambda_kit/testing.py"):
+        assert not [n for n in names if n.startswith(unwanted)], unwanted
+    assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", ".pyi", ".dist-info/RECORD"))]
+
+
+RUNTIME_CHECK = """
+import importlib, json, sys, types
+sys.path.insert(0, sys.argv[1])
+events = json.loads(open(sys.argv[2]).read())
+context = types.SimpleNamespace(
+    function_name="view-stats-dev-f", function_version="$LATEST", memory_limit_in_mb=256,
+    invoked_function_arn="arn:aws:lambda:us-east-1:123456789012:function:view-stats-dev-f",
+    aws_request_id="req-1", log_group_name="/aws/lambda/f", log_stream_name="s",
+    get_remaining_time_in_millis=lambda: 10000,
+)
+report = {"results": {}}
+for name, handler in events["handlers"].items():
+    module, _, attribute = handler.rpartition(".")
+    function = getattr(importlib.import_module(module.replace("/", ".")), attribute)
+    if name in events["events"]:
+        try:
+            report["results"][name] = function(events["events"][name], context)
+        except Exception as error:
+            report["results"][name] = {"raised": type(error).__name__}
+from lambda_kit import codec
+report["codec"] = codec.name
+report["loaded"] = sorted({m.split(".")[0] for m, v in list(sys.modules.items())
+                           if (getattr(v, "__file__", None) or "").startswith(sys.argv[1])})
+print(json.dumps(report))
+"""
+
+
+def _runtime_python() -> str | None:
+    """An interpreter of the runtime's version (pyenv's, or on PATH), for running the artifact."""
+    pyenv_root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    candidates = sorted(glob.glob(os.path.join(pyenv_root, "versions", f"{RUNTIME_VERSION}*", "bin", f"python{RUNTIME_VERSION}")))
+    candidates.append(shutil.which(f"python{RUNTIME_VERSION}") or "")
+    for candidate in filter(None, candidates):
+        probe = subprocess.run([candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True)
+        if probe.returncode == 0 and probe.stdout.strip() == RUNTIME_VERSION:
+            return candidate
+    return None
+
+
+def test_the_functions_run_from_the_artifact_on_the_runtimes_python(packaged, tmp_path):
+    """Unzipped, with the runtime's Python and nothing else (no site-packages, as Lambda would
+    have without boto3): every function imports, the ones whose events need no AWS call run,
+    the platform wheel is the codec, and every top-level package shipped is loaded."""
+    python = _runtime_python()
+    if python is None:
+        pytest.skip(f"no python{RUNTIME_VERSION} to run the artifact with (the packaging itself needed none)")
+    task = tmp_path / "task"
+    zipfile.ZipFile(packaged["artifact"]).extractall(task)
+    events = {
+        "handlers": {name: packaged["template"]["Resources"][function_id(name)]["Properties"]["Handler"] for name in FUNCTIONS},
+        "events": {
+            "ingest": testing.api_event("POST", "/views", body={"url": ""}),
+            "counter": testing.sqs_event({"not": "a view"}),
+            "milestones": testing.sns_event({"not": "a milestone"}),
+            "aggregator": testing.dynamodb_stream_event(testing.dynamodb_record("INSERT", {"PK": "AGG#x", "SK": "y"}, {"PK": "AGG#x", "SK": "y"})),
+        },
+    }
+    (tmp_path / "events.json").write_text(json.dumps(events))
+    result = subprocess.run(
+        [python, "-I", "-S", "-c", RUNTIME_CHECK, str(task), str(tmp_path / "events.json")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.splitlines()[-1])
+    assert report["codec"] == "orjson"
+    assert set(report["loaded"]) == _top_level(zipfile.ZipFile(packaged["artifact"]).namelist())
+    results = report["results"]
+    assert results["ingest"]["statusCode"] == 400
+    assert len(results["counter"]["batchItemFailures"]) == 1
+    assert results["milestones"] == {"raised": "InvalidView"}  # SNS: raised, so Lambda retries
+    assert results["aggregator"] == {"batchItemFailures": []}
 
 
 # ------------------------------------------------------------------ functions and event sources

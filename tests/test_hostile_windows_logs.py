@@ -132,7 +132,7 @@ def test_cloudwatch_logs_handler_survives_any_event(event, fail_every, context, 
     lines = parse_lines(out)
     errors = of_level(lines, "ERROR")
     check_error_lines(errors)
-    check_calls(fn)
+    check_calls(fn, lines)
     assert (raised is None) == (not errors)  # a failure is raised, never acknowledged
     if raised is not None:
         assert type(raised).__name__ == errors[0]["error_type"] and str(raised) == errors[0]["error"]
@@ -166,7 +166,7 @@ def test_stream_handler_survives_any_kinesis_record_of_log_events(records, fail_
     lines = parse_lines(out)
     errors = of_level(lines, "ERROR")
     check_error_lines(errors)
-    check_calls(fn)
+    check_calls(fn, lines)
     failures = response["batchItemFailures"]
     assert list(response) == ["batchItemFailures"] and len(failures) <= 1 and len(errors) == len(failures)
     sequence_numbers = [r["kinesis"]["sequenceNumber"] for r in records]

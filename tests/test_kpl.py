@@ -170,7 +170,7 @@ def test_without_aws_kinesis_agg_an_aggregate_fails_saying_what_to_install():
     """)
     response, line = [text for text in out.splitlines() if text]
     assert response == "{'batchItemFailures': [{'itemIdentifier': '7'}]}"
-    assert "this is a KPL-aggregated record: install lambda-kit[kpl] (aws-kinesis-agg) to de-aggregate it" in line
+    assert "a KPL-aggregated record needs aws-kinesis-agg: pip install 'lambda-event-kit[kpl]'" in line
 
 
 def test_requeue_puts_a_failed_user_record_back_alone(capfd, stream_and_dlq):  # noqa: F811
