@@ -56,7 +56,8 @@ class Installation:
 
 def find_installation(search_from: Iterable[Path] = ()) -> Installation:
     """The jar named by ``LAMBDA_KIT_DYNAMODB_LOCAL``, else the newest one in a ``node_modules`` of
-    the working directory, of ``search_from`` or of their parents; and ``java``.
+    the working directory, of ``search_from``, of lambda_kit's own project, or of their parents;
+    and ``java``.
 
     Raises :class:`DynamoDBLocalUnavailable` when there is no jar, no Java, or the setting is ``off``.
     """
@@ -69,7 +70,7 @@ def find_installation(search_from: Iterable[Path] = ()) -> Installation:
         if not jar.is_file():
             raise DynamoDBLocalUnavailable(f"{SETTING}={setting} is not DynamoDBLocal.jar nor a folder holding it")
     else:
-        jar = _packaged_jar([Path.cwd(), *search_from])
+        jar = _packaged_jar([Path.cwd(), *search_from, Path(__file__).resolve().parents[2]])
     return Installation(jar=jar.resolve(), java=_java())
 
 
