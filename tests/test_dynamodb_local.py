@@ -4,6 +4,7 @@ the process that started it dies), and the local stack's choice between it and m
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -117,7 +118,7 @@ def test_without_java_it_says_what_to_install(monkeypatch, installation):
 def test_a_jar_that_does_not_start_is_one_line_with_its_output(tmp_path):
     jar = tmp_path / "DynamoDBLocal.jar"
     jar.write_text("not a jar", encoding="utf-8")
-    java = find_installation.__globals__["_java"]()
+    java = shutil.which("java") or "java"
     with pytest.raises(DynamoDBLocalUnavailable, match=r"exited with status \d+ at start: .*") as raised:
         DynamoDBLocal(Installation(jar=jar, java=java)).start()
     assert "\n" not in str(raised.value)
