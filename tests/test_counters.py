@@ -233,23 +233,23 @@ def test_the_counter_reads_first_only_while_it_meets_duplicates(counter_table, d
     fresh = (f"e{i}" for i in itertools.count())
 
     def call(duplicates: int) -> None:
-        batch = [("k", next(fresh)) for _ in range(100 - duplicates)] + [("k", f"e{i}") for i in range(duplicates)]
+        batch = [("k", next(fresh)) for _ in range(50 - duplicates)] + [("k", f"e{i}") for i in range(duplicates)]
         with requests_sent(dynamodb, "BatchGetItem") as read:
             result = counter.increment_many(batch)
         assert len(result.duplicates) == duplicates
         reads_per_call.append(len(read))
 
-    for duplicates in (0, 0, 20, 20, 20):
+    for duplicates in (0, 0, 10, 10, 10):
         call(duplicates)
     # the first duplicates are found by a cancelled transaction, the next ones by the read
     assert reads_per_call == [0, 0, 0, 1, 1]
     assert counter.increment("k", next(fresh)) is True  # one event weighs one event: the estimate barely moves
-    for _ in range(12):
+    for _ in range(16):
         call(0)
     # once they are gone, the estimate of the duplicate share decays (over ~200 events) and the reads stop
     after = reads_per_call[5:]
     assert after == sorted(after, reverse=True) and after[0] == 1 and after[-3:] == [0, 0, 0], reads_per_call
-    assert counter.get("k", consistent=True) == 2 * 100 + 3 * 80 + 1 + 12 * 100
+    assert counter.get("k", consistent=True) == 2 * 50 + 3 * 40 + 1 + 16 * 50
 
 
 def test_a_read_that_fails_transiently_leaves_the_decision_to_the_transaction(counter_table, dynamodb):
