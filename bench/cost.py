@@ -1,11 +1,13 @@
-"""What counting costs on DynamoDB: requests and write units per 1,000 events.
+"""What counting costs on DynamoDB: requests, read and write units, and dollars per 1,000 events.
 
 Compares, on the same event stream (20 article day buckets with a Zipf-like spread, exponent 1.1):
 (a) ``Counter.increment_many``; (b) the per-event transaction this library replaces (one
 ``TransactWriteItems`` of the marker and the counter update per event); (c) Powertools' idempotency
-utility around an ``update_item`` ADD. Requests are counted with botocore event hooks; write units
-from the item sizes (1 unit per KB per item, 2 in a transaction). Then shows what each does when the
-caller fails after the count was written and the event is retried (the crash window).
+utility around an ``update_item`` ADD. Requests are counted with botocore event hooks; units are
+modeled from AWS's published billing rules for on-demand tables (see ``MODEL``), from the sizes of
+the items each request writes or reads: DynamoDB Local's (and moto's) own ``ConsumedCapacity`` is
+not what AWS bills. Then shows what each does when the caller fails after the count was written and
+the event is retried (the crash window). Runs on DynamoDB Local, or moto where it cannot run.
 
 Run alone: ``.venv/bin/python -c "import bench.cost as c; c.run()"``.
 """
@@ -37,6 +39,24 @@ REDELIVERY_HORIZON = 100
 """A duplicate is a redelivery of one of the last 100 distinct events."""
 SEED = 20220328
 MARKER_TTL_SECONDS = 7 * 86400
+BATCHES = (10, 100, 1000)
+WRITE_PRICE = 1.25
+"""$ per million write request units (on-demand)."""
+READ_PRICE = 0.25
+"""$ per million read request units (on-demand)."""
+
+MODEL = (
+    "Cost model: AWS's published billing rules for on-demand tables, from the item sizes (DynamoDB Local's own",
+    "ConsumedCapacity is not AWS's: it reports 2 units for a two-item transaction AWS bills 4).",
+    "  writes: 1 write unit per KB per item; 2 in a transaction (prepare + commit). A cancelled transaction is",
+    "          counted at its prepare half (1 per KB per item: AWS publishes no rule of its own for it), a failed",
+    "          conditional write at 1 per KB.",
+    "  reads:  a strongly consistent read is 1 read unit per 4 KB per item, found or not (BatchGetItem reads each",
+    "          key as one GetItem); an eventually consistent one half that.",
+    f"  prices: ${WRITE_PRICE} per million write units, ${READ_PRICE} per million read units;"
+    " $/M events = (write units x 1.25 + read units x 0.25) per event.",
+    "  (b) and (c) send one event at a time, so the batch size does not change them.",
+)
 
 Event = tuple[str, str]
 
@@ -110,16 +130,25 @@ def units(size: int) -> int:
     return max(1, math.ceil(size / 1024))
 
 
+def read_units(size: int, consistent: bool) -> float:
+    """Read units of one item of ``size`` bytes (0 for an item not found: still the minimum)."""
+    whole = max(1, math.ceil(size / 4096))
+    return whole if consistent else whole / 2
+
+
 @dataclass
 class Meter:
-    """Requests and write units a client spends, from botocore event hooks."""
+    """Requests, write units and read units a client spends, from botocore event hooks."""
 
     requests: int = 0
     write_units: int = 0
+    read_units: float = 0
     cancelled_units: int = 0
     largest_item: int = 0
     by_operation: Tally[str] = field(default_factory=Tally)
     _pending: tuple[int, int] = (0, 0)
+    _consistent: bool = False
+    _asked: int = 0
 
     def attach(self, client: Any) -> None:
         client.meta.events.register(
@@ -130,6 +159,7 @@ class Meter:
 
     def reset(self) -> None:
         self.requests = self.write_units = self.cancelled_units = self.largest_item = 0
+        self.read_units = 0
         self.by_operation.clear()
 
     def _on_send(self, event_name: str, **_kwargs: Any) -> None:
@@ -154,6 +184,11 @@ class Meter:
             sizes.append(update_size(params))
         elif operation == "DeleteItem":
             sizes.append(item_size(params["Key"]))
+        elif operation == "GetItem":
+            self._consistent = bool(params.get("ConsistentRead"))
+        elif operation == "BatchGetItem":
+            self._consistent = all(r.get("ConsistentRead") for r in params["RequestItems"].values())
+            self._asked = sum(len(r["Keys"]) for r in params["RequestItems"].values())
         self.largest_item = max([self.largest_item, *sizes])
         one_pass = sum(units(size) for size in sizes)
         # a transaction writes every item twice (prepare, commit); a cancelled one only prepared
@@ -161,7 +196,7 @@ class Meter:
             (2 * one_pass, one_pass) if operation == "TransactWriteItems" else (one_pass, one_pass)
         )
 
-    def _after(self, http_response: Any, **_kwargs: Any) -> None:
+    def _after(self, http_response: Any, parsed: dict[str, Any], model: Any, **_kwargs: Any) -> None:
         committed, failed = self._pending
         self._pending = (0, 0)
         if http_response.status_code < 300:
@@ -169,6 +204,15 @@ class Meter:
         else:
             self.write_units += failed
             self.cancelled_units += failed
+        if model.name == "GetItem":
+            self.read_units += read_units(item_size(parsed.get("Item") or {}), self._consistent)
+        elif model.name == "BatchGetItem" and http_response.status_code < 300:
+            # every key asked for is read, found or not; the response holds the found ones
+            found = [item for items in parsed.get("Responses", {}).values() for item in items]
+            unprocessed = sum(len(r.get("Keys", [])) for r in parsed.get("UnprocessedKeys", {}).values())
+            asked = self._asked - unprocessed
+            self.read_units += sum(read_units(item_size(item), self._consistent) for item in found)
+            self.read_units += (asked - len(found)) * read_units(0, self._consistent)
 
 
 def make_client(url: str) -> Any:
@@ -235,8 +279,9 @@ def create_table(admin: Any, hash_key: str = "PK", range_key: str | None = "SK")
 
 
 class MarkerJanitor:
-    """Deletes (unmetered) the markers of events older than the redelivery horizon: moto copies the
-    whole table on every transaction, so a small table keeps the bench fast; billing is unchanged."""
+    """Deletes (unmetered) the markers of events older than the redelivery horizon: where moto serves,
+    it copies the whole table on every transaction, so a small table keeps the bench fast; billing is
+    unchanged (no later event is a redelivery of those)."""
 
     def __init__(self, admin: Any, table: str) -> None:
         self.admin, self.table = admin, table
@@ -368,21 +413,33 @@ class Row:
     duplicates: float
     method: str
     requests: int
+    transactions: int
     write_units: int
+    read_units: float
     cancelled_units: int
 
     @property
     def units_per_event(self) -> float:
         return self.write_units / EVENTS
 
+    @property
+    def dollars_per_million_events(self) -> float:
+        """$ per million events: write units x $1.25 and read units x $0.25 per million, per event."""
+        return (self.write_units * WRITE_PRICE + self.read_units * READ_PRICE) / EVENTS
 
-def measure(
-    meter: Meter, admin: Any, stream: Sequence[Event], count: Callable[[], str]
-) -> tuple[int, int, int]:
-    """Requests, write units and cancelled units of ``count()``, after checking its counts are exact."""
+
+def measure(meter: Meter, admin: Any, stream: Sequence[Event], count: Callable[[], str]) -> tuple[Any, ...]:
+    """Requests, transactions, write units, read units and cancelled units of ``count()``, after checking
+    its counts are exact."""
     meter.reset()
     table = count()
-    spent = (meter.requests, meter.write_units, meter.cancelled_units)
+    spent = (
+        meter.requests,
+        meter.by_operation["TransactWriteItems"],
+        meter.write_units,
+        meter.read_units,
+        meter.cancelled_units,
+    )
     distinct = Tally(key for key, _ in set(stream))
     counts = Counter(table, client=admin).get_many(sorted(distinct))
     if counts != dict(distinct):
@@ -447,23 +504,40 @@ def crash_window(client: Any, admin: Any) -> list[tuple[str, int, str]]:
     return results
 
 
+@contextmanager
+def dynamodb_endpoint() -> Iterator[tuple[str, str]]:
+    """``(url, name)``: DynamoDB Local, or moto (one snapshot per transaction) where it cannot run."""
+    from lambda_kit.local.dynamodb_local import DynamoDBLocal, DynamoDBLocalUnavailable
+
+    try:
+        local = DynamoDBLocal().start()
+    except DynamoDBLocalUnavailable as reason:
+        from lambda_kit.local.endpoint import Endpoint
+
+        with Endpoint() as endpoint, one_snapshot_per_transaction():
+            yield endpoint.url, f"moto (DynamoDB Local cannot run: {reason})"
+        return
+    try:
+        yield local.url, f"DynamoDB Local {local.version}"
+    finally:
+        local.stop()
+
+
 def run() -> list[tuple[str, bool, str]]:
     """Print the cost table, whether the targets are met, and the crash window.
 
     Returns the targets as ``(name, met, detail)`` for ``make bench``'s summary.
     """
-    from lambda_kit.local.endpoint import Endpoint
-
     started = time.perf_counter()
     rows: list[Row] = []
-    with warnings.catch_warnings(), Endpoint() as endpoint, one_snapshot_per_transaction():
+    with warnings.catch_warnings(), dynamodb_endpoint() as (url, where):
         warnings.simplefilter("ignore")  # Powertools warns that no Lambda context is registered
-        client, admin = make_client(endpoint.url), make_client(endpoint.url)
+        client, admin = make_client(url), make_client(url)
         meter = Meter()
         meter.attach(client)
         for duplicates in (0.0, 0.2):
             stream = event_stream(duplicates)
-            for batch in (10, 100):
+            for batch in BATCHES:
                 spent = measure(
                     meter, admin, stream, partial(count_with_increment_many, client, admin, stream, batch)
                 )
@@ -472,51 +546,51 @@ def run() -> list[tuple[str, bool, str]]:
                 meter, admin, stream, partial(count_with_transaction_per_event, client, admin, stream)
             )
             spent_c = measure(meter, admin, stream, partial(count_with_powertools, client, admin, stream))
-            for batch in (10, 100):  # (b) and (c) send one event at a time, whatever the batch
-                rows.append(Row(batch, duplicates, "(b) transaction per event", *spent_b))
-                rows.append(Row(batch, duplicates, "(c) Powertools idempotency", *spent_c))
+            rows.append(Row(1, duplicates, "(b) transaction per event", *spent_b))
+            rows.append(Row(1, duplicates, "(c) Powertools idempotency", *spent_c))
         crash = crash_window(client, admin)
         largest = meter.largest_item
 
-    rows.sort(key=lambda r: (r.batch, r.duplicates, r.method))
+    rows.sort(key=lambda r: (r.duplicates, r.method, r.batch))
     print(
         f"DynamoDB cost per {EVENTS:,} events: {ARTICLES} article day buckets with a Zipf-like spread"
         f" (exponent {ZIPF_EXPONENT});"
     )
     print(
-        f"a duplicate is a redelivery of one of the last {REDELIVERY_HORIZON} events. Every count checked exact."
+        f"a duplicate is a redelivery of one of the last {REDELIVERY_HORIZON} events. Every count checked exact"
+        f" (on {where})."
     )
     print()
-    header = f"{'batch':>5}  {'dups':>4}  {'method':<28}{'requests':>9}{'write units':>13}{'per event':>11}"
-    print(header + f"{'of which cancelled':>20}")
+    header = (
+        f"{'dups':>4}  {'method':<28}{'batch':>6}{'requests':>9}{'transact.':>10}{'write u.':>9}{'read u.':>8}"
+        f"{'WU/event':>9}{'$/M events':>11}{'cancelled':>10}"
+    )
+    print(header)
     for row in rows:
         print(
-            f"{row.batch:>5}  {row.duplicates:>4.0%}  {row.method:<28}{row.requests:>9,}{row.write_units:>13,}"
-            f"{row.units_per_event:>11.2f}{row.cancelled_units:>20,}"
+            f"{row.duplicates:>4.0%}  {row.method:<28}{'-' if row.method[:3] != '(a)' else row.batch:>6}"
+            f"{row.requests:>9,}{row.transactions:>10,}{row.write_units:>9,}{row.read_units:>8,.0f}"
+            f"{row.units_per_event:>9.2f}{row.dollars_per_million_events:>11.2f}{row.cancelled_units:>10,}"
         )
     print()
+    print(f"Largest item written: {largest} bytes (1 KB of writes, 4 KB of reads each).")
+    for line in MODEL:
+        print(line)
     print(
-        f"Write units from item sizes (largest item: {largest} bytes, so 1 KB each): 1 per KB per item,"
-        " 2 in a transaction (prepare + commit);"
+        "(a) reads a batch's markers first (strongly consistent BatchGetItem) while it meets duplicates, and writes"
+        " only the unseen:"
     )
-    print(
-        "a cancelled transaction is counted at its prepare half (1 per item), a failed conditional write at 1."
-        " (b) and (c) send one event at a time, so the batch size does not change them."
-    )
+    print("  the first batch with duplicates is still cancelled once (nothing told it to read yet).")
     print()
-    a = next(r for r in rows if (r.batch, r.duplicates, r.method[:3]) == (100, 0.0, "(a)"))
-    b = next(r for r in rows if (r.batch, r.duplicates, r.method[:3]) == (100, 0.0, "(b)"))
+
+    def row(method: str, duplicates: float, batch: int = 1) -> Row:
+        return next(r for r in rows if (r.method[:3], r.duplicates, r.batch) == (method, duplicates, batch))
+
+    a, b = row("(a)", 0.0, 100), row("(b)", 0.0)
+    dup_a, dup_b, dup_c = row("(a)", 0.2, 100), row("(b)", 0.2), row("(c)", 0.2)
     ratio = a.write_units / b.write_units
-    print("Targets at batch 100 without duplicates:")
-    print(
-        f"  (a) requests per 1,000 events: {a.requests} (target <= 25, floor 20):"
-        f" {'met' if a.requests <= 25 else 'NOT MET'}"
-    )
-    print(
-        f"  (a) write units per event: {a.units_per_event:.2f} = {ratio:.0%} of (b)'s {b.units_per_event:.2f}"
-        f" (target <= 65%): {'met' if ratio <= 0.65 else 'NOT MET'}"
-    )
-    print()
+    cheapest = dup_a.dollars_per_million_events < min(dup_b.dollars_per_million_events, dup_c.dollars_per_million_events)
+    big = [row("(a)", d, 1000) for d in (0.0, 0.2)]
     print(
         "Crash window: each counts 1 event, the caller fails after the write, the event is delivered again:"
     )
@@ -528,9 +602,29 @@ def run() -> list[tuple[str, bool, str]]:
     )
     print(f"\n({time.perf_counter() - started:.0f} s)")
     return [
-        ("(a) requests per 1,000 events at batch 100 <= 25", a.requests <= 25, f"{a.requests}"),
         (
-            "(a) write units per event <= 65% of (b)",
+            "(a) 20% duplicates, batch 100: <= 2.6 write units per event",
+            dup_a.units_per_event <= 2.6,
+            f"{dup_a.units_per_event:.2f} (+ {dup_a.read_units / EVENTS:.2f} read units)",
+        ),
+        (
+            "(a) 20% duplicates, batch 100: fewer $ per million events than (b) and (c)",
+            cheapest,
+            f"${dup_a.dollars_per_million_events:.2f} vs ${dup_b.dollars_per_million_events:.2f} (b),"
+            f" ${dup_c.dollars_per_million_events:.2f} (c)",
+        ),
+        (
+            "(a) no duplicates, batch 100: <= 20 requests and <= 2.37 write units per event",
+            a.requests <= 20 and a.units_per_event <= 2.37,
+            f"{a.requests} requests, {a.units_per_event:.2f} write units, {a.read_units:.0f} read units",
+        ),
+        (
+            "(a) batch 1,000: <= 12 transactions per 1,000 events (0% and 20% duplicates)",
+            all(r.transactions <= 12 for r in big),
+            " and ".join(f"{r.transactions} ({r.duplicates:.0%})" for r in big),
+        ),
+        (
+            "(a) write units per event <= 65% of (b) (batch 100, no duplicates)",
             ratio <= 0.65,
             f"{ratio:.0%} ({a.units_per_event:.2f} vs {b.units_per_event:.2f})",
         ),

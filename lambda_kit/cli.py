@@ -278,6 +278,7 @@ def _start_stack(args: argparse.Namespace, out: TextIO, **options: Any) -> Any:
     stack.start()
     endpoint = f"moto in-process on {stack.endpoint_url}" if stack.endpoint is not None else f"{stack.endpoint_url} (AWS_ENDPOINT_URL)"
     print(f"  AWS endpoint   {endpoint}", file=out)
+    print(f"  DynamoDB       {stack.dynamodb_description}", file=out)
     if stack.gateway is not None:
         routes = " · ".join(route.key for route in stack.gateway.routes)
         print(f"  HTTP API       {stack.api_url}   {routes}", file=out)

@@ -1,4 +1,10 @@
-"""Shared fixtures: moto's server on loopback (a real HTTP endpoint), boto3 pointed at it."""
+"""Shared fixtures: real endpoints on loopback, boto3 pointed at them for the whole session.
+
+DynamoDB and DynamoDB Streams are AWS's DynamoDB Local (started once per test process); SQS, SNS,
+Kinesis and the rest are moto's server. Where DynamoDB Local cannot run (no Java, no
+``npm ci``, or ``LAMBDA_KIT_DYNAMODB_LOCAL=off``), moto serves DynamoDB too, the tests that need
+DynamoDB Local's own behaviour are skipped, and the report header says why.
+"""
 
 from __future__ import annotations
 
@@ -12,17 +18,48 @@ for _variable in ("LAMBDA_KIT_LOG_LEVEL", "LOG_LEVEL", "AWS_LAMBDA_LOG_LEVEL"):
 
 import pytest  # noqa: E402
 
+from lambda_kit.local.dynamodb_local import DynamoDBLocal, DynamoDBLocalUnavailable, find_installation  # noqa: E402
 from lambda_kit.local.endpoint import Endpoint, aws_environment  # noqa: E402
 
 _ids = itertools.count()
 
 
+def pytest_report_header(config: pytest.Config) -> str:
+    try:
+        found = find_installation()
+    except DynamoDBLocalUnavailable as reason:
+        return f"DynamoDB: moto's (DynamoDB Local cannot run: {reason})"
+    return f"DynamoDB: DynamoDB Local ({found.jar.parent.name}, {found.java})"
+
+
 @pytest.fixture(scope="session")
-def aws_endpoint():
-    """moto's server on 127.0.0.1 (free port), with AWS_* variables set for the whole session."""
-    endpoint = Endpoint().start()
-    saved = {k: os.environ.get(k) for k in aws_environment(endpoint.url)}
-    os.environ.update(aws_environment(endpoint.url))
+def dynamodb_local():
+    """AWS's DynamoDB Local on a free loopback port for the session, or None where it cannot run."""
+    try:
+        server = DynamoDBLocal().start()
+    except DynamoDBLocalUnavailable:
+        yield None
+        return
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def require_dynamodb_local(dynamodb_local) -> DynamoDBLocal:
+    """DynamoDB Local, or the test is skipped where it cannot run (moto cannot stand in for it)."""
+    if dynamodb_local is None:
+        pytest.skip("DynamoDB Local cannot run here (see the report header)")
+    return dynamodb_local
+
+
+@pytest.fixture(scope="session")
+def aws_endpoint(dynamodb_local):
+    """moto's server on 127.0.0.1 (free port), with AWS_* variables set for the whole session:
+    ``AWS_ENDPOINT_URL`` is moto, ``AWS_ENDPOINT_URL_DYNAMODB(_STREAMS)`` DynamoDB Local."""
+    endpoint = Endpoint(dynamodb=dynamodb_local is None).start()
+    environment = aws_environment(endpoint.url, dynamodb_url=dynamodb_local.url if dynamodb_local else None)
+    saved = {k: os.environ.get(k) for k in environment}
+    os.environ.update(environment)
     yield endpoint
     endpoint.stop()
     for key, value in saved.items():
@@ -33,23 +70,19 @@ def aws_endpoint():
 
 
 @pytest.fixture
+def dynamodb_url(aws_endpoint) -> str:
+    """Where the session's DynamoDB is (DynamoDB Local, or moto where it cannot run)."""
+    return os.environ["AWS_ENDPOINT_URL_DYNAMODB"]
+
+
+@pytest.fixture
 def unique_name():
-    """A fresh resource name per call (moto keeps state for the whole session)."""
+    """A fresh resource name per call (the endpoints keep state for the whole session)."""
     return lambda prefix="t": f"{prefix}-{os.getpid()}-{next(_ids)}"
 
 
-@pytest.fixture
-def dynamodb(aws_endpoint):
-    import boto3
-
-    return boto3.client("dynamodb", endpoint_url=aws_endpoint.url)
-
-
-@pytest.fixture
-def counter_table(dynamodb, unique_name):
-    """A fresh single-table-design table (PK/SK, stream, TTL on ``ttl``) per test: moto copies a
-    table on every transaction action, so small tables keep the tests fast."""
-    name = unique_name("ViewStats")
+def make_counter_table(dynamodb, name: str) -> str:
+    """A single-table-design table (PK/SK, stream, TTL on ``ttl``) named ``name``."""
     dynamodb.create_table(
         TableName=name,
         AttributeDefinitions=[
@@ -64,3 +97,16 @@ def counter_table(dynamodb, unique_name):
         TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": "ttl"}
     )
     return name
+
+
+@pytest.fixture
+def dynamodb(dynamodb_url):
+    import boto3
+
+    return boto3.client("dynamodb", endpoint_url=dynamodb_url)
+
+
+@pytest.fixture
+def counter_table(dynamodb, unique_name):
+    """A fresh single-table-design table per test (small tables keep moto fast where it serves)."""
+    return make_counter_table(dynamodb, unique_name("ViewStats"))

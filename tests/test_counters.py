@@ -1,4 +1,5 @@
-"""lambda_kit.counters against moto's server on loopback (a real HTTP endpoint), through the public API."""
+"""lambda_kit.counters through the public API, against AWS's DynamoDB Local and against moto's server
+(the fallback where DynamoDB Local cannot run), both on loopback: every test runs on each."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from types import SimpleNamespace
 
 import pytest
+from _lossy_proxy import lossy_proxy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -35,9 +37,28 @@ from lambda_kit.counters import (
     key_of,
     month_key,
 )
+from lambda_kit.local.endpoint import fast_transactions
 from lambda_kit.trace import reset_current_record, set_current_record
 
 _hook_ids = itertools.count()
+
+
+@pytest.fixture(params=["dynamodb-local", "moto"])
+def backend(request, aws_endpoint, dynamodb_local) -> SimpleNamespace:
+    """Where these tests' DynamoDB is: AWS's DynamoDB Local, or moto (isolated by its lock)."""
+    if request.param == "moto":
+        fast_transactions()
+        return SimpleNamespace(name="moto", url=aws_endpoint.url)
+    if dynamodb_local is None:
+        pytest.skip("DynamoDB Local cannot run here (see the report header)")
+    return SimpleNamespace(name="dynamodb-local", url=dynamodb_local.url)
+
+
+@pytest.fixture
+def dynamodb(backend):
+    import boto3
+
+    return boto3.client("dynamodb", endpoint_url=backend.url)
 
 
 def no_wait(sleeps: list[float] | None = None) -> Backoff:
@@ -168,45 +189,146 @@ def test_one_counter_update_per_key_carries_the_summed_amount(counter, dynamodb)
     assert counter.get("hot") == 297
 
 
-def test_duplicates_cost_one_resend_not_one_request_each(counter, dynamodb):
+def test_without_a_read_duplicates_cost_one_resend_not_one_request_each(counter_table, dynamodb):
+    counter = Counter(counter_table, client=dynamodb, backoff=no_wait(), read_first=False)
     counter.increment_many([("k", f"e{i}") for i in range(0, 100, 5)])  # 20 counted before
-    with requests_sent(dynamodb, "TransactWriteItems") as sent:
+    with requests_sent(dynamodb, "TransactWriteItems") as sent, requests_sent(dynamodb, "BatchGetItem") as read:
         result = counter.increment_many([("k", f"e{i}") for i in range(90)])
     assert len(result.duplicates) == 18 and len(result.counted) == 72
-    assert len(sent) == 2  # cancelled once (all 18 duplicates reported at once), then the rest
+    assert len(sent) == 2 and read == []  # cancelled once (all 18 duplicates reported at once), then the rest
     assert counter.get("k") == 20 + 72
 
 
-def test_eight_threads_racing_the_same_events_count_exactly(counter_table, dynamodb):
-    events = [(f"URL#race{i % 3}", f"e{i}") for i in range(30)]
-    results: list[IncrementResult] = []
+def test_read_first_a_known_duplicate_costs_a_read_not_a_cancelled_transaction(counter_table, dynamodb):
+    counter = Counter(counter_table, client=dynamodb, backoff=no_wait(), read_first=True)
+    counter.increment_many([("k", f"e{i}") for i in range(0, 100, 5)])  # 20 counted before
+    batch = [("k", f"e{i}") for i in range(90)] + [("j", "e0"), ("k", "e1")]
+    with requests_sent(dynamodb, "TransactWriteItems") as sent, requests_sent(dynamodb, "BatchGetItem") as read:
+        result = counter.increment_many(batch)
+    assert result.duplicates == [("k", f"e{i}") for i in range(0, 90, 5)] + [("k", "e1")]
+    assert len(result.counted) == 73 and ("j", "e0") in result.counted
+    # one strongly consistent read of the 91 distinct markers (keys only), then one transaction of the
+    # 73 unseen markers and two counter updates: nothing cancelled
+    ((table, request),) = read[0]["RequestItems"].items()
+    assert len(read) == 1 and request["ConsistentRead"] is True and len(request["Keys"]) == 91
+    assert {k["SK"]["S"] for k in request["Keys"]} >= {f"EVENT#e{i}" for i in range(90)}
+    assert len(sent) == 1 and len(sent[0]["TransactItems"]) == 73 + 2
+    assert counter.get_many(["k", "j"]) == {"k": 20 + 72, "j": 1}
+
+
+def test_a_batch_of_known_duplicates_writes_nothing(counter_table, dynamodb):
+    counter = Counter(counter_table, client=dynamodb, read_first=True)
+    batch = [(f"k{i % 3}", f"e{i}") for i in range(150)]
+    counter.increment_many(batch)
+    with requests_sent(dynamodb, "TransactWriteItems") as sent, requests_sent(dynamodb, "BatchGetItem") as read:
+        assert counter.increment_many(batch) == IncrementResult(counted=[], duplicates=batch)
+    assert sent == [] and [len(body["RequestItems"][counter_table]["Keys"]) for body in read] == [100, 50]
+
+
+def test_the_counter_reads_first_only_while_it_meets_duplicates(counter_table, dynamodb):
+    """Adaptive (the default): no read while nothing is a duplicate; reads once duplicates show up
+    (found by a cancelled transaction), and stops again after they are gone."""
+    counter = Counter(counter_table, client=dynamodb, backoff=no_wait())
+    reads_per_call: list[int] = []
+    fresh = (f"e{i}" for i in itertools.count())
+
+    def call(duplicates: int) -> None:
+        batch = [("k", next(fresh)) for _ in range(50 - duplicates)] + [("k", f"e{i}") for i in range(duplicates)]
+        with requests_sent(dynamodb, "BatchGetItem") as read:
+            result = counter.increment_many(batch)
+        assert len(result.duplicates) == duplicates
+        reads_per_call.append(len(read))
+
+    for duplicates in (0, 0, 10, 10, 10):
+        call(duplicates)
+    # the first duplicates are found by a cancelled transaction, the next ones by the read
+    assert reads_per_call == [0, 0, 0, 1, 1]
+    assert counter.increment("k", next(fresh)) is True  # one event weighs one event: the estimate barely moves
+    for _ in range(16):
+        call(0)
+    # once they are gone, the estimate of the duplicate share decays (over ~200 events) and the reads stop
+    after = reads_per_call[5:]
+    assert after == sorted(after, reverse=True) and after[0] == 1 and after[-3:] == [0, 0, 0], reads_per_call
+    assert counter.get("k", consistent=True) == 2 * 50 + 3 * 40 + 1 + 16 * 50
+
+
+def test_a_read_that_fails_transiently_leaves_the_decision_to_the_transaction(counter_table, dynamodb):
+    counter = Counter(counter_table, client=dynamodb, backoff=no_wait(), read_first=True)
+    counter.increment("k", "e1")
+    throttled = fail_first(1, lambda params: fake_error("ProvisionedThroughputExceededException"))
+    with hook(dynamodb, "before-call.dynamodb.BatchGetItem", throttled):
+        with requests_sent(dynamodb, "TransactWriteItems") as sent:
+            result = counter.increment_many([("k", "e1"), ("k", "e2")])
+    assert result == IncrementResult(counted=[("k", "e2")], duplicates=[("k", "e1")])
+    assert len(sent) == 2  # the marker's condition caught the duplicate the read could not
+    assert counter.get("k") == 2
+
+
+def test_a_read_the_role_may_not_make_is_one_clear_error(counter_table, dynamodb):
+    counter = Counter(counter_table, client=dynamodb, read_first=True)
+    denied = fail_first(1, lambda params: fake_error("AccessDeniedException"))
+    with hook(dynamodb, "before-call.dynamodb.BatchGetItem", denied):
+        with pytest.raises(CounterError, match=r"role needs dynamodb:BatchGetItem") as raised:
+            counter.increment("k", "e1")
+    assert "\n" not in str(raised.value) and counter_table in str(raised.value)
+    assert counter.get("k") == 0
+
+
+def test_sixteen_threads_racing_overlapping_batches_count_exactly(counter_table, backend):
+    """16 threads count overlapping subsets of the same events (event ids shared across keys, keys
+    shared across threads, repeats inside a batch), each with its own Counter and read policy, with
+    no lock on DynamoDB Local's path: every event is counted by exactly one call."""
+    import boto3
+    from botocore.config import Config
+
+    client = boto3.client("dynamodb", endpoint_url=backend.url, config=Config(max_pool_connections=16))
+    universe = [(f"URL#race{i % 4}", f"e{i % 30}", 1 + i % 3) for i in range(60)]  # e0..e29 each on two keys
+    reasons: Tally[str] = Tally()
+    results: list[tuple[list, IncrementResult]] = []
     errors: list[BaseException] = []
-    start = threading.Barrier(8)
+    start = threading.Barrier(16)
+
+    def tally(parsed, **_kwargs):
+        reasons.update(r.get("Code", "None") for r in parsed.get("CancellationReasons") or [])
 
     def worker(seed: int) -> None:
-        mine = events[:]
-        random.Random(seed).shuffle(mine)
-        counter = Counter(counter_table, client=dynamodb, backoff=no_wait())
+        rng = random.Random(seed)
+        mine = rng.sample(universe, 40) + rng.sample(universe, 5)  # some events twice in this thread
+        rng.shuffle(mine)
+        counter = Counter(
+            counter_table, client=client, read_first=(None, True, False)[seed % 3],
+            backoff=Backoff(attempts=10, base=0.01, cap=0.2),
+        )
         try:
             start.wait()
-            for at in range(0, len(mine), 10):
-                results.append(counter.increment_many(mine[at : at + 10]))
+            while mine:
+                size = rng.randint(1, 25)
+                batch, mine = mine[:size], mine[size:]
+                results.append((batch, counter.increment_many(batch)))
         except BaseException as error:  # reported below
             errors.append(error)
 
-    threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors
-    counted = Tally(ref for result in results for ref in result.counted)
-    assert counted == Tally(events), "every event counted by exactly one thread"
-    assert sum(len(r.duplicates) for r in results) == 7 * len(events)
-    reader = Counter(counter_table, client=dynamodb)
-    assert reader.get_many([f"URL#race{i}" for i in range(3)], consistent=True) == {
-        f"URL#race{i}": 10 for i in range(3)
-    }
+    with hook(client, "after-call.dynamodb.TransactWriteItems", tally):
+        threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(16)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert not errors, errors
+    touched = {(key, event_id): amount for key, event_id, amount in (e for batch, _ in results for e in batch)}
+    counted = Tally(ref for _, result in results for ref in result.counted)
+    assert counted == Tally(touched.keys()), "every event counted by exactly one call"
+    for batch, result in results:
+        assert Tally(result.counted) + Tally(result.duplicates) == Tally((k, e) for k, e, _ in batch)
+    expected = Tally()
+    for (key, _event_id), amount in touched.items():
+        expected[key] += amount
+    keys = sorted(expected)
+    assert Counter(counter_table, client=client).get_many(keys, consistent=True) == dict(expected)
+    for key in keys:
+        markers = [sk for sk in sort_keys(client, counter_table, key) if sk.startswith(MARKER_PREFIX)]
+        assert len(markers) == sum(1 for k, _ in touched if k == key)
+    print(f"{backend.name}: cancellation reasons seen in the race: {dict(reasons)}")
 
 
 def test_a_failure_after_commit_then_the_record_retried_is_exact(counter, dynamodb):
@@ -226,25 +348,73 @@ def test_a_failure_after_commit_then_the_record_retried_is_exact(counter, dynamo
     assert counter.get_many(["URL#a", "URL#b"]) == {"URL#a": 2, "URL#b": 1}
 
 
-def test_a_lost_response_is_retried_inside_the_call_and_stays_exact(counter_table, dynamodb):
-    from botocore.exceptions import ConnectionClosedError
+def through_proxy(url: str):
+    """A client whose requests go through ``url`` (a lossy proxy), with botocore's retries off so
+    the resend is the Counter's."""
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client("dynamodb", endpoint_url=url, config=Config(retries={"total_max_attempts": 1}))
+
+
+def transactions(exchanges: list[dict]) -> list[dict]:
+    return [x for x in exchanges if x["operation"] == "TransactWriteItems"]
+
+
+def test_a_lost_response_is_resent_with_the_same_token_and_counts_once(counter_table, dynamodb, backend):
+    """The first transaction is carried out, then its response is lost on the way back."""
+    first = itertools.count()
+
+    def lose_the_first_response(operation, body):
+        return body, operation == "TransactWriteItems" and next(first) == 0
 
     sleeps: list[float] = []
-    counter = Counter(counter_table, client=dynamodb, backoff=no_wait(sleeps))
-    responses = itertools.count()
+    batch = [("k", "e1"), ("k", "e2")]
+    with lossy_proxy(backend.url, lose_the_first_response) as (url, exchanges):
+        counter = Counter(counter_table, client=through_proxy(url), backoff=no_wait(sleeps))
+        result = counter.increment_many(batch)
+    sent = transactions(exchanges)
+    assert [(x["status"], x["lost"]) for x in sent][0] == (200, True)  # carried out, answer lost
+    assert len(sleeps) == 1 and len(sent) == 2
+    assert json.loads(sent[1]["sent"]) == json.loads(sent[0]["sent"])  # same actions, same ClientRequestToken
+    if backend.name == "dynamodb-local":
+        # DynamoDB honours the token: the resend is answered as the success it was
+        assert sent[1]["status"] == 200
+        assert result == IncrementResult(counted=batch, duplicates=[])
+    else:
+        # moto ignores the token: the resend is cancelled by the markers, so the events come back as duplicates
+        assert sent[1]["status"] == 400 and b"ConditionalCheckFailed" in sent[1]["response"]
+        assert result == IncrementResult(counted=[], duplicates=batch)
+    assert Counter(counter_table, client=dynamodb).get("k", consistent=True) == 2
+    assert sorted(sort_keys(dynamodb, counter_table, "k")) == ["COUNT", "EVENT#e1", "EVENT#e2"]
 
-    def lose_first_response(**_kwargs):
-        if next(responses) == 0:
-            raise ConnectionClosedError(endpoint_url="http://moto")
 
-    with hook(dynamodb, "after-call.dynamodb.TransactWriteItems", lose_first_response):
-        with requests_sent(dynamodb, "TransactWriteItems") as sent:
-            result = counter.increment_many([("k", "e1"), ("k", "e2")])
-    assert len(sleeps) == 1
-    # the resend carries the same ClientRequestToken: real DynamoDB answers it as a success
-    assert sent[0]["ClientRequestToken"] == sent[1]["ClientRequestToken"]
-    assert len(result.counted) + len(result.duplicates) == 2  # moto ignores the token: reported as duplicates
-    assert counter.get("k") == 2
+def test_a_token_dynamodb_refuses_is_replaced_and_the_markers_decide(counter_table, dynamodb, backend):
+    """The first send is carried out with other parameters than the resend carries under the same
+    token (its response lost): DynamoDB refuses the token, and a new one lets the markers decide."""
+    first = itertools.count()
+
+    def alter_and_lose_the_first(operation, body):
+        if operation != "TransactWriteItems" or next(first) > 0:
+            return body, False
+        request = json.loads(body)
+        request["TransactItems"][0]["Put"]["Item"]["counted_at"] = {"S": "2000-01-01T00:00:00Z"}
+        return json.dumps(request).encode(), True
+
+    batch = [("k", "e1"), ("k", "e2")]
+    with lossy_proxy(backend.url, alter_and_lose_the_first) as (url, exchanges):
+        result = Counter(counter_table, client=through_proxy(url), backoff=no_wait()).increment_many(batch)
+    sent = transactions(exchanges)
+    tokens = [json.loads(x["sent"])["ClientRequestToken"] for x in sent]
+    if backend.name == "dynamodb-local":
+        assert [x["status"] for x in sent] == [200, 400, 400]
+        assert b"IdempotentParameterMismatchException" in sent[1]["response"]
+        assert tokens[0] == tokens[1] != tokens[2]
+    else:  # moto ignores the token: the resend itself meets the markers
+        assert [x["status"] for x in sent] == [200, 400] and tokens[0] == tokens[1]
+    assert b"ConditionalCheckFailed" in sent[-1]["response"]
+    assert result == IncrementResult(counted=[], duplicates=batch)
+    assert Counter(counter_table, client=dynamodb).get("k", consistent=True) == 2
 
 
 @pytest.mark.parametrize(
@@ -271,9 +441,11 @@ def test_transient_errors_are_retried_with_backoff(counter_table, dynamodb, make
     assert counter.get_many(["k", "j"]) == {"k": 3, "j": 1}
 
 
-def test_http_5xx_on_the_default_client_is_retried(counter_table, aws_endpoint):
-    """The lazily created client (found through AWS_ENDPOINT_URL) leaves retrying to the Backoff."""
+def test_http_5xx_on_the_default_client_is_retried(counter_table, backend, monkeypatch):
+    """The lazily created client (found through AWS_ENDPOINT_URL_DYNAMODB) leaves retrying to the Backoff."""
     from botocore.awsrequest import AWSResponse
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", backend.url)
 
     class Body:
         def stream(self, **_kwargs):
@@ -582,20 +754,23 @@ _runs = itertools.count()
         st.lists(st.tuples(st.sampled_from("abc"), st.sampled_from("uvwxyz"), st.integers(1, 3)), max_size=8),
         min_size=1,
         max_size=4,
-    )
+    ),
+    read_first=st.sampled_from([None, True, False]),
 )
-def test_any_batches_count_each_event_once(counter, batches):
+def test_any_batches_count_each_event_once(counter, batches, read_first):
     prefix = f"run{next(_runs)}#"
+    counter.read_first = read_first
     seen: dict[tuple[str, str], int] = {}
     for batch in batches:
         result = counter.increment_many([(prefix + key, event, amount) for key, event, amount in batch])
-        expected_counted = []
+        expected = IncrementResult()
         for key, event, amount in batch:
-            if (key, event) not in seen:
+            if (key, event) in seen:
+                expected.duplicates.append((prefix + key, event))
+            else:
                 seen[(key, event)] = amount
-                expected_counted.append((prefix + key, event))
-        assert result.counted == expected_counted
-        assert len(result.counted) + len(result.duplicates) == len(batch)
+                expected.counted.append((prefix + key, event))
+        assert result == expected
     totals = Tally()
     for (key, _event), amount in seen.items():
         totals[prefix + key] += amount

@@ -477,8 +477,9 @@ def test_every_queue_has_a_redrive_policy_or_is_a_dead_letter_queue(resources):
 # ------------------------------------------------------------------ IAM, least privilege per function
 
 # Counter.increment/increment_many is one TransactWriteItems of Put (marker) + Update (count):
-# IAM authorises it as those item actions (there is no dynamodb:TransactWriteItems action).
-COUNTING = {"dynamodb:PutItem", "dynamodb:UpdateItem"}
+# IAM authorises it as those item actions (there is no dynamodb:TransactWriteItems action); while
+# duplicates are frequent it first reads the batch's markers with BatchGetItem.
+COUNTING = {"dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
 LOGS = {"logs:CreateLogStream", "logs:PutLogEvents"}
 
 # What each function may do, on which resources: the calls in handlers/, lambda_kit/counters and

@@ -5,6 +5,10 @@ that it does not exist yet and adds the amount to the counter item. A marker tha
 cancels the transaction with ``ConditionalCheckFailed`` on that action: the event was counted
 before, so it is dropped and the rest of the transaction is sent again. There is no moment at
 which a marker exists without its count or the other way round.
+
+Where duplicates are frequent, the batch's markers are read first (a strongly consistent
+``BatchGetItem``) and only the events not seen are written: a known duplicate then costs a read,
+not a cancelled transaction (see ``duplicates.py``). The markers' conditions still decide races.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
+from lambda_kit.counters.duplicates import DuplicateShare
 from lambda_kit.counters.errors import CounterError, InvalidKeyError
 from lambda_kit.counters.layout import (
     COUNT_ATTRIBUTE,
@@ -28,7 +33,7 @@ from lambda_kit.counters.layout import (
     shard_for,
     shard_pk,
 )
-from lambda_kit.counters.packing import CounterGroup, pack_transaction
+from lambda_kit.counters.packing import MAX_ACTIONS, CounterGroup, pack_transaction
 from lambda_kit.counters.retry import (
     TRANSIENT_CANCELLATION_REASONS,
     Backoff,
@@ -113,7 +118,9 @@ class Counter:
     a retry arriving later is counted again. ``shards`` spreads each counter over that many items for
     keys written faster than one item takes (~500 transactional increments/s); raising it later is
     safe, lowering it hides the counts of the dropped shards. ``backoff`` sets the retry policy for
-    throttling, conflicts, 5xx and network errors.
+    throttling, conflicts, 5xx and network errors. ``read_first``: read a batch's markers before
+    writing it (True), never (False), or when this counter has been meeting duplicates (None, the
+    default: see :mod:`lambda_kit.counters.duplicates`); the role then needs ``dynamodb:BatchGetItem``.
     """
 
     def __init__(
@@ -123,6 +130,7 @@ class Counter:
         marker_ttl: timedelta = timedelta(days=7),
         shards: int = 1,
         backoff: Backoff | None = None,
+        read_first: bool | None = None,
     ) -> None:
         if not isinstance(table, str) or not table:
             raise CounterError(f"table name {table!r} must be a non-empty str")
@@ -134,6 +142,8 @@ class Counter:
         self.marker_ttl = marker_ttl
         self.shards = shards
         self.backoff = backoff or Backoff()
+        self.read_first = read_first
+        self.duplicate_share = DuplicateShare()
         self._client = client
         self._client_lock = threading.Lock()
 
@@ -160,9 +170,14 @@ class Counter:
         few requests as possible.
 
         Up to 100 actions go in one transaction, with one counter update per distinct counter item
-        carrying the summed amount. Transient errors are retried (see :class:`Backoff`); after the last
-        try the error propagates and nothing of the unsent rest is counted, so the caller's retry of the
-        whole batch is safe: what was counted comes back as duplicates.
+        carrying the summed amount; markers found by a first read (see ``read_first``) are not written.
+        Transient errors are retried (see :class:`Backoff`); after the last try the error propagates
+        and nothing of the unsent rest is counted, so the caller's retry of the whole batch is safe:
+        what was counted comes back as duplicates. A resend after a lost response carries the same
+        ``ClientRequestToken``, so DynamoDB answers it as the success it was; if DynamoDB refuses the
+        token (``IdempotentParameterMismatchException``: it was used for another request), the
+        transaction is sent again with a new token and the markers decide, so what the earlier send
+        counted comes back as duplicates.
         """
         refs: list[EventRef] = []
         counted_now: list[bool] = []
@@ -179,8 +194,12 @@ class Counter:
             shard = shard_for(event_id, self.shards)
             pending.append(_Pending(index, key, event_id, amount, shard, trace_id or default_trace_id))
         if pending:
-            for event in self._write(pending, self._stamp()):
+            seen = self._counted_before(pending) if self._should_read(pending) else set()
+            unseen = [event for event in pending if event not in seen]
+            written = self._write(unseen, self._stamp()) if unseen else []
+            for event in written:
                 counted_now[event.index] = True
+            self.duplicate_share.observe(len(pending), len(pending) - len(written))
         result = IncrementResult()
         for ref, counted in zip(refs, counted_now, strict=True):
             (result.counted if counted else result.duplicates).append(ref)
@@ -199,6 +218,43 @@ class Counter:
         if trace_id is not None and not isinstance(trace_id, str):
             raise InvalidKeyError(f"trace id {trace_id!r} for counter key {key!r} must be a str or None")
         return key, event_id, amount, _trace_id(trace_id)
+
+    def _should_read(self, pending: list[_Pending]) -> bool:
+        if self.read_first is not None:
+            return self.read_first
+        events = len(pending)
+        actions = events + len({(event.key, event.shard) for event in pending})
+        per_transaction = min(1.0, MAX_ACTIONS / actions)
+        return self.duplicate_share.read_first(events * per_transaction, actions * per_transaction)
+
+    def _counted_before(self, pending: list[_Pending]) -> set[_Pending]:
+        """The events whose marker exists: a strongly consistent ``BatchGetItem`` of their markers,
+        100 at a time. Markers left unread (throttled, unprocessed) are written; their condition decides."""
+        by_marker = {(shard_pk(e.key, e.shard), marker_sk(e.event_id)): e for e in pending}
+        markers = list(by_marker)
+        found: set[_Pending] = set()
+        for at in range(0, len(markers), BATCH_GET_KEYS):
+            chunk = markers[at : at + BATCH_GET_KEYS]
+            request = {
+                self.table: {
+                    "Keys": [{"PK": {"S": pk}, "SK": {"S": sk}} for pk, sk in chunk],
+                    "ProjectionExpression": "#pk, #sk",
+                    "ExpressionAttributeNames": {"#pk": "PK", "#sk": "SK"},
+                    "ConsistentRead": True,
+                }
+            }
+            try:
+                response = self.client.batch_get_item(RequestItems=request)
+            except Exception as error:
+                if is_transient(error):
+                    continue
+                explained = self._explain(error, [pk for pk, _sk in chunk])
+                if explained is None:
+                    raise
+                raise explained from error
+            for item in response.get("Responses", {}).get(self.table, []):
+                found.add(by_marker[(item["PK"]["S"], item["SK"]["S"])])
+        return found
 
     def _stamp(self) -> _Stamp:
         now = time.time()
@@ -223,7 +279,8 @@ class Counter:
                 # (DynamoDB honours it for 10 minutes; the markers make it safe either way).
                 self.client.transact_write_items(TransactItems=actions, ClientRequestToken=token)
             except Exception as error:
-                if error_code(error) == "TransactionCanceledException":
+                code = error_code(error)
+                if code == "TransactionCanceledException":
                     duplicates, transient = self._read_cancellation(error, subjects)
                     retry = [e for group in groups for e in group.events if e not in duplicates]
                     pending = retry + pending
@@ -231,6 +288,8 @@ class Counter:
                     if duplicates and not transient:
                         failures = 0
                         continue  # progress: resend the rest at once
+                elif code == "IdempotentParameterMismatchException":
+                    token = str(uuid.uuid4())  # the token is spoilt: the markers decide what the last send did
                 elif not is_transient(error):
                     explained = self._explain(error, [e.key for group in groups for e in group.events])
                     if explained is None:
@@ -327,6 +386,12 @@ class Counter:
         code = error_code(error)
         if code == "ResourceNotFoundException":
             return CounterError(f"DynamoDB table {self.table!r} not found: create it or fix the table name")
+        if code == "AccessDeniedException":
+            operation = getattr(error, "operation_name", "") or "the request"
+            return CounterError(
+                f"DynamoDB denied {operation} on table {self.table!r}: the role needs dynamodb:{operation}"
+                " (Counter reads with BatchGetItem and writes with PutItem and UpdateItem)"
+            )
         if code == "ValidationException":
             shown = ", ".join(repr(k) for k in dict.fromkeys(keys[:5]))
             more = " ..." if len(set(keys)) > 5 else ""

@@ -5,16 +5,21 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+DYNAMODB_SERVICES = frozenset({"dynamodb", "dynamodbstreams"})
+
 
 class Clients:
-    """One client per service, created on first use, for ``endpoint_url`` and ``region``.
+    """One client per service, created on first use, for ``endpoint_url`` and ``region``;
+    DynamoDB and DynamoDB Streams on ``dynamodb_url`` when given (DynamoDB Local).
 
-    The stack's clients are separate from the handlers' (which read ``AWS_ENDPOINT_URL``), so a
-    fault injected into the handlers' clients does not stall the event sources.
+    The stack's clients are separate from the handlers' (which read ``AWS_ENDPOINT_URL`` and
+    ``AWS_ENDPOINT_URL_DYNAMODB``), so a fault injected into the handlers' clients does not stall
+    the event sources.
     """
 
-    def __init__(self, endpoint_url: str, region: str) -> None:
+    def __init__(self, endpoint_url: str, region: str, dynamodb_url: str | None = None) -> None:
         self.endpoint_url = endpoint_url
+        self.dynamodb_url = dynamodb_url or endpoint_url
         self.region = region
         self._clients: dict[str, Any] = {}
         self._lock = threading.Lock()
@@ -35,7 +40,7 @@ class Clients:
                         ) if _dummy_credentials() else boto3.session.Session(region_name=self.region)
                     found = self._clients[service] = self._session.client(
                         service,
-                        endpoint_url=self.endpoint_url,
+                        endpoint_url=self.dynamodb_url if service in DYNAMODB_SERVICES else self.endpoint_url,
                         config=Config(retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=32),
                     )
         return found

@@ -1,5 +1,10 @@
 """The embedded AWS endpoint: moto's server in-process on 127.0.0.1, on a free port.
 
+moto serves SQS, SNS, Kinesis and the rest; DynamoDB and DynamoDB Streams are served by AWS's
+DynamoDB Local (``dynamodb_local.py``) wherever it can run, and by moto only where it cannot
+(``Endpoint(dynamodb=True)``). The DynamoDB patches below are installed only then: DynamoDB Local
+needs neither a lock nor a patch.
+
 moto does not isolate concurrent DynamoDB transactions (a cancelled one restores a table
 snapshot and can erase another request's write), while DynamoDB's are serializable. Wherever
 several threads write at once we therefore serialize the server's DynamoDB (and DynamoDB Streams)
@@ -187,12 +192,17 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
 
 
 class Endpoint:
-    """moto's server on loopback. ``url`` is what boto3's ``endpoint_url`` / ``AWS_ENDPOINT_URL`` take."""
+    """moto's server on loopback. ``url`` is what boto3's ``endpoint_url`` / ``AWS_ENDPOINT_URL`` take.
 
-    def __init__(self, port: int = 0, host: str = "127.0.0.1") -> None:
+    ``dynamodb``: whether moto's DynamoDB will be used (then its transactions are made isolated and
+    fast, see above); False when DynamoDB Local serves DynamoDB.
+    """
+
+    def __init__(self, port: int = 0, host: str = "127.0.0.1", *, dynamodb: bool = True) -> None:
         from moto.server import ThreadedMotoServer
 
-        fast_transactions()
+        if dynamodb:
+            fast_transactions()
         serialize_queues()
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         self._server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
@@ -220,10 +230,13 @@ class Endpoint:
         self.stop()
 
 
-def aws_environment(url: str, region: str = "us-east-1") -> dict[str, str]:
-    """Environment variables that point boto3 (and the handlers) at ``url`` with dummy credentials."""
+def aws_environment(url: str, region: str = "us-east-1", dynamodb_url: str | None = None) -> dict[str, str]:
+    """Environment variables that point boto3 (and the handlers) at ``url`` with dummy credentials,
+    DynamoDB and DynamoDB Streams at ``dynamodb_url`` (default: ``url`` too)."""
     return {
         "AWS_ENDPOINT_URL": url,
+        "AWS_ENDPOINT_URL_DYNAMODB": dynamodb_url or url,
+        "AWS_ENDPOINT_URL_DYNAMODB_STREAMS": dynamodb_url or url,
         "AWS_ACCESS_KEY_ID": os.environ.get("AWS_ACCESS_KEY_ID", "testing"),
         "AWS_SECRET_ACCESS_KEY": os.environ.get("AWS_SECRET_ACCESS_KEY", "testing"),
         "AWS_DEFAULT_REGION": region,

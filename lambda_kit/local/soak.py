@@ -524,6 +524,7 @@ def run_soak(options: SoakOptions | None = None, out: TextIO | None = None) -> S
         options.config,
         stage=options.stage,
         endpoint_url=None,  # the embedded moto server on 127.0.0.1, whatever AWS_ENDPOINT_URL says
+        dynamodb_endpoint_url=None,  # and DynamoDB Local started for the soak (moto's where it cannot run)
         api_port=0,
         log_path=options.log_path,
         timing=Timing(),
@@ -534,8 +535,9 @@ def run_soak(options: SoakOptions | None = None, out: TextIO | None = None) -> S
         stack.start()
         _say(out, f"lambda-kit soak · {result.sent} view events ({result.unique} unique) + {len(plan.poisons)} poison, "
                   f"seed {options.seed}, DynamoDB faults on {options.fault_rate:.0%} of calls, crashes after commit on "
-                  f"{options.crash_rate:.0%} of first tries · API {stack.api_url} · AWS {stack.endpoint_url}")
-        for url in (stack.api_url, stack.endpoint_url):
+                  f"{options.crash_rate:.0%} of first tries · API {stack.api_url} · AWS {stack.endpoint_url}"
+                  f" · DynamoDB: {stack.dynamodb_description}")
+        for url in (stack.api_url, stack.endpoint_url, stack.dynamodb_url):
             if urlsplit(url).hostname not in LOOPBACK:
                 raise RuntimeError(f"the soak only talks to loopback, not {url}")
         sender = _Sender(stack, options, deadline, out)

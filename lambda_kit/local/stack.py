@@ -12,9 +12,15 @@ Programmatic hooks (the fault soak uses them):
 - ``hooks``: invocation hooks ``hook(invocation, proceed)`` wrapping every invocation (crash
   before or after the work, change the event) — see ``runtime.py``;
 - ``function_endpoint_url``: the endpoint the functions see (``AWS_ENDPOINT_URL``), e.g. a fault
-  proxy in front of the one the stack itself uses, so faults hit the functions, not the pollers;
+  proxy in front of the one the stack itself uses, so faults hit the functions, not the pollers
+  (DynamoDB calls go to ``dynamodb_url`` whatever it says);
 - ``journal``: what the stack did (batches, deletes, checkpoints, retries, destinations);
 - ``log``: every function log line (``log.subscribe(callback)``).
+
+Which DynamoDB: ``dynamodb_endpoint_url`` (default ``AWS_ENDPOINT_URL_DYNAMODB``) if given; else the
+one at ``endpoint_url`` if that is given (e.g. LocalStack); else AWS's DynamoDB Local, started here
+(``dynamodb_local.py``), and moto's only where DynamoDB Local cannot run (``dynamodb_fallback``
+says why). DynamoDB Local expires TTL items itself, so the TTL sweeper runs only on moto.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from .async_invoker import AsyncInvoker
 from .clients import Clients
 from .config import ServiceConfig, load_service
 from .destinations import Destinations, target_arn
+from .dynamodb_local import DynamoDBLocal, DynamoDBLocalUnavailable, find_installation
 from .endpoint import Endpoint, aws_environment
 from .eventbridge_source import EventBridgeEventSource
 from .gateway import HttpGateway, Route, routes_for
@@ -58,6 +65,7 @@ class LocalStack:
         stage: str | None = None,
         region: str | None = None,
         endpoint_url: str | None = _UNSET,
+        dynamodb_endpoint_url: str | None = _UNSET,
         function_endpoint_url: str | None = None,
         api_port: int | None = 0,
         log_path: str | os.PathLike[str] | None = DEFAULT_PATH,
@@ -73,6 +81,9 @@ class LocalStack:
         if endpoint_url is _UNSET:
             endpoint_url = os.environ.get("AWS_ENDPOINT_URL") or None
         self._endpoint_url = endpoint_url
+        if dynamodb_endpoint_url is _UNSET:
+            dynamodb_endpoint_url = os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") or None
+        self._dynamodb_endpoint_url = dynamodb_endpoint_url
         self._function_endpoint_url = function_endpoint_url
         self.api_port = api_port
         self.log_path = log_path
@@ -85,6 +96,10 @@ class LocalStack:
         self.journal = Journal()
         self.endpoint: Endpoint | None = None
         self.endpoint_url = ""
+        self.dynamodb_local: DynamoDBLocal | None = None
+        self.dynamodb_url = ""
+        self.dynamodb_fallback = ""
+        """Why moto serves DynamoDB although the stack chose the DynamoDB (empty otherwise)."""
         self.clients: Clients | None = None
         self.resources: Resources | None = None
         self.runtimes: dict[str, FunctionRuntime] = {}
@@ -119,13 +134,19 @@ class LocalStack:
 
     def _start(self) -> None:
         self._started = True
+        dynamodb_url = (self._dynamodb_endpoint_url or "").rstrip("/")
         if self._endpoint_url:
             self.endpoint_url = self._endpoint_url.rstrip("/")
         else:
-            self.endpoint = Endpoint().start()
+            if not dynamodb_url:
+                dynamodb_url = self._start_dynamodb_local()
+            self.endpoint = Endpoint(dynamodb=not dynamodb_url).start()
             self.endpoint_url = self.endpoint.url
-        self.clients = Clients(self.endpoint_url, self.region)
-        self._set_env(aws_environment(self._function_endpoint_url or self.endpoint_url, self.region))
+            if self.dynamodb_local is not None:
+                dynamodb_url = self._wait_dynamodb_local()
+        self.dynamodb_url = dynamodb_url or self.endpoint_url
+        self.clients = Clients(self.endpoint_url, self.region, self.dynamodb_url)
+        self._set_env(aws_environment(self._function_endpoint_url or self.endpoint_url, self.region, self.dynamodb_url))
 
         self.resources = Resources(self.config, self.clients)
         self.resources.create_all()
@@ -175,7 +196,10 @@ class LocalStack:
                     arn = target_arn(spec)
                     if not arn:
                         raise ConfigError(f"functions.{runtime.function.key}.events[{event.index}].stream needs an arn")
-                    self.streams.append(StreamEventSource(runtime, event, spec, arn, self.clients, destinations, self.timing, self.journal, self.region, self.ttl_deletions))
+                    self.streams.append(StreamEventSource(
+                        runtime, event, spec, arn, self.clients, destinations, self.timing, self.journal, self.region,
+                        self.ttl_deletions, moto_quirks=self.dynamodb_local is None,
+                    ))
                 elif event.kind == "sns":
                     topic = target_arn(spec) or self.clients("sns").create_topic(Name=str(spec.get("topicName")))["TopicArn"]
                     sns = SnsEventSource(runtime, event, spec, topic, self.clients, self.invoker, self.timing, self.journal)
@@ -210,9 +234,43 @@ class LocalStack:
             for r in self.resources.of_type("AWS::DynamoDB::Table")
             if r.attributes.get("TtlAttribute")
         }
-        if ttl_tables and self.ttl_enabled and self.event_sources:
+        if ttl_tables and self.ttl_enabled and self.event_sources and self.dynamodb_local is None:
             self.ttl = TtlSweeper(ttl_tables, self.clients, self.ttl_deletions, self.timing, self.journal)
             self.ttl.start()
+
+    def _start_dynamodb_local(self) -> str:
+        """Launch DynamoDB Local (it starts while moto does); its URL, or "" to use moto's DynamoDB."""
+        try:
+            local = DynamoDBLocal(find_installation([self.config.project_dir]))
+            local.launch()
+        except DynamoDBLocalUnavailable as reason:
+            self.dynamodb_fallback = str(reason)
+            return ""
+        self.dynamodb_local = local
+        return local.url
+
+    def _wait_dynamodb_local(self) -> str:
+        assert self.dynamodb_local is not None and self.endpoint is not None
+        try:
+            return self.dynamodb_local.wait_ready().url
+        except DynamoDBLocalUnavailable as reason:
+            self.dynamodb_local.stop()
+            self.dynamodb_local = None
+            self.dynamodb_fallback = str(reason)
+            from .endpoint import fast_transactions
+
+            fast_transactions()  # moto serves DynamoDB after all
+            return ""
+
+    @property
+    def dynamodb_description(self) -> str:
+        """Which DynamoDB the stack uses, in a few words (for banners)."""
+        if self.dynamodb_local is not None:
+            version = f" {self.dynamodb_local.version}" if self.dynamodb_local.version else ""
+            return f"DynamoDB Local{version} (AWS's emulator, in memory) on {self.dynamodb_url}"
+        if self.endpoint is not None and self.dynamodb_url == self.endpoint_url:
+            return f"moto's (DynamoDB Local not started: {self.dynamodb_fallback})" if self.dynamodb_fallback else "moto's"
+        return f"{self.dynamodb_url} (AWS_ENDPOINT_URL{'_DYNAMODB' if self._dynamodb_endpoint_url else ''})"
 
     def stop(self) -> None:
         if not self._started:
@@ -234,6 +292,8 @@ class LocalStack:
             self.log.close()
         if self.endpoint is not None:
             self.endpoint.stop()
+        if self.dynamodb_local is not None:
+            self.dynamodb_local.stop()
         for key, value in self._saved_env.items():
             if value is None:
                 os.environ.pop(key, None)

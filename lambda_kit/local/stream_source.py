@@ -14,11 +14,15 @@ processed), invoke, then:
   ``maximumRecordAgeInSeconds``, the batch is discarded and described to the on-failure
   destination (see ``destinations.py``) and the shard moves on.
 
-moto specifics handled here: DynamoDB stream iterators are re-acquired for every read (a
-cancelled transaction in moto restores a copy of the table, so an old iterator would keep
-reading a stale stream and miss new records); an ``UpdateItem`` that creates an item emits a
-keys-only INSERT before the real one, which is dropped so the function sees one INSERT, as
-DynamoDB emits; TTL deletions made by the local TTL sweeper carry DynamoDB's ``userIdentity``.
+moto specifics handled here (``moto_quirks``, on unless the stack knows its DynamoDB is DynamoDB
+Local): DynamoDB stream iterators are re-acquired for every read (a cancelled transaction in moto
+can leave an old iterator past records written since, so it would miss them); an ``UpdateItem``
+that creates an item emits a keys-only INSERT before the real one, which is dropped so the
+function sees one INSERT, as DynamoDB emits; TTL deletions made by the local TTL sweeper carry
+DynamoDB's ``userIdentity``. DynamoDB Local's own TTL deletions reach its stream with
+``eventName`` ``UNKNOWN_TO_SDK_VERSION`` and no ``userIdentity``: they are given back the
+``REMOVE`` and the service identity DynamoDB sends. Records carry the stack's region (DynamoDB
+Local says ``ddblocal``).
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ from .runtime import FunctionRuntime
 from .sqs_source import BatchFailure
 
 TTL_IDENTITY = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
+UNKNOWN_EVENT = "UNKNOWN_TO_SDK_VERSION"
+"""What DynamoDB Local names the stream record of an item its TTL job deleted."""
 
 
 def _epoch(value: Any) -> float:
@@ -87,28 +93,48 @@ class TtlDeletions:
 # --- shard readers: records after a sequence number, Lambda-shaped --------------------------
 
 
+def position(after: str | None, sequence_field: str) -> dict[str, str]:
+    """``GetShardIterator``'s position: the shard's start, or just after the sequence number ``after``."""
+    if after is None:
+        return {"ShardIteratorType": "TRIM_HORIZON"}
+    return {"ShardIteratorType": "AFTER_SEQUENCE_NUMBER", sequence_field: after}
+
+
 class DynamoDBShardReader:
     source = "dynamodb"
 
-    def __init__(self, clients: Clients, stream_arn: str, shard_id: str, region: str, ttl: TtlDeletions | None) -> None:
+    def __init__(
+        self, clients: Clients, stream_arn: str, shard_id: str, region: str, ttl: TtlDeletions | None, moto_quirks: bool = True
+    ) -> None:
         self.clients = clients
         self.stream_arn = stream_arn
         self.shard_id = shard_id
         self.region = region
         self.table = stream_arn.split(":table/", 1)[-1].split("/stream/", 1)[0]
         self.ttl = ttl
+        self.moto_quirks = moto_quirks
         self._held: str | None = None  # a trailing keys-only INSERT held back once
+        self._next: tuple[str | None, str] | None = None  # (after, iterator) continuing the last read
 
     def read(self, after: str | None, limit: int) -> list[dict[str, Any]]:
         streams = self.clients("dynamodbstreams")
-        request: dict[str, Any] = {"StreamArn": self.stream_arn, "ShardId": self.shard_id}
-        if after is None:
-            request["ShardIteratorType"] = "TRIM_HORIZON"
+        if self._next is not None and self._next[0] == after:
+            iterator = self._next[1]
         else:
-            request.update(ShardIteratorType="AFTER_SEQUENCE_NUMBER", SequenceNumber=after)
-        iterator = streams.get_shard_iterator(**request)["ShardIterator"]
-        raw = streams.get_records(ShardIterator=iterator, Limit=min(limit + 1, 1000))["Records"]
-        return self._clean([self._lambda_record(r) for r in raw])[:limit]
+            where = position(after, "SequenceNumber")
+            iterator = streams.get_shard_iterator(StreamArn=self.stream_arn, ShardId=self.shard_id, **where)["ShardIterator"]
+        if self.moto_quirks:
+            raw = streams.get_records(ShardIterator=iterator, Limit=min(limit + 1, 1000))["Records"]
+            return self._clean([self._lambda_record(r) for r in raw])[:limit]
+        try:
+            response = streams.get_records(ShardIterator=iterator, Limit=limit)
+        except streams.exceptions.ExpiredIteratorException:
+            self._next = None
+            return self.read(after, limit)
+        records = [self._lambda_record(r) for r in response["Records"]]
+        last = self.sequence_of(records[-1]) if records else after
+        self._next = (last, response["NextShardIterator"]) if response.get("NextShardIterator") else None
+        return records
 
     def _lambda_record(self, raw: dict[str, Any]) -> dict[str, Any]:
         record = _plain({k: v for k, v in raw.items() if k != "dynamodb"})
@@ -116,8 +142,11 @@ class DynamoDBShardReader:
         change["ApproximateCreationDateTime"] = int(_epoch(change.get("ApproximateCreationDateTime")))
         record["dynamodb"] = _plain(change)
         record["eventSourceARN"] = self.stream_arn
-        record.setdefault("awsRegion", self.region)
-        if record.get("eventName") == "REMOVE" and self.ttl is not None and self.ttl.take(self.table, change.get("Keys") or {}):
+        record["awsRegion"] = self.region
+        if record.get("eventName") == UNKNOWN_EVENT and "OldImage" in change and "NewImage" not in change:
+            record["eventName"] = "REMOVE"  # DynamoDB Local's TTL deletion
+            record["userIdentity"] = dict(TTL_IDENTITY)
+        elif record.get("eventName") == "REMOVE" and self.ttl is not None and self.ttl.take(self.table, change.get("Keys") or {}):
             record["userIdentity"] = dict(TTL_IDENTITY)
         return record
 
@@ -167,12 +196,8 @@ class KinesisShardReader:
         if self._next is not None and self._next[0] == after:
             iterator = self._next[1]
         else:
-            request: dict[str, Any] = {"StreamARN": self.stream_arn, "ShardId": self.shard_id}
-            if after is None:
-                request["ShardIteratorType"] = "TRIM_HORIZON"
-            else:
-                request.update(ShardIteratorType="AFTER_SEQUENCE_NUMBER", StartingSequenceNumber=after)
-            iterator = kinesis.get_shard_iterator(**request)["ShardIterator"]
+            where = position(after, "StartingSequenceNumber")
+            iterator = kinesis.get_shard_iterator(StreamARN=self.stream_arn, ShardId=self.shard_id, **where)["ShardIterator"]
         response = kinesis.get_records(ShardIterator=iterator, Limit=limit, StreamARN=self.stream_arn)
         records = [self._lambda_record(r) for r in response.get("Records", [])]
         last = records[-1]["kinesis"]["sequenceNumber"] if records else after
@@ -400,8 +425,10 @@ class StreamEventSource:
         journal: Journal,
         region: str,
         ttl: TtlDeletions | None,
+        moto_quirks: bool = True,
     ) -> None:
         self.runtime = runtime
+        self.moto_quirks = moto_quirks
         self.spec = spec
         self.stream_arn = stream_arn
         self.source = "dynamodb" if ":dynamodb:" in stream_arn else "kinesis"
@@ -426,7 +453,7 @@ class StreamEventSource:
                 if shard_id in self.shards:
                     continue
                 if self.source == "dynamodb":
-                    reader: Any = DynamoDBShardReader(self.clients, self.stream_arn, shard_id, self.region, self.ttl)
+                    reader: Any = DynamoDBShardReader(self.clients, self.stream_arn, shard_id, self.region, self.ttl, self.moto_quirks)
                 else:
                     reader = KinesisShardReader(self.clients, self.stream_arn, shard_id, self.region)
                 poller = ShardPoller(self.runtime, reader, self.spec, self.destinations, self.timing, self.journal)
