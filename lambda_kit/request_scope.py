@@ -36,9 +36,9 @@ def run_request(
         recognize("api_handler", adapters, event, options)
         started = perf_counter()
         request = api_source.Request(event)
-        trace_id, rejected = api_source.trace_of(request, trace_header)
+        trace_id, rejected, found = api_source.trace_of(request, trace_header)
         request.trace_id = trace_id
-        record = Record("api", api_source.request_id(event, context), trace_id, request, event, None, 0, rejected)
+        record = Record("api", api_source.request_id(event, context), trace_id, request, event, None, 0, rejected, context=found)
         token = set_current_record(record)
         if rejected is not None:
             warn_rejected_trace_id(record)
