@@ -44,7 +44,7 @@ log-trace correlation (decimal, the low 64 bits) and X-Ray's (as Powertools Logg
 
 MAX_U64 = 2**64 - 1
 LOW_64 = MAX_U64
-_TRACEPARENT = re.compile(r"[ \t]*([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?[ \t]*", re.DOTALL)
+_TRACEPARENT = re.compile(r"^[ \t]*([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?[ \t]*$")  # OpenTelemetry's
 _XRAY_ROOT = re.compile(r"1-([0-9a-f]{8})-([0-9a-f]{24})")
 _HEX16 = re.compile(r"[0-9a-f]{16}")
 _TRACESTATE = re.compile(r"[\x20-\x7e]{0,512}")
@@ -163,7 +163,7 @@ def read(carrier: Mapping[str, Any] | None, value: Read = text, xray: Any = None
 
 def _warn(warn: Callable[[str, Any], None] | None, where: str, value: Any) -> None:
     if warn is not None:
-        warn(where, value)
+        warn(where, _text_of(value) or value)
 
 
 def _text_of(value: Any) -> str | None:
@@ -180,7 +180,7 @@ def parse_traceparent(value: str | None, tracestate: str | None = None) -> Trace
     version ``00`` with nothing after the flags."""
     if value is None or len(value) > 512:
         return None
-    match = _TRACEPARENT.fullmatch(value)
+    match = _TRACEPARENT.search(value)
     if match is None:
         return None
     version, trace_id, span_id, flags, rest = match.groups()
