@@ -378,10 +378,11 @@ def emit(
 _record_keys = False  # no record carried tracer keys yet: ``emit`` does not look for them
 
 
-def carry_record_keys() -> None:
-    """A record carries a tracer's log keys: from now on ``emit`` adds the current record's."""
+def carry_record_keys(on: bool = True) -> None:
+    """A record carries a tracer's log keys: from now on ``emit`` adds the current record's
+    (``on=False``: it stops looking, as in a process that never saw one)."""
     global _record_keys
-    _record_keys = True
+    _record_keys = on
 
 
 def error_fields(exc: BaseException) -> dict[str, Any]:
