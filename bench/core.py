@@ -418,10 +418,61 @@ def _codec_verdict(per_record: dict[tuple[str, str | None, int], float], cold_cp
         print("  " + ("orjson wins outright" if saved > 0 else "ujson wins outright"))
 
 
+def _tracing() -> list[Target]:
+    """µs per SQS record with and without a tracer's context (side by side, interleaved rounds):
+    (t0) lambda_kit's own trace id only, in a process that never saw a tracer's context; (t0') the
+    same after one did (log lines then look for the record's vendor keys); (t1) a W3C traceparent
+    attribute too; (t2) Datadog's _datadog attribute; (t3) X-Ray's AWSTraceHeader."""
+    from lambda_kit import codec, log
+    from lambda_kit.testing import lambda_context, sqs_event
+
+    context = lambda_context("view-counter")
+    size = 100
+    calls = max(1, RECORDS_PER_RUN // size)
+    plain = sqs_event(*[BODY] * size, trace_id=[f"trace-{i}" for i in range(size)])
+
+    def with_attribute(name: str, value: str) -> dict[str, Any]:
+        event = codec.loads(codec.dumps(plain))
+        for index, record in enumerate(event["Records"]):
+            if name == "AWSTraceHeader":
+                record["attributes"][name] = value.replace("XX", f"{index:02x}")
+            else:
+                record["messageAttributes"][name] = {"stringValue": value.replace("XX", f"{index:02x}"), "dataType": "String"}
+        return event
+
+    variants = {
+        "(t0) own trace id only, no tracer seen": (plain, False),
+        "(t0') own trace id only, after a tracer's context": (plain, True),
+        "(t1) + W3C traceparent": (with_attribute("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e47XX-00f067aa0ba902b7-01"), True),
+        "(t2) + Datadog _datadog": (with_attribute("_datadog", '{"x-datadog-trace-id": "1234567XX", "x-datadog-parent-id": "99"}'), True),
+        "(t3) + X-Ray AWSTraceHeader": (with_attribute("AWSTraceHeader", "Root=1-5759e988-bd862e3fe1be46a9942727XX;Parent=53995c3f42cd8ad8;Sampled=1"), True),
+    }
+    handler = _lambda_kit_handler()
+    samples: dict[str, list[float]] = {label: [] for label in variants}
+    with _stdout_to_devnull():
+        for event, seen in variants.values():
+            log.carry_record_keys(seen)
+            handler(event, context)
+        for round_ in range(ROUNDS):
+            items = list(variants.items())
+            for label, (event, seen) in items if round_ % 2 == 0 else items[::-1]:
+                log.carry_record_keys(seen)
+                samples[label].append(_time_per_record(lambda e=event: handler(e, context), calls, size))
+    log.carry_record_keys(False)
+    base = "(t0) own trace id only, no tracer seen"
+    rows = [[label, f"{statistics.median(values):.2f}",
+             f"{statistics.median(v / b for v, b in zip(values, samples[base], strict=True)):.2f}x"]
+            for label, values in samples.items()]
+    _table(f"Tracing: SQS batch of {size}, CPU µs per record (median of {ROUNDS} interleaved rounds; "
+           f"codec {codec.name}; vs (t0): median of per-round ratios)", ["variant", "µs", "vs (t0)"], rows)
+    return []
+
+
 def run() -> list[Target]:
     started = perf_counter()
     print("== core: lambda_kit vs Powertools vs the floor ==")
     targets, per_record = _speed()
+    targets += _tracing()
     _codec_micro()
     cold_targets, cold_cpu = _cold_start()
     targets += cold_targets

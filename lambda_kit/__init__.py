@@ -25,6 +25,7 @@ _EXPORTS = {
     "UnsupportedEvent": "errors",
     "get_logger": "log",
     "propagate": "propagation",
+    "trace_headers": "propagation",
     "current_record": "trace",
     "current_trace_id": "trace",
     # CloudWatch Logs subscriptions, tumbling windows
@@ -60,7 +61,7 @@ if TYPE_CHECKING:
     )
     from .errors import HTTPError, UnsupportedEvent  # noqa: F401
     from .log import get_logger  # noqa: F401
-    from .propagation import propagate  # noqa: F401
+    from .propagation import propagate, trace_headers  # noqa: F401
     from .sources.s3 import S3Object  # noqa: F401
     from .trace import current_record, current_trace_id  # noqa: F401
 

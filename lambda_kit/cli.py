@@ -126,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     where = trace.add_mutually_exclusive_group()
     where.add_argument("--logs", default=None, type=_log_file, metavar="FILE", help=f"local log file (default: {DEFAULT_LOGS})")
     where.add_argument("--aws", action="store_true", help="read the deployed functions' CloudWatch Logs instead")
+    trace.add_argument("--insights", action="store_true", help="with --aws: one CloudWatch Logs Insights query instead of filter_log_events (large volumes)")
     trace.add_argument("--since", default="1h", type=_since, help="with --aws: how far back to search, e.g. 30m, 1h, 2d (default: %(default)s)")
     trace.add_argument("--stage", default=None, help="with --aws: the deployed stage (default: the file's, else dev)")
     trace.add_argument("--region", default=None, help="with --aws: the region (default: the file's, else us-east-1)")
@@ -414,9 +415,14 @@ def cmd_trace(args: argparse.Namespace) -> int:
         config = load_service(args.config, stage=args.stage, region=args.region)
         prefix = f"{config.service}-{config.stage}-"
         groups = [f"/aws/lambda/{function.name}" for function in config.functions.values()]
-        lines, notes = timeline.cloudwatch_lines(args.trace_id, groups, timeline.parse_since(args.since), args.region or config.region)
+        search = timeline.insights_lines if args.insights else timeline.cloudwatch_lines
+        lines, notes = search(args.trace_id, groups, timeline.parse_since(args.since), args.region or config.region)
+        region = args.region or config.region
         source = f"CloudWatch Logs, {len(groups)} log groups of {config.service}-{config.stage}, last {args.since}"
     else:
+        if args.insights:
+            raise UserError("--insights searches CloudWatch Logs: use it with --aws")
+        region = args.region or "us-east-1"
         path = args.logs or DEFAULT_LOGS
         lines = timeline.lines_of(args.trace_id, timeline.read_log_file(path))
         source = path
@@ -425,6 +431,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
             config = load_service(args.config)
             prefix = f"{config.service}-{config.stage}-"
+            region = args.region or config.region
         except Exception:
             prefix = ""
     print(f"trace {args.trace_id} — {len(lines)} log lines from {source}")
@@ -434,6 +441,12 @@ def cmd_trace(args: argparse.Namespace) -> int:
     for note in notes:
         print(f"  note: {note}")
     print(f"  Datadog Logs: {timeline.datadog_query(args.trace_id)}")
+    link = timeline.xray_link(args.trace_id, region)
+    if link is None:  # lambda_kit's own id: the lines say which X-Ray trace they joined, if any
+        joined = next((line["xray_trace_id"] for line in lines if isinstance(line.get("xray_trace_id"), str)), None)
+        link = None if joined is None else timeline.xray_link(joined, region)
+    if link is not None:
+        print(f"  X-Ray: {link}")
     return 0 if lines else 1
 
 

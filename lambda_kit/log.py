@@ -343,9 +343,23 @@ def emit(
     }
     if trace_id is not None:
         line["trace_id"] = trace_id
+        if _record_keys:  # the record's tracer keys (dd.trace_id ...), when it carries any
+            record = current_record()
+            if record is not None and record.log_keys is not None:
+                line.update(record.log_keys)
     if fields:
         line.update(fields)
     _sink(encode(line))
+
+
+_record_keys = False  # no record carried tracer keys yet: ``emit`` does not look for them
+
+
+def carry_record_keys(on: bool = True) -> None:
+    """A record carries a tracer's log keys: from now on ``emit`` adds the current record's
+    (``on=False``: it stops looking, as in a process that never saw one)."""
+    global _record_keys
+    _record_keys = on
 
 
 def error_fields(exc: BaseException) -> dict[str, Any]:

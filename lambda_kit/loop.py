@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from time import perf_counter
 from typing import Any, NoReturn
 
-from . import log, metrics
+from . import log, metrics, otel
 from .errors import UnsupportedEvent
 from .record import Outcome, Record
 from .sources.base import Source
@@ -106,8 +106,10 @@ def record_loop(records: list[Record], fn: Callable[[Any, Any], Any], context: A
     outcome = steps.outcome
     powertools = options.logger
     stop = adapter.stop_at_first_failure
+    spans = otel.record_spans()  # None unless OpenTelemetry is configured
     for index, record in enumerate(records):
         token = set_current_record(record)
+        span = error = None
         try:
             if steps.failed_groups and record.group in steps.failed_groups:
                 steps.hold_back(record)
@@ -119,11 +121,15 @@ def record_loop(records: list[Record], fn: Callable[[Any, Any], Any], context: A
             if record.attempt:
                 outcome.retried += 1
             started = perf_counter()
+            if spans is not None:
+                span = spans.start(record, len(records))
             error = steps.run(record, started)
             if error is not None and steps.fail(record, error, started) and stop:
                 steps.stop_after(records, index)
                 break
         finally:
+            if span is not None:
+                spans.end(span, error)
             reset_current_record(token)
     if steps.pending:
         steps.commit()

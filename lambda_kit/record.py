@@ -16,9 +16,13 @@ class Record:
     records of the same group are not processed, so they are retried in order; ``report_id``, when
     set, is what the failure report names this record by instead of ``id`` (EventBridge Pipes names
     stream records by ``eventID``; a KPL user record is named by its aggregate's sequence number).
+    ``context`` is the tracer's context the producer sent (W3C, Datadog, X-Ray; see
+    ``trace_context``), else None; ``log_keys`` the vendors' correlation keys every log line of
+    the record carries (None without a context).
     """
 
-    __slots__ = ("source", "id", "trace_id", "payload", "raw", "error", "attempt", "rejected_trace_id", "group", "report_id")
+    __slots__ = ("source", "id", "trace_id", "payload", "raw", "error", "attempt", "rejected_trace_id", "group", "report_id",
+                 "context", "log_keys")
 
     def __init__(
         self,
@@ -32,6 +36,7 @@ class Record:
         rejected_trace_id: Any = None,
         group: str | None = None,
         report_id: Any = None,
+        context: Any = None,
     ) -> None:
         self.source = source
         self.id = id
@@ -43,6 +48,18 @@ class Record:
         self.rejected_trace_id = rejected_trace_id
         self.group = group
         self.report_id = report_id
+        self.context = context
+        self.log_keys = None
+        if context is not None:
+            self.set_context(context)
+
+    def set_context(self, context: Any) -> None:
+        """Carry ``context`` (a ``trace_context.TraceContext``) and its log keys from now on."""
+        from . import log  # only records with a tracer's context get here
+
+        self.context = context
+        self.log_keys = context.log_keys()
+        log.carry_record_keys()
 
     def __repr__(self) -> str:
         return f"Record(source={self.source!r}, id={self.id!r}, trace_id={self.trace_id!r})"

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from time import perf_counter
 from typing import Any
 
-from . import codec, log, metrics
+from . import codec, log, metrics, otel
 from .errors import HTTPError
 from .loop import Options, not_awaited, recognize, set_powertools_correlation, warn_rejected_trace_id
 from .record import Record
@@ -30,16 +30,19 @@ def run_request(
     context: Any,
 ) -> dict[str, Any]:
     invocation_token, function_name = log.enter_invocation(context)
-    token = None
+    token = span = spans = None
     outcome = "server_error"
     try:
         recognize("api_handler", adapters, event, options)
         started = perf_counter()
         request = api_source.Request(event)
-        trace_id, rejected = api_source.trace_of(request, trace_header)
+        trace_id, rejected, found = api_source.trace_of(request, trace_header)
         request.trace_id = trace_id
-        record = Record("api", api_source.request_id(event, context), trace_id, request, event, None, 0, rejected)
+        record = Record("api", api_source.request_id(event, context), trace_id, request, event, None, 0, rejected, context=found)
         token = set_current_record(record)
+        spans = otel.record_spans()  # None unless OpenTelemetry is configured
+        if spans is not None:
+            span = spans.start(record, 1)
         if rejected is not None:
             warn_rejected_trace_id(record)
         if options.logger is not None:
@@ -53,6 +56,8 @@ def run_request(
             log.emit("INFO", "request processed", trace_id, fields)
         return response
     finally:
+        if span is not None:
+            spans.end(span, None, outcome)
         if token is not None:
             reset_current_record(token)
             if metrics.enabled(options.metrics):

@@ -36,6 +36,18 @@ def request_for(version: str, method: str = "GET", path: str = "/p", **options: 
     return api_event(method, path, version=version, **options)
 
 FRESH_ID = re.compile(r"[0-9a-f]{32}")
+
+
+def xray_root(event):
+    """The X-Ray trace id of the request's ``X-Amzn-Trace-Id`` (as the AWS X-Ray SDK parses it),
+    else None: lambda_kit reads it after its own header and before making a fresh id."""
+    from aws_xray_sdk.core.models.trace_header import TraceHeader
+
+    for headers in (event.get("headers") or {}, {k: v[-1] for k, v in (event.get("multiValueHeaders") or {}).items() if v}):
+        for name, value in headers.items():
+            if name.lower() == "x-amzn-trace-id":
+                return TraceHeader.from_header_str(value).root
+    return None
 SECRET = "S3CR3T-7f1c"
 LEAKS = (SECRET, "/var/task", "/opt/python", "site-packages", "lambda_kit/", "Traceback", 'File "', "hunter2")
 
@@ -345,9 +357,14 @@ def test_hostile_trace_header_never_becomes_the_trace_id_nor_a_raw_log_line(valu
         first = handler(event, lambda_context())
         second = handler(event, lambda_context())
     status, trace_id, _ = check_response(first, event)
-    assert status == 200 and FRESH_ID.fullmatch(trace_id) and trace_id != value
-    assert json.loads(first["body"]) == {"seen": trace_id}  # the function saw the fresh id too
-    assert check_response(second, event)[1] != trace_id  # fresh each time, not derived from the value
+    xray = xray_root(event)
+    assert status == 200 and trace_id != value
+    assert json.loads(first["body"]) == {"seen": trace_id}  # the function saw the same id
+    if xray is None:
+        assert FRESH_ID.fullmatch(trace_id)
+        assert check_response(second, event)[1] != trace_id  # fresh each time, not derived from the value
+    else:  # the next place in order: the request's X-Ray trace (ALB sends one)
+        assert trace_id == xray == check_response(second, event)[1]
     lines = parse_lines(out)
     assert [line["level"] for line in lines] == ["WARNING", "INFO", "INFO"] * 2
     assert {line["trace_id"] for line in lines[:3]} == {trace_id}
@@ -366,7 +383,8 @@ def test_any_trace_header_is_used_only_when_valid(value, header, version, codec_
     with using_codec(codec_name), captured() as out:
         response = api_handler(lambda request, context: None)(event, None)
     status, trace_id, _ = check_response(response, event)
-    assert trace_id == value if is_valid_id(value) else FRESH_ID.fullmatch(trace_id)
+    xray = xray_root(event)
+    assert trace_id == value if is_valid_id(value) else (trace_id == xray if xray else FRESH_ID.fullmatch(trace_id))
     lines = parse_lines(out)
     assert all(line["trace_id"] == trace_id for line in lines)
     assert len(lines) == (2 if is_valid_id(value) else 3)

@@ -128,7 +128,11 @@ def test_one_trace_id_crosses_api_sqs_sns_kinesis(aws, stream, unique_name):
     notify({"Records": [as_lambda_sns_record(envelope)]}, lambda_context())
 
     (put,) = read_stream()
-    assert json.loads(put["Data"]) == {"milestone": "/home", "trace_id": "req-42"}
+    data = json.loads(put["Data"])
+    # lambda_kit started this trace: every hop writes the one traceparent derived from its id.
+    traceparent = sent["MessageAttributes"]["traceparent"]["StringValue"]
+    assert data == {"milestone": "/home", "trace_id": "req-42", "traceparent": traceparent}
+    assert envelope["MessageAttributes"]["traceparent"]["Value"] == traceparent
     assert archive({"Records": [as_lambda_kinesis_record(put, stream_name)]}, None) == {"batchItemFailures": []}
 
     assert seen == {
@@ -178,7 +182,7 @@ def test_batch_calls_are_stamped_and_the_callers_own_trace_id_is_never_overwritt
     by_message = {m["Body"]: m["MessageAttributes"]["trace_id"]["StringValue"] for m in receive(sqs, raw_queue, 2)}
     assert by_message == {"sns-a": "hop-7", "sns-b": "caller-own"}
     first, *rest = [r["Data"] for r in read_stream()]
-    assert json.loads(first) == {"n": 1, "trace_id": "hop-7"}
+    assert json.loads(first)["trace_id"] == "hop-7" and json.loads(first)["n"] == 1
     assert rest == [b'{"n": 2, "trace_id": "caller-own"}', b"not json", b"[1, 2]"]
 
 

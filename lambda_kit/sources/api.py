@@ -17,7 +17,8 @@ One request per invocation: ``request_scope`` runs it, not the record loop. The 
 Bodies are decoded lazily: ``body_bytes`` is the exact bytes (base64 bodies decoded, never a
 lossy text decode), ``body`` the UTF-8 text; a ``bytes`` response body goes back base64-encoded
 with ``isBase64Encoded: true``. The trace id comes from the ``X-Trace-Id`` header (name
-configurable) or is generated; every response carries it. Error bodies are ``{"error": message,
+configurable), then a tracer's context (``traceparent``, ``x-datadog-*``, ``X-Amzn-Trace-Id``), or is
+generated; every response carries it. Error bodies are ``{"error": message,
 "trace_id": ...}`` and never hold an exception's text or a traceback.
 """
 
@@ -25,12 +26,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
 from typing import Any
 
 from .. import codec
 from ..errors import HTTPError
-from ..trace import is_valid_id, new_id
-from .base import Source
+from ..trace import new_id
+from ..trace_context import TraceContext, has_context, text
+from .base import Source, pick_trace
 
 
 class ApiSource(Source):
@@ -314,14 +317,16 @@ def request_id(event: Any, context: Any) -> str:
     return str(getattr(context, "aws_request_id", "") or "")
 
 
-def trace_of(request: Request, trace_header: str) -> tuple[str, Any]:
-    """(trace id, rejected header value)."""
-    found = request.headers.get(trace_header)
-    if found is None:
-        return new_id(), None
-    if is_valid_id(found):
-        return found, None
-    return new_id(), found
+def trace_of(request: Request, trace_header: str) -> tuple[str, Any, TraceContext | None]:
+    """(trace id, rejected header value, tracer's context): the ``trace_header``, then a tracer's
+    context in the headers (``traceparent``, ``x-datadog-*``, ``X-Amzn-Trace-Id``, and for this
+    one request the invocation's ``_X_AMZN_TRACE_ID``), else a new id."""
+    headers = request.headers
+    found = headers.get(trace_header)
+    xray = headers.get("x-amzn-trace-id") or os.environ.get("_X_AMZN_TRACE_ID")
+    if found is None and not has_context(headers, xray):
+        return new_id(), None, None
+    return pick_trace("api", found, new_id(), headers, text, xray)
 
 
 # --- responses ----------------------------------------------------------------------------------

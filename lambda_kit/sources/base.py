@@ -5,7 +5,8 @@ small class that infers, builds the request and shapes the response):
 
 - ``recognizes(event)``: is this event one of this source's? (the decorator refuses any other);
 - ``records(event)``: the event split into ``Record``s: payload decoded, trace id read from where
-  the producer put it (with its fallback), and the id the source's failure report uses;
+  the producer put it (with its fallback: ``pick_trace``, given the source's *carrier*, reads
+  tracers' contexts the same way for every source), and the id the source's failure report uses;
 - ``response(event, outcome)``: what the source's retry machinery expects, given the failures;
 - ``scope(event)``: what stays current while the batch runs (a tumbling window); nothing by default.
 
@@ -15,11 +16,15 @@ and ``invoke``, the testing factories, the local stack), so none of them lists s
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextlib import nullcontext
 from typing import Any, ClassVar
 
+from .. import log
 from ..record import Outcome, Record
 from ..trace import is_valid_id, stable_id
+from ..trace_context import Read, TraceContext, has_context, text
+from ..trace_context import read as read_context
 
 
 class Source:
@@ -169,6 +174,63 @@ def pick_trace_id(found: Any, fallback: Any) -> tuple[str, Any]:
     if found is None:
         return stable_id(fallback), None
     return stable_id(fallback), found
+
+
+def pick_trace(
+    source: str, found: Any, fallback: Any, carrier: Mapping[str, Any] | None = None, read: Read = text, xray: Any = None
+) -> tuple[str, Any, TraceContext | None]:
+    """(trace id, rejected value, tracer's context) of a record, in the documented order:
+    lambda_kit's ``found`` id, then a tracer's context in ``carrier`` (where this source's
+    producers put ``traceparent``, ``_datadog`` or ``x-datadog-*``; ``read`` turns a value of it
+    into text, bytes or a dict) or ``xray`` (the X-Ray header the source found), then the stable
+    ``fallback``. The context is returned whichever id wins, for the log lines' vendor keys; when
+    lambda_kit's id is missing or invalid, the context's id (as its vendor prints it) is the
+    trace id. A malformed context gets a WARNING line and is not used."""
+    if type(found) is str and is_valid_id(found):  # the common case first
+        trace_id, rejected = found, None
+    else:
+        trace_id, rejected = None, found
+    if not has_context(carrier, xray):
+        return (trace_id or stable_id(fallback)), rejected, None
+    refused: list[tuple[str, Any]] = []
+    context = read_context(carrier, read, xray, lambda where, value: refused.append((where, value)))
+    if trace_id is None:
+        trace_id = context.display_id() if context is not None else stable_id(fallback)
+    for where, value in refused:
+        warn_rejected_context(source, trace_id, where, value)
+    return trace_id, rejected, context
+
+
+def attribute_text(attribute: Any) -> Any:
+    """A message attribute's value as Lambda delivers it: SQS's ``stringValue`` / ``binaryValue``
+    (base64), SNS's ``Value`` (base64 when its ``Type`` is ``Binary``); the ``read`` of SQS and
+    SNS carriers."""
+    if type(attribute) is not dict:
+        return None
+    if "Value" in attribute:
+        value = attribute["Value"]
+        binary = attribute.get("Type") == "Binary"
+    else:
+        value = attribute.get("stringValue")
+        binary = value is None
+        if binary:
+            value = attribute.get("binaryValue")
+    if binary and isinstance(value, str):
+        import base64
+        import binascii
+
+        try:
+            return base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            return None
+    return value
+
+
+def warn_rejected_context(source: str, trace_id: str, where: str, value: Any) -> None:
+    """The WARNING line for a tracer's context that is present and malformed (not used)."""
+    if log.enabled(30):
+        log.emit("WARNING", f"ignored an invalid {where}; reading the next place", trace_id,
+                 {"source": source, "rejected_trace_context": ascii(value)[:256]})
 
 
 def malformed(source: str, raw: Any, why: str) -> Record:

@@ -1,7 +1,8 @@
 """DynamoDB Streams: images deserialized to plain Python, trace id in the image's ``trace_id``
-attribute; a failure stops the batch at that record (Lambda resumes from its sequence number).
-EventBridge Pipes batches (a top-level list of the same records) are reported by ``eventID``.
-With a tumbling window the window's state goes in and out (``lambda_kit.window``)."""
+attribute (a tracer's context in its ``traceparent`` / ``_datadog`` attributes); a failure stops the
+batch at that record (Lambda resumes from its sequence number). EventBridge Pipes batches (a
+top-level list of the same records) are reported by ``eventID``. With a tumbling window the
+window's state goes in and out (``lambda_kit.window``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 from ..record import Record
 from ..window import Window, Windowed
-from .base import Source, malformed, pick_trace_id, reason
+from .base import Source, malformed, pick_trace, pick_trace_id, reason
 
 
 def _number(text: str) -> int | float:
@@ -99,8 +100,8 @@ class DynamoDBSource(Windowed, Source):
             return Record("dynamodb", sequence_number, trace_id, change, raw, f"stream image is malformed ({reason(exc)})")
         image = payload["old_image"] if event_name == "REMOVE" else payload["new_image"]
         found = image.get("trace_id") if image else None
-        trace_id, rejected = pick_trace_id(found, fallback)
-        return Record("dynamodb", sequence_number, trace_id, payload, raw, None, 0, rejected)
+        trace_id, rejected, context = pick_trace("dynamodb", found, fallback, image)
+        return Record("dynamodb", sequence_number, trace_id, payload, raw, None, 0, rejected, context=context)
 
 
 SOURCE = DynamoDBSource

@@ -1,5 +1,6 @@
 """EventBridge: one event per invocation from a rule; the payload is its ``detail``, the trace id
-``detail.trace_id`` (fallback: the event ``id``), ``record.id`` the event ``id``.
+``detail.trace_id`` (then a tracer's context in ``detail.traceparent`` / ``detail._datadog``;
+fallback: the event ``id``), ``record.id`` the event ``id``.
 
 EventBridge invokes the function asynchronously, so a failure is logged and re-raised: Lambda
 retries the event (twice by default), then hands it to the function's on-failure destination or
@@ -12,7 +13,7 @@ from typing import Any
 
 from .. import codec
 from ..record import Record
-from .base import Source, malformed, pick_trace_id, reason
+from .base import Source, malformed, pick_trace, reason
 
 
 class EventBridgeSource(Source):
@@ -40,9 +41,10 @@ class EventBridgeSource(Source):
                 detail = codec.loads(detail)
             except Exception as exc:
                 error = f"detail is not valid JSON ({reason(exc)})"
-        found = detail.get("trace_id") if type(detail) is dict else None
-        trace_id, rejected = pick_trace_id(found, event_id)
-        return Record("eventbridge", event_id, trace_id, detail, raw, error, 0, rejected)
+        carrier = detail if type(detail) is dict else None
+        found = carrier.get("trace_id") if carrier is not None else None
+        trace_id, rejected, context = pick_trace("eventbridge", found, event_id, carrier)
+        return Record("eventbridge", event_id, trace_id, detail, raw, error, 0, rejected, context=context)
 
 
 SOURCE = EventBridgeSource

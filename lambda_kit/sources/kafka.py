@@ -4,7 +4,8 @@ Records come grouped by topic-partition (``{"records": {"orders-0": [...]}}``) a
 within each. The payload is a dict: ``topic``, ``partition``, ``offset``, ``timestamp``,
 ``timestamp_type``, ``key`` (bytes or None), ``value`` (base64-decoded, then JSON unless
 ``json=False``; None for a tombstone) and ``headers`` (name -> bytes; a repeated name keeps its
-last value, as Kafka's ``lastHeader``). The trace id is the ``trace_id`` header; the fallback and
+last value, as Kafka's ``lastHeader``). The trace id is the ``trace_id`` header (a tracer's context
+in the ``traceparent`` or ``x-datadog-*`` headers); the fallback and
 ``record.id`` are ``<topic>-<partition>:<offset>``.
 
 Failures, as Lambda's Kafka event source mapping handles them:
@@ -29,7 +30,7 @@ from typing import Any
 
 from .. import codec
 from ..record import Outcome, Record
-from .base import Source, failure_report, malformed, pick_trace_id, raise_first_failure, reason
+from .base import Source, failure_report, malformed, pick_trace, raise_first_failure, reason
 
 EVENT_SOURCES = ("aws:kafka", "SelfManagedKafka", "aws:SelfManagedKafka")
 TRACE_HEADER = "trace_id"
@@ -90,7 +91,7 @@ class KafkaSource(Source):
         found = message["headers"].get(TRACE_HEADER)
         if found is not None:
             found = found.decode("utf-8", "replace")
-        trace_id, rejected = pick_trace_id(found, record_id)
+        trace_id, rejected, context = pick_trace("kafka", found, record_id, message["headers"])
         if value is not None and self.json:
             try:
                 value = codec.loads(value)
@@ -98,7 +99,7 @@ class KafkaSource(Source):
                 error = f"value is not valid JSON ({reason(exc)})"
         message["value"] = value
         payload = raw if error else message
-        return Record("kafka", record_id, trace_id, payload, raw, error, 0, rejected, key, {"partition": key, "offset": offset})
+        return Record("kafka", record_id, trace_id, payload, raw, error, 0, rejected, key, {"partition": key, "offset": offset}, context)
 
     def response(self, event: Any, outcome: Outcome) -> Any:
         if not self.reporting or any(not record.id for record, _ in outcome.failures):

@@ -1,4 +1,5 @@
-"""Kinesis: base64 + JSON ``data``, trace id in the payload's ``trace_id`` field.
+"""Kinesis: base64 + JSON ``data``, trace id in the payload's ``trace_id`` field (a tracer's
+context in its ``traceparent`` / ``_datadog`` fields).
 
 By default a failure stops the batch at that record and reports its sequence number (Lambda
 resumes from there, in order). With ``on_failure="requeue"`` the failed record is put back on
@@ -27,7 +28,7 @@ from .. import aws, awslogs, codec, kpl
 from ..record import Record
 from ..trace import is_valid_id
 from ..window import Window, Windowed
-from .base import Source, malformed, pick_trace_id, reason
+from .base import Source, malformed, pick_trace, pick_trace_id, reason
 
 REQUEUE_KEY = "lambda_kit_requeue"
 
@@ -154,10 +155,11 @@ class KinesisSource(Windowed, Source):
                 found = payload.get("trace_id")
             if not self.json and isinstance(payload, dict | list) and error is None:
                 payload = data
-        trace_id, rejected = pick_trace_id(found, fallback)
+        carrier = payload if type(payload) is dict else None
+        trace_id, rejected, context = pick_trace("kinesis", found, fallback, carrier)
         if error is not None:
             payload = kinesis.get("data")
-        return Record("kinesis", sequence_number, trace_id, payload, raw, error, attempt, rejected, None, report_id)
+        return Record("kinesis", sequence_number, trace_id, payload, raw, error, attempt, rejected, None, report_id, context)
 
     def _unwrap(self, envelope: dict[str, Any]) -> tuple[Any, int, str | None]:
         meta = envelope[REQUEUE_KEY]

@@ -1,4 +1,5 @@
-"""SNS: JSON ``Message``, trace id in the ``trace_id`` message attribute (or a valid ``Subject``);
+"""SNS: JSON ``Message``, trace id in the ``trace_id`` message attribute, then a tracer's context
+(``traceparent`` / ``_datadog`` attributes), then a valid ``Subject``;
 a failure is re-raised so Lambda's asynchronous retries and the DLQ take over."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from typing import Any
 from .. import codec
 from ..record import Record
 from ..trace import is_valid_id
-from .base import Source, malformed, pick_trace_id, reason
+from .base import Source, attribute_text, malformed, pick_trace, reason
 
 
 class SnsSource(Source):
@@ -32,11 +33,12 @@ class SnsSource(Source):
             return malformed("sns", raw, "record has no Sns.MessageId")
         found = None
         attributes = sns.get("MessageAttributes")
-        if type(attributes) is dict and type(attributes.get("trace_id")) is dict:
+        if type(attributes) is not dict:
+            attributes = None
+        elif type(attributes.get("trace_id")) is dict:
             found = attributes["trace_id"].get("Value")
-        trace_id, rejected = pick_trace_id(found, message_id)
-        if (found is None or rejected is not None) and is_valid_id(sns.get("Subject")):
-            trace_id = sns["Subject"]  # the next place in order; a rejected attribute is still logged
+        fallback = sns["Subject"] if is_valid_id(sns.get("Subject")) else message_id  # a rejected attribute is still logged
+        trace_id, rejected, context = pick_trace("sns", found, fallback, attributes, attribute_text)
         message = sns.get("Message")
         payload, error = message, None
         if not isinstance(message, str):
@@ -46,7 +48,7 @@ class SnsSource(Source):
                 payload = codec.loads(message)
             except Exception as exc:
                 error = f"Sns.Message is not valid JSON ({reason(exc)})"
-        return Record("sns", message_id, trace_id, payload, raw, error, 0, rejected)
+        return Record("sns", message_id, trace_id, payload, raw, error, 0, rejected, context=context)
 
 
 SOURCE = SnsSource

@@ -1,4 +1,6 @@
-"""SQS: JSON bodies (SNS envelopes unwrapped), trace id in the ``trace_id`` message attribute,
+"""SQS: JSON bodies (SNS envelopes unwrapped), trace id in the ``trace_id`` message attribute (a
+tracer's context in the ``traceparent`` / ``_datadog`` attributes, the SNS envelope's, or the
+``AWSTraceHeader`` system attribute),
 failures reported as ``batchItemFailures`` so only failed messages come back. On a FIFO queue a
 failure also holds back the later messages of its message group (reported as failures, unprocessed),
 so the group is retried in order; other groups go on. EventBridge Pipes batches (a top-level list of
@@ -10,7 +12,8 @@ from typing import Any
 
 from .. import codec
 from ..record import Record
-from .base import Source, malformed, pick_trace_id, reason
+from ..trace_context import has_context
+from .base import Source, attribute_text, malformed, pick_trace, reason
 
 
 def _is_sns_envelope(doc: Any) -> bool:
@@ -78,6 +81,8 @@ class SqsSource(Source):
             if type(doc) is dict and "Type" in doc and _is_sns_envelope(doc):  # no call for plain bodies
                 if found is None:
                     found = _envelope_trace_id(doc)
+                if not has_context(attributes) and type(doc.get("MessageAttributes")) is dict:
+                    attributes = doc["MessageAttributes"]  # the publisher's context, in the envelope
                 payload = doc["Message"]
                 if self.json:
                     try:
@@ -86,8 +91,10 @@ class SqsSource(Source):
                         payload, error = None, f"SNS message in the body is not valid JSON ({reason(exc)})"
             elif self.json and error is None:
                 payload = doc
-        trace_id, rejected = pick_trace_id(found, message_id)
-        return Record("sqs", message_id, trace_id, body if error else payload, raw, error, attempt, rejected, group)
+        xray = system.get("AWSTraceHeader") if type(system) is dict else None
+        carrier = attributes if type(attributes) is dict else None
+        trace_id, rejected, context = pick_trace("sqs", found, message_id, carrier, attribute_text, xray)
+        return Record("sqs", message_id, trace_id, body if error else payload, raw, error, attempt, rejected, group, context=context)
 
 
 SOURCE = SqsSource

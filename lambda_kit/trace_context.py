@@ -1,0 +1,335 @@
+"""Tracers' context: W3C ``traceparent``, Datadog and AWS X-Ray, read from a record and written on.
+
+A record can carry, besides lambda_kit's own ``trace_id``, the context of a tracer its producer
+ran (OpenTelemetry, Datadog, X-Ray). ``read`` looks for one in the documented order, the same for
+every source: ``traceparent`` (with ``tracestate``), then Datadog (a ``_datadog`` object or the
+``x-datadog-trace-id`` / ``x-datadog-parent-id`` pair), then the X-Ray header the source found.
+A source adapter only says where its producers put things: a *carrier*, a mapping from those
+names to values, with a ``read`` that turns one of its values into text, bytes or a dict
+(``sources.base.pick_trace`` is the one call an adapter makes). A value that is present and
+malformed is never used: it gets one WARNING line, with the value escaped, and the next place in
+the order is tried.
+
+Every context becomes one 128-bit trace id and a 64-bit parent (span) id, the way the vendors map
+them onto each other: a W3C trace-id is the 32 hex digits; an X-Ray ``Root=1-5759e988-bd86...``
+is ``5759e988bd86...``; a Datadog trace id is the low 64 bits (``_dd.p.tid`` holds the high 64).
+From it come the vendors' log correlation keys (``LOG_KEYS``) and what is written on the next
+hop: ``traceparent`` with the incoming parent id (lambda_kit records no span of its own, so the
+consumer's span hangs under the producer's), ``tracestate`` as received, and ``_datadog`` as
+ddtrace writes it when the context was Datadog's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from . import codec
+
+TRACEPARENT = "traceparent"
+TRACESTATE = "tracestate"
+DATADOG = "_datadog"
+DD_TRACE_ID = "x-datadog-trace-id"
+DD_PARENT_ID = "x-datadog-parent-id"
+DD_PRIORITY = "x-datadog-sampling-priority"
+DD_ORIGIN = "x-datadog-origin"
+DD_TAGS = "x-datadog-tags"
+XRAY_HEADER = "x-amzn-trace-id"
+
+LOG_KEYS = ("otelTraceID", "otelSpanID", "dd.trace_id", "dd.span_id", "xray_trace_id")
+"""The keys a log line gets when its record carries a tracer's context: OpenTelemetry's (the
+names its Python logging instrumentation injects; ``trace_id`` is lambda_kit's own), Datadog's
+log-trace correlation (decimal, the low 64 bits) and X-Ray's (as Powertools Logger names it)."""
+
+MAX_U64 = 2**64 - 1
+LOW_64 = MAX_U64
+_TRACEPARENT = re.compile(r"^[ \t]*([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?[ \t]*$")  # OpenTelemetry's
+_XRAY_ROOT = re.compile(r"1-([0-9a-f]{8})-([0-9a-f]{24})")
+_HEX16 = re.compile(r"[0-9a-f]{16}")
+_TRACESTATE = re.compile(r"[\x20-\x7e]{0,512}")
+
+Read = Callable[[Any], Any]
+"""How a carrier's value reads: into text, bytes, a dict (a ``_datadog`` object) or None."""
+
+
+class TraceContext:
+    """A tracer's context: ``trace_id`` (128-bit int), ``span_id`` (the parent's 64-bit id, or
+    None when the carrier gave none), ``sampled`` (None: not said), ``vendor`` (``"w3c"``,
+    ``"datadog"`` or ``"xray"``: where it was read), ``tracestate`` (W3C, passed on as received)
+    and ``datadog`` (the incoming ``x-datadog-*`` priority, origin and tags, passed on)."""
+
+    __slots__ = ("vendor", "trace_id", "span_id", "sampled", "tracestate", "datadog")
+
+    def __init__(
+        self,
+        vendor: str,
+        trace_id: int,
+        span_id: int | None = None,
+        sampled: bool | None = None,
+        tracestate: str | None = None,
+        datadog: dict[str, str] | None = None,
+    ) -> None:
+        self.vendor = vendor
+        self.trace_id = trace_id
+        self.span_id = span_id
+        self.sampled = sampled
+        self.tracestate = tracestate
+        self.datadog = datadog
+
+    @property
+    def w3c_trace_id(self) -> str:
+        return f"{self.trace_id:032x}"
+
+    @property
+    def xray_trace_id(self) -> str:
+        text = self.w3c_trace_id
+        return f"1-{text[:8]}-{text[8:]}"
+
+    @property
+    def datadog_trace_id(self) -> str:
+        return str(self.trace_id & LOW_64)
+
+    def display_id(self) -> str:
+        """The trace id as its own vendor prints it: what a user pastes from their tracer."""
+        if self.vendor == "datadog":
+            return self.datadog_trace_id
+        if self.vendor == "xray":
+            return self.xray_trace_id
+        return self.w3c_trace_id
+
+    def log_keys(self) -> dict[str, str]:
+        """The vendors' log correlation keys (``LOG_KEYS``) for this context."""
+        keys = {"otelTraceID": self.w3c_trace_id}
+        if self.span_id is not None:
+            keys["otelSpanID"] = f"{self.span_id:016x}"
+        keys["dd.trace_id"] = self.datadog_trace_id
+        if self.span_id is not None:
+            keys["dd.span_id"] = str(self.span_id)
+        keys["xray_trace_id"] = self.xray_trace_id
+        return keys
+
+    def __repr__(self) -> str:
+        span = "-" if self.span_id is None else f"{self.span_id:016x}"
+        return f"TraceContext({self.vendor}, {self.w3c_trace_id}, {span}, sampled={self.sampled})"
+
+
+# --- reading -----------------------------------------------------------------------------------
+
+def text(value: Any) -> Any:
+    """The plain ``Read``: a value as it is (payload fields, HTTP headers)."""
+    return value
+
+
+def has_context(carrier: Mapping[str, Any] | None, xray: Any = None) -> bool:
+    """Whether ``carrier`` (or the X-Ray header) holds any tracer's context: the cheap check that
+    keeps records without one from paying for ``read``."""
+    return bool(carrier) and (TRACEPARENT in carrier or DATADOG in carrier or DD_TRACE_ID in carrier) or xray is not None  # type: ignore[operator]
+
+
+def read(carrier: Mapping[str, Any] | None, value: Read = text, xray: Any = None,
+         warn: Callable[[str, Any], None] | None = None) -> TraceContext | None:
+    """The first valid context in ``carrier``, in the documented order (``traceparent``, Datadog,
+    then the ``xray`` header), else None. Each value present and malformed is passed to ``warn``
+    (where, value) and skipped."""
+    if carrier:
+        found = carrier.get(TRACEPARENT)
+        if found is not None:
+            found = value(found)
+            context = parse_traceparent(_text_of(found), _text_of(value(carrier.get(TRACESTATE))))
+            if context is not None:
+                return context
+            _warn(warn, TRACEPARENT, found)
+        found = carrier.get(DATADOG)
+        if found is not None:
+            found = value(found)
+            context = parse_datadog_object(found)
+            if context is not None:
+                return context
+            _warn(warn, DATADOG, found)
+        if carrier.get(DD_TRACE_ID) is not None:
+            headers = {name: _text_of(value(carrier.get(name))) for name in (DD_TRACE_ID, DD_PARENT_ID, DD_PRIORITY, DD_ORIGIN, DD_TAGS)}
+            context = parse_datadog(headers)
+            if context is not None:
+                return context
+            _warn(warn, "x-datadog-* headers", {name: item for name, item in headers.items() if item is not None})
+    if xray is not None:
+        context = parse_xray(_text_of(xray))
+        if context is not None:
+            return context
+        _warn(warn, "X-Ray trace header", xray)
+    return None
+
+
+def _warn(warn: Callable[[str, Any], None] | None, where: str, value: Any) -> None:
+    if warn is not None:
+        warn(where, _text_of(value) or value)
+
+
+def _text_of(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", "replace")
+    return None
+
+
+def parse_traceparent(value: str | None, tracestate: str | None = None) -> TraceContext | None:
+    """A W3C ``traceparent`` (``00-<32 hex>-<16 hex>-<2 hex>``), as OpenTelemetry's propagator
+    takes it: lowercase hex, trace-id and parent-id not all zeros, version ``ff`` refused, and
+    version ``00`` with nothing after the flags."""
+    if value is None or len(value) > 512:
+        return None
+    match = _TRACEPARENT.search(value)
+    if match is None:
+        return None
+    version, trace_id, span_id, flags, rest = match.groups()
+    if version == "ff" or (version == "00" and rest) or trace_id == "0" * 32 or span_id == "0" * 16:
+        return None
+    state = tracestate if tracestate is not None and _TRACESTATE.fullmatch(tracestate) else None
+    return TraceContext("w3c", int(trace_id, 16), int(span_id, 16), bool(int(flags, 16) & 1), state or None)
+
+
+def parse_xray(value: str | None) -> TraceContext | None:
+    """An X-Ray trace header (``Root=1-<8 hex>-<24 hex>;Parent=<16 hex>;Sampled=1``, fields in
+    any order, ``Self=`` and others ignored): the root is required, the parent optional."""
+    if value is None or len(value) > 1024:
+        return None
+    fields: dict[str, str] = {}
+    for part in value.strip().split(";"):
+        key, sep, item = part.strip().partition("=")
+        if sep:
+            fields.setdefault(key, item.strip())
+    root = _XRAY_ROOT.fullmatch(fields.get("Root", ""))
+    if root is None:
+        return None
+    parent = fields.get("Parent")
+    if parent is not None and (_HEX16.fullmatch(parent) is None or parent == "0" * 16):
+        return None
+    sampled = {"1": True, "0": False}.get(fields.get("Sampled", ""))
+    return TraceContext("xray", int(root.group(1) + root.group(2), 16), None if parent is None else int(parent, 16), sampled)
+
+
+def _decimal(value: str | None, low: int = 0) -> int | None:
+    if value is None or not value.isascii() or not value.isdigit() or len(value) > 20:
+        return None
+    number = int(value)
+    return number if low <= number <= MAX_U64 else None
+
+
+def parse_datadog(headers: Mapping[str, str | None]) -> TraceContext | None:
+    """Datadog's ``x-datadog-*`` headers, as ddtrace extracts them: a decimal trace id in
+    1..2**64-1 (``_dd.p.tid`` in ``x-datadog-tags`` adds the high 64 bits), a decimal parent id
+    (0: none), an integer sampling priority."""
+    trace_id = _decimal(headers.get(DD_TRACE_ID), 1)
+    parent = headers.get(DD_PARENT_ID)
+    span_id = _decimal(parent) if parent is not None else 0
+    priority = headers.get(DD_PRIORITY)
+    if trace_id is None or span_id is None or (priority is not None and _signed(priority) is None):
+        return None
+    tags = headers.get(DD_TAGS) or ""
+    high = _high_bits(tags)
+    if high is None:
+        return None
+    passed = {name: headers[name] for name in (DD_PRIORITY, DD_ORIGIN, DD_TAGS) if headers.get(name)}
+    sampled = None if priority is None else _signed(priority) > 0  # type: ignore[operator]
+    return TraceContext("datadog", high << 64 | trace_id, span_id or None, sampled, None, passed)  # type: ignore[arg-type]
+
+
+def _signed(value: str) -> int | None:
+    digits = value[1:] if value[:1] == "-" else value
+    return int(value) if digits.isascii() and digits.isdigit() and len(digits) < 10 else None
+
+
+def _high_bits(tags: str) -> int | None:
+    """The ``_dd.p.tid`` tag's 64 high bits (0 when absent); None when it is malformed."""
+    for tag in tags.split(","):
+        key, _, item = tag.partition("=")
+        if key.strip() == "_dd.p.tid":
+            item = item.strip()
+            if _HEX16.fullmatch(item) is None or item == "0" * 16:
+                return None
+            return int(item, 16)
+    return 0
+
+
+def parse_datadog_object(value: Any) -> TraceContext | None:
+    """A ``_datadog`` value (ddtrace writes it on SQS, SNS, Kinesis, EventBridge, Step Functions):
+    its ``x-datadog-*`` headers as an object, or that object as JSON text."""
+    if isinstance(value, str | bytes | bytearray):
+        try:
+            value = codec.loads(value)
+        except Exception:
+            return None
+    if type(value) is not dict:
+        return None
+    headers = {name: item if isinstance(item, str) else None for name, item in value.items() if isinstance(name, str)}
+    if DD_TRACE_ID in headers:
+        return parse_datadog(headers)
+    return parse_traceparent(headers.get(TRACEPARENT), headers.get(TRACESTATE))
+
+
+# --- writing -----------------------------------------------------------------------------------
+
+def outgoing(context: TraceContext | None, trace_id: str) -> TraceContext:
+    """The context to write on the next hop: the incoming one, or (lambda_kit started the trace)
+    one derived from ``trace_id`` alone, stable across retries of the record: a trace id that is
+    already 32 hex digits or an X-Ray id is that trace id; any other is digested."""
+    if context is not None and context.span_id is not None:
+        return context
+    derived = derived_ids(trace_id if context is None else context.w3c_trace_id)
+    if context is not None:  # a context without a parent id (an X-Ray Root alone): give it one
+        return TraceContext(context.vendor, context.trace_id, derived[1], context.sampled, context.tracestate, context.datadog)
+    return TraceContext("lambda_kit", derived[0], derived[1], True)
+
+
+def derived_ids(trace_id: str) -> tuple[int, int]:
+    """(128-bit trace id, 64-bit span id) for a lambda_kit trace id, never zero."""
+    import hashlib
+
+    digest = hashlib.blake2b(trace_id.encode("utf-8", "surrogatepass"), digest_size=24).digest()
+    span = int.from_bytes(digest[16:], "big") or 1
+    if len(trace_id) == 32 and _is_hex(trace_id) and trace_id != "0" * 32:
+        return int(trace_id, 16), span
+    root = _XRAY_ROOT.fullmatch(trace_id)
+    if root is not None:
+        return int(root.group(1) + root.group(2), 16) or 1, span
+    return int.from_bytes(digest[:16], "big") or 1, span
+
+
+def _is_hex(value: str) -> bool:
+    return value.isascii() and all(char in "0123456789abcdef" for char in value)
+
+
+def traceparent(context: TraceContext) -> str:
+    """``context`` as a W3C ``traceparent`` (its span id must be set: see ``outgoing``)."""
+    return f"00-{context.trace_id:032x}-{context.span_id:016x}-{'00' if context.sampled is False else '01'}"
+
+
+def datadog_headers(context: TraceContext) -> dict[str, str]:
+    """``context`` as ddtrace writes Datadog's headers (and the ``_datadog`` object): the low 64
+    bits in ``x-datadog-trace-id``, the parent id, and the incoming priority, origin and tags
+    (``_dd.p.tid`` included, so the 128-bit id survives)."""
+    headers = {DD_TRACE_ID: str(context.trace_id & LOW_64), DD_PARENT_ID: str(context.span_id or 0)}
+    passed = context.datadog or {}
+    headers.update(passed)
+    high = context.trace_id >> 64
+    if high and "_dd.p.tid=" not in passed.get(DD_TAGS, ""):
+        tags = passed.get(DD_TAGS)
+        headers[DD_TAGS] = f"{tags},_dd.p.tid={high:016x}" if tags else f"_dd.p.tid={high:016x}"
+    if DD_PRIORITY not in headers and context.sampled is not None:
+        headers[DD_PRIORITY] = "1" if context.sampled else "0"
+    return headers
+
+
+def fields(trace_id: str, context: TraceContext | None) -> dict[str, Any]:
+    """What goes on the next hop for a record with ``trace_id`` and ``context``: ``trace_id``,
+    ``traceparent``, ``tracestate`` when one came in, and ``_datadog`` (an object) when the
+    context was Datadog's. Names and values as message attributes and JSON fields take them."""
+    out = outgoing(context, trace_id)
+    written: dict[str, Any] = {"trace_id": trace_id, TRACEPARENT: traceparent(out)}
+    if out.tracestate:
+        written[TRACESTATE] = out.tracestate
+    if out.vendor == "datadog":
+        written[DATADOG] = datadog_headers(out)
+    return written
