@@ -297,7 +297,8 @@ def eventbridge_event_name(detail_type: str, detail: dict[str, Any]) -> str:
     """``Object Created`` / ``Object Deleted`` as the notification's ``eventName``."""
     why = detail.get("reason")
     if detail_type == "Object Created":
-        return CREATED_BY.get(why) or ("ObjectCreated:" + str(why) if why else "ObjectCreated")
+        known = CREATED_BY.get(why) if isinstance(why, str) else None  # a list or object is no key
+        return known or ("ObjectCreated:" + str(why) if why else "ObjectCreated")
     prefix = "LifecycleExpiration" if why == "Lifecycle Expiration" else "ObjectRemoved"
     return prefix + (":DeleteMarkerCreated" if detail.get("deletion-type") == "Delete Marker Created" else ":Delete")
 
