@@ -12,8 +12,8 @@ from time import perf_counter
 from typing import Any
 
 from . import codec, log, metrics
-from .errors import HTTPError
-from .loop import Options, not_awaited, recognize, set_powertools_correlation, warn_rejected_trace_id
+from .errors import HTTPError, InvalidPayload
+from .loop import Options, recognize, set_powertools_correlation, warn_rejected_trace_id
 from .record import Record
 from .sources import api as api_source
 from .sources.base import Source
@@ -46,7 +46,7 @@ def run_request(
             set_powertools_correlation(options.logger, trace_id)
         if options.log_event and log.enabled(20):
             log.emit("INFO", "request received", trace_id, _request_fields(request, record))
-        response, outcome = _respond(fn, request, record, context, trace_header, max_body, started)
+        response, outcome = _respond(fn, options, request, record, context, trace_header, max_body, started)
         if outcome == "ok" and options.log_result and log.enabled(20):
             fields = _result_fields(record, response, started, None)
             fields["result"] = log.clean(_body_for_log(response.get("body")))
@@ -64,6 +64,7 @@ def run_request(
 
 def _respond(
     fn: Callable[[Any, Any], Any],
+    options: Options,
     request: api_source.Request,
     record: Record,
     context: Any,
@@ -73,14 +74,19 @@ def _respond(
 ) -> tuple[dict[str, Any], str]:
     """(the response, "ok" | "client_error" | "server_error"): the function's result shaped, an
     ``HTTPError`` as its status (its line written), anything else a 500 that says nothing of the
-    exception (its ERROR line written)."""
+    exception (its ERROR line written). With a model, the body is validated first: one that does
+    not fit answers 422 naming the fields, and the function is not called."""
     trace_id = record.trace_id
     try:
         if max_body is not None and request.body_size > max_body:
             raise HTTPError(413, f"request body is larger than {max_body} bytes")
+        if options.validate is not None:
+            request.model = _validated(options.validate, request)
         result = fn(request, context)
         if result is not None and hasattr(result, "__await__"):
-            raise not_awaited(result)
+            from .event_loop import awaited  # an async def: its coroutine run on this thread's loop
+
+            result = awaited(result)
         return api_source.shape_response(request, result, trace_id, trace_header), "ok"
     except HTTPError as exc:
         status = exc.status if 400 <= exc.status <= 599 else 500
@@ -95,6 +101,14 @@ def _respond(
         fields.update(log.error_fields(exc))
         log.emit("ERROR", "request failed", trace_id, fields)
         return response, "server_error"
+
+
+def _validated(validate: Callable[[Any], Any], request: api_source.Request) -> Any:
+    """The JSON body (400/415 when it is not JSON) validated; 422 naming the fields when it does not fit."""
+    try:
+        return validate(request.json)
+    except InvalidPayload as exc:
+        raise HTTPError(422, f"request body does not fit {exc.model}: {exc.listing}") from None
 
 
 def _body_for_log(body: Any) -> Any:

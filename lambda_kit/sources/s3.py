@@ -23,13 +23,16 @@ fallback is a digest of the record (stable across retries).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_plus
 
 from .. import codec, log
 from ..record import Outcome, Record
 from ..trace import stable_id
 from .base import Source, malformed, pick_trace_id, raise_first_failure, reason, records_claimed
+
+if TYPE_CHECKING:
+    from ..validation import Validator
 
 FIELDS = ("bucket", "key", "size", "etag", "version_id", "event_name", "event_time")
 TEST_EVENT = "s3:TestEvent"
@@ -267,6 +270,10 @@ class S3Source(Source):
             name, key, obj.get("size"), obj.get("etag"), obj.get("version-id"), eventbridge_event_name(event["detail-type"], detail), event.get("time")
         )
         return Record("s3", event_id, trace_id, payload, event, None, 0, rejected)
+
+    def typed(self, payload: Any, validate: Validator) -> Any:
+        """With ``model=`` the object's fields (``bucket``, ``key``, ``size`` ...) are validated."""
+        return validate(dict(payload))
 
     # --- the response -------------------------------------------------------------------------
 
