@@ -48,12 +48,11 @@ def record_loop(records: list[Record], fn: Callable[[Any, Any], Any], context: A
 class ConcurrentBatch:
     """One batch of records run by up to ``max_concurrency`` workers, lane by lane."""
 
-    __slots__ = ("records", "steps", "adapter", "limit", "stop", "stop_at", "ready", "lanes", "skipped", "correlate", "logger")
+    __slots__ = ("records", "steps", "limit", "stop", "stop_at", "ready", "lanes", "skipped", "correlate", "logger")
 
     def __init__(self, records: list[Record], steps: RecordSteps, options: Options, adapter: Any) -> None:
         self.records = records
         self.steps = steps
-        self.adapter = adapter
         self.limit = 1 if adapter.serial() else options.max_concurrency
         self.stop = adapter.stop_at_first_failure
         self.stop_at = len(records)  # no record after this position is started

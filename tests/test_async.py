@@ -640,13 +640,13 @@ def test_a_cancelled_error_from_the_function_fails_its_record_alone(capfd):
 
 
 @pytest.mark.parametrize("value", [0, -1, True, 1.5, "4", None])
-@pytest.mark.parametrize("decorator", [sqs_handler, stream_handler, kafka_handler, s3_handler])
+@pytest.mark.parametrize("decorator", [sqs_handler, stream_handler, kafka_handler, s3_handler, cloudwatch_logs_handler])
 def test_max_concurrency_must_be_a_whole_number_of_at_least_one(decorator, value):
     with pytest.raises(ValueError, match=f"{decorator.__name__}: max_concurrency must be a whole number of at least 1"):
         decorator(max_concurrency=value)
 
 
-@pytest.mark.parametrize("decorator", [sqs_handler, stream_handler, kafka_handler, s3_handler])
+@pytest.mark.parametrize("decorator", [sqs_handler, stream_handler, kafka_handler, s3_handler, cloudwatch_logs_handler])
 def test_max_concurrency_on_a_plain_function_is_refused_at_import_time(decorator):
     def plain(payload, context):
         return payload
