@@ -14,6 +14,7 @@ from typing import Any
 
 SECTIONS = (
     ("core", "lambda_kit vs Powertools vs the floor; cold start", True),
+    ("async_io", "async def with max_concurrency vs Powertools' AsyncBatchProcessor", True),
     ("cost", "DynamoDB counter costs", False),
     ("local", "end to end on the local stack", False),
     ("windows", "tumbling windows and CloudWatch Logs subscriptions, per record", False),

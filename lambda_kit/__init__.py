@@ -23,6 +23,7 @@ _EXPORTS = {
     "S3Object": "sources.s3",
     "HTTPError": "errors",
     "UnsupportedEvent": "errors",
+    "InvalidPayload": "errors",
     "get_logger": "log",
     "propagate": "propagation",
     "trace_headers": "propagation",
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
         sqs_handler,
         stream_handler,
     )
-    from .errors import HTTPError, UnsupportedEvent  # noqa: F401
+    from .errors import HTTPError, InvalidPayload, UnsupportedEvent  # noqa: F401
     from .log import get_logger  # noqa: F401
     from .propagation import propagate, trace_headers  # noqa: F401
     from .sources.s3 import S3Object  # noqa: F401

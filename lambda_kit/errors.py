@@ -27,3 +27,18 @@ class UnsupportedEvent(ValueError):
         self.decorator = decorator
         self.found = found
         self.fits = fits
+
+
+class InvalidPayload(ValueError):
+    """A payload that does not fit the decorator's ``model=``: its record fails without reaching the
+    function. ``problems`` lists ``{"field": "items[0].qty", "problem": "..."}``; no value from the
+    payload is ever part of it (a secret-named field shows only the kind of problem)."""
+
+    def __init__(self, model: str, problems: list[dict[str, str]], total: int | None = None) -> None:
+        self.model = model
+        self.problems = problems
+        self.total = len(problems) if total is None else total
+        more = f"; and {self.total - len(problems)} more" if self.total > len(problems) else ""
+        self.listing = "; ".join(f"{problem['field']}: {problem['problem']}" for problem in problems) + more
+        """Each field and its problem, as one line of text."""
+        super().__init__(f"payload does not fit {model}: {self.listing}")

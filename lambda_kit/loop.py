@@ -6,6 +6,11 @@ them, and the adapter shapes the response. For each record the loop sets the tra
 arrival, calls the function, logs the result or exactly one ERROR line, and counts the outcome.
 It never names a source: what a failure means (stop the batch, requeue, report) comes from the
 adapter's ``stop_at_first_failure`` and ``requeueing``.
+
+``record_loop`` runs a plain function's records one at a time; ``lambda_kit.async_loop`` runs an
+``async def``'s, several at once, with the same ``RecordSteps``. Each loop has one per-record
+scope (``record_loop``'s body, ``ConcurrentBatch.one``): what happens around every record goes in
+both.
 """
 
 from __future__ import annotations
@@ -15,10 +20,11 @@ from time import perf_counter
 from typing import Any, NoReturn
 
 from . import log, metrics, otel
-from .errors import UnsupportedEvent
+from .errors import InvalidPayload, UnsupportedEvent
 from .record import Outcome, Record
 from .sources.base import Source
 from .trace import reset_current_record, set_current_record
+from .validation import Validator
 
 
 class UndecodableRecord(ValueError):
@@ -34,9 +40,11 @@ class GroupHeldBack(RuntimeError):
 
 
 class Options:
-    """What every decorator takes: payload decoding, what to log, Powertools logger, metrics."""
+    """What every decorator takes: payload decoding, what to log, Powertools logger, metrics,
+    the batch commit, the payload model (``validate``: its ``Validator``) and how many records an
+    ``async def`` may run at once."""
 
-    __slots__ = ("json", "log_event", "log_result", "logger", "metrics", "commit")
+    __slots__ = ("json", "log_event", "log_result", "logger", "metrics", "commit", "validate", "max_concurrency")
 
     def __init__(
         self,
@@ -46,6 +54,8 @@ class Options:
         logger: Any = None,
         metrics: bool | None = None,
         commit: Callable[[list[tuple[Record, Any]]], Any] | None = None,
+        model: Any = None,
+        max_concurrency: int = 1,
     ) -> None:
         self.json = json
         self.log_event = log_event
@@ -53,20 +63,32 @@ class Options:
         self.logger = logger
         self.metrics = metrics
         self.commit = commit
+        self.validate = None if model is None else Validator(model, from_json=not json)
+        self.max_concurrency = max_concurrency
+
+
+Loop = Callable[[list[Record], Callable[[Any, Any], Any], Any, Options, Any], Outcome]
 
 
 # --- one invocation -------------------------------------------------------------------------------
 
 def run_batch(
-    decorator: str, adapters: Sequence[Source], fn: Callable[[Any, Any], Any], options: Options, event: Any, context: Any
+    decorator: str,
+    adapters: Sequence[Source],
+    fn: Callable[[Any, Any], Any],
+    options: Options,
+    event: Any,
+    context: Any,
+    loop: Loop | None = None,
 ) -> Any:
+    """``loop`` runs the records: ``record_loop`` (default) or ``async_loop.record_loop``."""
     token, function_name = log.enter_invocation(context)
     adapter: Source | None = None
     outcome = Outcome()
     try:
         adapter = recognize(decorator, adapters, event, options)
         with adapter.scope(event):
-            outcome = record_loop(adapter.records(event), fn, context, options, adapter)
+            outcome = (loop or record_loop)(adapter.records(event), fn, context, options, adapter)
             return adapter.response(event, outcome)
     finally:
         if adapter is not None and metrics.enabled(options.metrics):
@@ -125,7 +147,7 @@ def record_loop(records: list[Record], fn: Callable[[Any, Any], Any], context: A
                 span = spans.start(record, len(records))
             error = steps.run(record, started)
             if error is not None and steps.fail(record, error, started) and stop:
-                steps.stop_after(records, index)
+                steps.stopped(record, records[index + 1:])
                 break
         finally:
             if span is not None:
@@ -137,12 +159,12 @@ def record_loop(records: list[Record], fn: Callable[[Any, Any], Any], context: A
 
 
 class RecordSteps:
-    """The steps the loop takes for each record, with what they share over one batch."""
+    """The steps the loops take for each record, with what they share over one batch."""
 
     __slots__ = ("fn", "context", "adapter", "outcome", "log_event", "log_result", "commit_batch", "pending", "failed_groups")
 
     def __init__(self, fn: Callable[[Any, Any], Any], context: Any, options: Options, adapter: Any) -> None:
-        self.fn = fn
+        self.fn = fn if options.validate is None else typed(fn, adapter, options.validate)
         self.context = context
         self.adapter = adapter
         self.outcome = Outcome()
@@ -154,7 +176,10 @@ class RecordSteps:
         self.failed_groups: set[str] = set()
 
     def run(self, record: Record, started: float) -> BaseException | None:
-        """Call the function with the record's payload; the error it failed with, or None."""
+        """Call the function with the record's payload; the error it failed with, or None. An
+        awaitable it returns (a plain def handing back a coroutine) is run to its end.
+
+        The hot path of a plain function: ``received`` and ``accepted`` written out, no calls."""
         if record.error is not None:
             return UndecodableRecord(record.error)
         if self.log_event:
@@ -162,10 +187,46 @@ class RecordSteps:
                      {"source": record.source, "record_id": record.id, "payload": log.clean(record.payload)})
         try:
             result = self.fn(record.payload, self.context)
+            if result is not None and hasattr(result, "__await__"):
+                from .event_loop import awaited  # asyncio only for functions that need it
+
+                result = awaited(result)
         except Exception as exc:
             return exc
-        if result is not None and hasattr(result, "__await__"):
-            return not_awaited(result)
+        if self.commit_batch is not None:
+            self.pending.append((record, result, started))
+            return None
+        self.outcome.processed += 1
+        if self.log_result:
+            log.emit("INFO", "record processed", record.trace_id, {
+                "source": record.source,
+                "record_id": record.id,
+                "outcome": "ok",
+                "duration_ms": round((perf_counter() - started) * 1000, 3),
+                "result": log.clean(result),
+            })
+        return None
+
+    async def run_async(self, record: Record, started: float) -> BaseException | None:
+        """``run`` for an ``async def``: its coroutine awaited on the running loop (same steps)."""
+        if record.error is not None:
+            return UndecodableRecord(record.error)
+        if self.log_event:
+            self.received(record)
+        try:
+            result = self.fn(record.payload, self.context)
+            if result is not None and hasattr(result, "__await__"):
+                result = await result
+        except Exception as exc:
+            return exc
+        return self.accepted(record, result, started)
+
+    def received(self, record: Record) -> None:
+        log.emit("INFO", "record received", record.trace_id,
+                 {"source": record.source, "record_id": record.id, "payload": log.clean(record.payload)})
+
+    def accepted(self, record: Record, result: Any, started: float) -> None:
+        """The function returned: the record waits for the commit, or is processed."""
         if self.commit_batch is not None:
             self.pending.append((record, result, started))
             return None
@@ -200,10 +261,16 @@ class RecordSteps:
         }
         if routing_error is not None:
             fields["requeue_error"] = log.clean(routing_error)
+        message = "record failed"
         if record.error is not None:
+            message = "record could not be decoded"
             fields["payload"] = log.clean(record.payload)  # the raw part the adapter could not decode
             del fields["traceback"]
-        log.emit("ERROR", "record failed" if record.error is None else "record could not be decoded", record.trace_id, fields)
+        elif type(error) is InvalidPayload:
+            message = "record failed validation"
+            fields["invalid"] = error.problems  # fields and problems only: never a value
+            del fields["traceback"]
+        log.emit("ERROR", message, record.trace_id, fields)
         if routed != "failed":
             return False
         self.outcome.failures.append((record, error))
@@ -218,29 +285,42 @@ class RecordSteps:
         log.emit("WARNING", "not processed: an earlier record of its group failed; it is retried in order",
                  record.trace_id, {"source": record.source, "record_id": record.id, "group": log.clean(record.group)})
 
-    def stop_after(self, records: list[Record], index: int) -> None:
-        """The adapter keeps order: the records after a failure are not processed this time."""
-        record = records[index]
-        self.outcome.skipped = records[index + 1:]
-        if self.outcome.skipped:
+    def stopped(self, record: Record, skipped: list[Record]) -> None:
+        """The adapter keeps order: after ``record`` failed, ``skipped`` are not processed this time."""
+        self.outcome.skipped = skipped
+        if skipped:
             log.emit("WARNING", "stopped the batch at the failed record; Lambda retries from it, in order", record.trace_id,
-                     {"source": record.source, "record_id": record.id, "not_processed": len(self.outcome.skipped)})
+                     {"source": record.source, "record_id": record.id, "not_processed": len(skipped)})
 
     def commit(self) -> None:
-        """Run the batch's commit over every record the function accepted, then log each outcome.
-
-        A commit that raises fails all of them (their source retries them); one that returns
-        records (or record ids) fails just those.
-        """
+        """Run the batch's commit over every record the function accepted (an awaitable it returns
+        is run to its end), then log each outcome (``settle``)."""
         assert self.commit_batch is not None
-        failed_ids: set[Any] | None = None
+        reported: Any = None
         error: BaseException | None = None
         try:
-            reported = self.commit_batch([(record, result) for record, result, _ in self.pending])
-            if reported:
-                failed_ids = {getattr(item, "id", item) for item in reported}
+            reported = self.commit_batch(self.committed())
+            if reported is not None and hasattr(reported, "__await__"):
+                from .event_loop import awaited
+
+                reported = awaited(reported)
         except Exception as exc:
             error = exc
+        self.settle(reported, error)
+
+    def committed(self) -> list[tuple[Record, Any]]:
+        """What the commit is given: ``(record, returned value)`` of each accepted record."""
+        return [(record, result) for record, result, _ in self.pending]
+
+    def settle(self, reported: Any, error: BaseException | None) -> None:
+        """Log each accepted record's outcome after the commit: a commit that raised fails all of
+        them (their source retries them); one that returned records (or record ids) fails just those."""
+        failed_ids: set[Any] | None = None
+        if error is None and reported:
+            try:
+                failed_ids = {getattr(item, "id", item) for item in reported}
+            except Exception as exc:  # not a collection of records: nothing can be trusted as done
+                error = exc
         for record, result, started in self.pending:
             token = set_current_record(record)
             try:
@@ -263,18 +343,18 @@ class RecordSteps:
                 reset_current_record(token)
 
 
+def typed(fn: Callable[[Any, Any], Any], adapter: Any, validate: Validator) -> Callable[[Any, Any], Any]:
+    """``fn`` called with the record's payload validated (``model=``): the adapter says which part
+    of the payload the model describes and what the function receives (``Source.typed``)."""
+    part = adapter.typed
+
+    def call(payload: Any, context: Any) -> Any:
+        return fn(part(payload, validate), context)
+
+    return call
+
+
 # --- shared with the API's request scope ---------------------------------------------------------------
-
-def not_awaited(result: Any) -> TypeError:
-    """The error for a function that returned an awaitable: it was not run, so it must not pass."""
-    close = getattr(result, "close", None)
-    if callable(close):
-        close()  # no "coroutine was never awaited" warning: we say it ourselves
-    return TypeError(
-        f"the function returned {type(result).__name__} (an awaitable), which lambda_kit does not run: "
-        "make it a plain def"
-    )
-
 
 def set_powertools_correlation(logger: Any, trace_id: str) -> None:
     logger.set_correlation_id(trace_id)

@@ -12,8 +12,8 @@ from time import perf_counter
 from typing import Any
 
 from . import codec, log, metrics, otel
-from .errors import HTTPError
-from .loop import Options, not_awaited, recognize, set_powertools_correlation, warn_rejected_trace_id
+from .errors import HTTPError, InvalidPayload
+from .loop import Options, recognize, set_powertools_correlation, warn_rejected_trace_id
 from .record import Record
 from .sources import api as api_source
 from .sources.base import Source
@@ -49,7 +49,7 @@ def run_request(
             set_powertools_correlation(options.logger, trace_id)
         if options.log_event and log.enabled(20):
             log.emit("INFO", "request received", trace_id, _request_fields(request, record))
-        response, outcome, result = _respond(fn, request, record, context, trace_header, max_body, started)
+        response, outcome, result = _respond(fn, options, request, record, context, trace_header, max_body, started)
         if outcome == "ok" and options.log_result and log.enabled(20):
             fields = _result_fields(record, response, started, None)
             fields["result"] = log.clean(_result_for_log(result))
@@ -69,6 +69,7 @@ def run_request(
 
 def _respond(
     fn: Callable[[Any, Any], Any],
+    options: Options,
     request: api_source.Request,
     record: Record,
     context: Any,
@@ -78,14 +79,20 @@ def _respond(
 ) -> tuple[dict[str, Any], str, Any]:
     """(the response, "ok" | "client_error" | "server_error", what the function returned): the
     function's result shaped, an ``HTTPError`` as its status (its line written), anything else a
-    500 that says nothing of the exception (its ERROR line written)."""
+    500 that says nothing of the exception (its ERROR line written). With a model, the body is
+    validated first: one that does not fit answers 422 naming the fields, and the function is not
+    called."""
     trace_id = record.trace_id
     try:
         if max_body is not None and request.body_size > max_body:
             raise HTTPError(413, f"request body is larger than {max_body} bytes")
+        if options.validate is not None:
+            request.model = _validated(options.validate, request)
         result = fn(request, context)
         if result is not None and hasattr(result, "__await__"):
-            raise not_awaited(result)
+            from .event_loop import awaited  # an async def: its coroutine run on this thread's loop
+
+            result = awaited(result)
         return api_source.shape_response(request, result, trace_id, trace_header), "ok", result
     except HTTPError as exc:
         status = exc.status if 400 <= exc.status <= 599 else 500
@@ -109,6 +116,14 @@ def _result_for_log(result: Any) -> Any:
     if isinstance(result, dict) and "statusCode" in result:
         return _body_for_log(result.get("body"))
     return result
+
+
+def _validated(validate: Callable[[Any], Any], request: api_source.Request) -> Any:
+    """The JSON body (400/415 when it is not JSON) validated; 422 naming the fields when it does not fit."""
+    try:
+        return validate(request.json)
+    except InvalidPayload as exc:
+        raise HTTPError(422, f"request body does not fit {exc.model}: {exc.listing}") from None
 
 
 def _body_for_log(body: Any) -> Any:

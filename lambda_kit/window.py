@@ -118,20 +118,49 @@ class Window:
 
     def run(self, function: Callable[[Any, Any], Any], payload: Any, context: Any) -> Any:
         """Call ``function`` for the current record: its changes to the state are kept when it
-        returns and leaves a state Lambda can take back, else undone (and the record fails)."""
-        record = current_record()
-        self._calling, self._opened = record, False
+        returns and leaves a state Lambda can take back, else undone (and the record fails). An
+        awaitable it returns is run to its end here, inside the record's call."""
+        record = self._enter()
         try:
             result = function(payload, context)
+            if result is not None and hasattr(result, "__await__"):
+                from .event_loop import awaited
+
+                result = awaited(result)
         except BaseException:
-            if self._opened:
-                self._restore()
+            self._abandon()
             raise
-        finally:
-            self._calling = None
+        self._leave(record)
+        return result
+
+    async def run_async(self, function: Callable[[Any, Any], Any], payload: Any, context: Any) -> Any:
+        """``run`` for an ``async def``, awaited. The records of a windowed batch run one at a time
+        (``Windowed.serial``), so each record's changes are its own."""
+        record = self._enter()
+        try:
+            result = await function(payload, context)
+        except BaseException:
+            self._abandon()
+            raise
+        self._leave(record)
+        return result
+
+    def _enter(self) -> Any:
+        record = current_record()
+        self._calling, self._opened = record, False
+        return record
+
+    def _abandon(self) -> None:
+        """The call raised: its changes to the state are undone."""
+        self._calling = None
+        if self._opened:
+            self._restore()
+
+    def _leave(self, record: Record) -> None:
+        """The call returned: its changes are kept when the state can go back to Lambda."""
+        self._calling = None
         if self._opened:
             self._settle(record)
-        return result
 
     def _settle(self, record: Record) -> None:
         try:
@@ -217,9 +246,10 @@ class Window:
         started = perf_counter()
         try:
             result = on_window_end(self)
-            if result is not None and hasattr(result, "__await__"):
-                getattr(result, "close", lambda: None)()
-                raise TypeError("on_window_end returned an awaitable, which lambda_kit does not run: make it a plain def")
+            if result is not None and hasattr(result, "__await__"):  # an async def
+                from .event_loop import awaited
+
+                result = awaited(result)
         except Exception as exc:
             self._emit("ERROR", "window end failed; Lambda retries the invocation",
                        {"duration_ms": _since(started), **log.error_fields(exc)})
@@ -278,6 +308,11 @@ class Windowed:
             return Scope(event)
         return super().scope(event)  # type: ignore[misc]
 
+    def serial(self) -> bool:
+        """A windowed batch runs one record at a time, whatever ``max_concurrency``: its state is
+        kept or undone record by record."""
+        return _window.get() is not None
+
     def response(self, event: Any, outcome: Outcome) -> Any:
         reported = super().response(event, outcome)  # type: ignore[misc]
         window = _window.get()
@@ -286,9 +321,18 @@ class Windowed:
         return window.respond(event, outcome, reported, self.on_window_end)
 
 
-def guarded(function: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-    """``function`` with each record's changes to the window state kept or undone (``Window.run``);
-    a plain call when the batch has no window."""
+def guarded(function: Callable[[Any, Any], Any], asynchronous: bool = False) -> Callable[[Any, Any], Any]:
+    """``function`` with each record's changes to the window state kept or undone (``Window.run``,
+    ``Window.run_async`` for an ``async def``); a plain call when the batch has no window."""
+
+    if asynchronous:
+        async def call_async(payload: Any, context: Any) -> Any:
+            window = _window.get()
+            if window is None:
+                return await function(payload, context)
+            return await window.run_async(function, payload, context)
+
+        return call_async
 
     def call(payload: Any, context: Any) -> Any:
         window = _window.get()

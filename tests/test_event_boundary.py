@@ -3,23 +3,25 @@
 Every decorator recognizes its own sources' events and refuses every other (``UnsupportedEvent``,
 raised, so Lambda retries and the source's DLQ or on-failure destination keeps the event), with
 one ERROR line saying what the event looks like and which decorator fits. A coroutine function is
-never called and dropped. The cases come from the source registry, so a source added later is
-checked against every decorator without touching this file.
+run, never dropped; a generator function is refused. The cases come from the source registry, so a
+source added later is checked against every decorator without touching this file.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import warnings
 
 import pytest
-from _logs import of_level, read_lines
+from _logs import of_level, read_lines, with_message
 
 from lambda_kit import (
     UnsupportedEvent,
     api_handler,
     cloudwatch_logs_handler,
+    current_trace_id,
     eventbridge_handler,
     kafka_handler,
     s3_handler,
@@ -192,46 +194,80 @@ def test_refused_events_are_counted_as_failures_not_as_processed(capfd, monkeypa
     assert sent == [("fn-x", "unsupported", 0, 1, 0)]
 
 
-# --- async functions --------------------------------------------------------------------------------
+# --- async and generator functions ----------------------------------------------------------------
 
-async def count_async(payload, context):
-    return payload
+async def echo_async(payload, context):
+    await asyncio.sleep(0)
+    return {"trace_id": current_trace_id(), "payload": payload if not hasattr(payload, "method") else payload.method}
 
 
 async def stream_async(payload, context):
     yield payload
 
 
+def stream_sync(payload, context):
+    yield payload
+
+
 @pytest.mark.parametrize("decorator", sorted(DECORATORS))
-@pytest.mark.parametrize("function", [count_async, stream_async], ids=["async def", "async generator"])
+@pytest.mark.parametrize("source", registry.NAMES)
+def test_an_async_function_runs_under_each_decorator_and_is_refused_the_others_events(decorator, source, capfd):
+    """An ``async def`` is awaited: it runs, in the record's trace scope, and its result is logged
+    (it was once logged as a coroutine and its record acknowledged unprocessed)."""
+    calls = []
+
+    async def function(payload, context):
+        await asyncio.sleep(0)
+        calls.append(current_trace_id())
+        return {"done": True}
+
+    handler = DECORATORS[decorator](function)
+    example = event(source, PAYLOADS.get(source, {"n": 1}), trace_id="T-async")
+    if source not in sources_of(decorator):
+        refusal(handler, example, capfd)
+        assert calls == []
+        return
+    handler(example, lambda_context())
+    assert len(calls) == 1 and (calls[0] == "T-async" or source in ("api", "s3"))
+    results = [line["result"] for line in read_lines(capfd) if line["message"] in ("record processed", "request processed")]
+    assert results == [{"done": True}]
+
+
+@pytest.mark.parametrize("decorator", sorted(DECORATORS))
+@pytest.mark.parametrize("function", [stream_async, stream_sync], ids=["async generator", "generator"])
 @pytest.mark.parametrize("form", ["bare", "called"])
-def test_decorating_an_async_function_fails_at_import_time(decorator, function, form):
-    with pytest.raises(TypeError, match=rf"@{decorator} cannot wrap async function '{function.__name__}'.*make it a plain def"):
+def test_decorating_a_generator_function_fails_at_import_time(decorator, function, form):
+    """Calling a generator function does not run its body: its records would pass unprocessed."""
+    kind = "async generator" if function is stream_async else "generator"
+    with pytest.raises(TypeError, match=rf"@{decorator} cannot wrap {kind} function '{function.__name__}'.*instead of yielding"):
         if form == "bare":
             DECORATORS[decorator](function)
         else:
             DECORATORS[decorator]()(function)
 
 
-def test_a_function_that_returns_an_awaitable_fails_that_record_alone(capfd):
-    """A plain def that returns a coroutine (a partial of an async def, say): the coroutine would
-    never run, so its record fails; the others are processed."""
+def test_a_plain_function_that_returns_an_awaitable_has_it_run(capfd):
+    """A plain def that returns a coroutine (a lambda over an async def, say): the coroutine is run
+    to its end; one that raises fails its record alone."""
     async def work(message):
-        return message
+        await asyncio.sleep(0)
+        if message.get("fail"):
+            raise ValueError("no")
+        return {"seen": message["n"], "trace_id": current_trace_id()}
 
-    def handler_fn(message, context):
-        return work(message) if message.get("async") else message
-
-    handler = sqs_handler(handler_fn)
-    batch = sqs_event({"n": 1}, {"async": True}, {"n": 3})
+    handler = sqs_handler(lambda message, context: work(message))
+    batch = sqs_event({"n": 1}, {"n": 2, "fail": True}, {"n": 3}, trace_id="T-aw")
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # no "coroutine was never awaited": it is closed and reported
+        warnings.simplefilter("error")  # no "coroutine was never awaited"
         response = handler(batch, lambda_context())
     failed = batch["Records"][1]["messageId"]
     assert response == {"batchItemFailures": [{"itemIdentifier": failed}]}
-    [error] = of_level(read_lines(capfd), "ERROR")
-    assert error["record_id"] == failed and error["error_type"] == "TypeError"
-    assert "returned coroutine (an awaitable), which lambda_kit does not run" in error["error"]
+    lines = read_lines(capfd)
+    assert [line["result"] for line in lines if line["message"] == "record processed"] == [
+        {"seen": 1, "trace_id": "T-aw"}, {"seen": 3, "trace_id": "T-aw"},
+    ]
+    [error] = of_level(lines, "ERROR")
+    assert error["record_id"] == failed and error["error_type"] == "ValueError"
 
 
 class AsyncCallable:
@@ -243,10 +279,18 @@ class AsyncCallable:
 
 
 @pytest.mark.parametrize("function", [
-    functools.partial(count_async), functools.partial(functools.partial(stream_async)), AsyncCallable(), AsyncCallable().method,
+    functools.partial(echo_async), functools.partial(functools.partial(echo_async)), AsyncCallable(), AsyncCallable().method,
 ], ids=["partial", "partial of partial", "callable object", "bound method"])
-def test_wrapped_async_functions_are_refused_at_import_time(function):
-    with pytest.raises(TypeError, match="cannot wrap async function"):
+def test_wrapped_async_functions_are_known_as_async(function, capfd):
+    """They take the event loop's path, where max_concurrency is allowed."""
+    handler = sqs_handler(max_concurrency=2)(function)
+    assert handler(sqs_event({"n": 1}, {"n": 2}), lambda_context()) == {"batchItemFailures": []}
+    assert len(with_message(read_lines(capfd), "record processed")) == 2
+
+
+@pytest.mark.parametrize("function", [functools.partial(stream_async), functools.partial(stream_sync)], ids=["async", "plain"])
+def test_wrapped_generator_functions_are_refused(function):
+    with pytest.raises(TypeError, match="generator function"):
         sns_handler(function)
 
 
@@ -257,17 +301,67 @@ def test_plain_callables_are_not_mistaken_for_async():
 
     for function in (Plain(), functools.partial(lambda p, c: p), print, len):
         sns_handler(function)
+        with pytest.raises(TypeError, match="needs an async def function"):
+            sqs_handler(max_concurrency=2)(function)
 
 
-def test_a_lambda_returning_a_coroutine_fails_when_it_runs(capfd):
-    handler = sns_handler(lambda message, context: count_async(message, context))
-    with pytest.raises(TypeError, match="an awaitable"):
+def test_a_lambda_returning_a_coroutine_that_fails_raises_for_sns(capfd):
+    async def fail(message, context):
+        raise LookupError("gone")
+
+    handler = sns_handler(lambda message, context: fail(message, context))
+    with pytest.raises(LookupError, match="gone"):
         handler(event("sns", {"n": 1}), lambda_context())
 
 
-def test_an_api_function_returning_an_awaitable_answers_500(capfd):
-    handler = api_handler(lambda request, context: asyncio.sleep(0))
-    response = handler(api_event("GET", "/a"), lambda_context())
-    assert response["statusCode"] == 500
+def test_an_api_function_returning_an_awaitable_answers_with_its_result(capfd):
+    async def answer():
+        await asyncio.sleep(0)
+        return {"ok": current_trace_id()}
+
+    handler = api_handler(lambda request, context: answer())
+    response = handler(api_event("GET", "/a", headers={"X-Trace-Id": "T-api"}), lambda_context())
+    assert response["statusCode"] == 200 and json.loads(response["body"]) == {"ok": "T-api"}
+
+
+# --- where async cannot run, it fails loudly -------------------------------------------------------
+
+def test_an_async_handler_called_inside_a_running_loop_raises_before_any_record_runs(capfd):
+    """Nothing is acknowledged: the invocation raises, Lambda retries the whole batch."""
+    calls = []
+
+    @sqs_handler
+    async def handler(message, context):
+        calls.append(message)
+
+    async def caller():
+        return handler(sqs_event({"n": 1}), lambda_context())
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(RuntimeError, match="called from inside a running event loop"):
+            asyncio.run(caller())
+    assert calls == []
+
+
+def test_a_returned_coroutine_inside_a_running_loop_fails_its_record(capfd):
+    handler = sqs_handler(lambda message, context: echo_async(message, context))
+
+    async def caller():
+        return handler(sqs_event({"n": 1}), lambda_context())
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        response = asyncio.run(caller())
+    assert len(response["batchItemFailures"]) == 1
     [error] = of_level(read_lines(capfd), "ERROR")
-    assert error["error_type"] == "TypeError"
+    assert error["error_type"] == "LoopAlreadyRunning"
+
+
+def test_an_async_api_function_inside_a_running_loop_answers_500(capfd):
+    handler = api_handler(echo_async)
+
+    async def caller():
+        return handler(api_event("GET", "/a"), lambda_context())
+
+    assert asyncio.run(caller())["statusCode"] == 500

@@ -1,5 +1,5 @@
-"""The README's code examples for Kafka, EventBridge Pipes, KPL aggregates and HTTP (every front door)
-run as written."""
+"""The README's code examples for Kafka, EventBridge Pipes, KPL aggregates, HTTP (every front door),
+typed payloads and async functions run as written."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from _hostile import captured
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 SECTIONS = ("### Kafka (`kafka_handler`)", "### EventBridge Pipes", "### KPL-aggregated Kinesis records",
-            "### HTTP: every front door (`api_handler`)")
+            "### HTTP: every front door (`api_handler`)", "### Typed payloads: `model=`",
+            "### `async def` and `max_concurrency`")
 
 
 def examples(heading: str) -> list[str]:

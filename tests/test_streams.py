@@ -366,6 +366,29 @@ def test_kinesis_requeue_puts_the_record_back_then_dead_letters_it(capfd, stream
     assert json.loads(base64.b64decode(body["data"])) == {"poison": True, "trace_id": "req-poison"}
 
 
+def test_kinesis_requeue_from_an_async_function_running_records_at_once(capfd, stream_and_dlq):
+    """The failed records go back on the stream (moto's, over HTTP) while the others run at once;
+    the batch reports nothing."""
+    import asyncio
+
+    stream, dlq_url, read_new, sqs = stream_and_dlq
+
+    @stream_handler(on_failure="requeue", dead_letter=dlq_url, max_concurrency=4)
+    async def handler(payload, context):
+        await asyncio.sleep(0.01)
+        if payload.get("poison"):
+            raise ValueError("cannot count this view")
+
+    event = kinesis_event(*[{"n": n, "poison": n in (1, 4), "trace_id": f"t-{n}"} for n in range(6)], stream=stream)
+    assert handler(event, lambda_context()) == {"batchItemFailures": []}
+    errors = of_level(read_lines(capfd), "ERROR")
+    assert sorted((line["trace_id"], line["outcome"]) for line in errors) == [("t-1", "requeued"), ("t-4", "requeued")]
+    requeued = read_new()
+    if len(requeued) < 2:
+        requeued += read_new()
+    assert sorted(read["PartitionKey"] for read in requeued) == ["t-1", "t-4"]
+
+
 def test_kinesis_requeue_keeps_the_fallback_trace_id_of_the_first_try(capfd, stream_and_dlq):
     stream, dlq_url, read_new, sqs = stream_and_dlq
     seen = []

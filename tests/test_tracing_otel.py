@@ -91,3 +91,29 @@ def test_without_a_tracer_provider_nothing_of_opentelemetry_is_imported():
     )
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.stdout.splitlines()[-1] == "LOADED []"
+
+
+def test_concurrent_async_records_each_get_their_own_span_and_lines():
+    """An ``async def`` under ``max_concurrency``: every record's span and log lines are its own,
+    although the records overlap on one event loop."""
+    other = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    lines, spans, sent = run(f'''
+import asyncio
+
+@sqs_handler(max_concurrency=3)
+async def concurrent(message, context):
+    await asyncio.sleep(0.01)
+    sent.append(trace_headers()["traceparent"])
+    if message.get("fail"):
+        raise ValueError("boom")
+
+concurrent({{"Records": [record({{"n": 1}}), record({{"fail": 1}}, {other!r}), record({{"n": 3}})]}}, None)
+''')
+    assert len(spans) == 3 and {s["name"] for s in spans} == {"sqs process"}
+    assert sorted(s["links"][0] for s in spans) == sorted(["4bf92f3577b34da6a3ce929d0e0e4736"] * 2 + ["0af7651916cd43dd8448eb211c80319c"])
+    assert sorted(s["status"] for s in spans) == ["ERROR", "UNSET", "UNSET"]
+    by_span = {s["span"]: s for s in spans}
+    for line in lines:  # each line names the span of the record it is about
+        if "record_id" in line:
+            assert line["otelSpanID"] in by_span
+    assert sorted(h.split("-")[2] for h in sent) == sorted(by_span)  # each hop's parent is its record's span

@@ -3,6 +3,7 @@ the checkpoint Lambda resumes from, and ``on_window_end`` on the window's last i
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from datetime import UTC, datetime
@@ -329,12 +330,24 @@ def test_a_failed_record_in_the_last_invocation_fails_it_without_ending_the_wind
     assert with_message(read_lines(capfd), "window end not run: a record of the window's last invocation failed; Lambda retries the invocation")
 
 
-def test_on_window_end_may_not_be_async_or_anything_but_a_function():
-    async def publish(window):
-        return None
+def test_on_window_end_may_be_async_but_nothing_but_a_function(capfd):
+    ended = []
 
-    with pytest.raises(TypeError, match="cannot wrap async function"):
-        stream_handler(on_window_end=publish)
+    async def publish(window):
+        await asyncio.sleep(0)
+        ended.append(dict(window.state))
+        return "published"
+
+    handler, _ = counting(on_window_end=publish)
+    handler(tumbling_window(kinesis_event({"n": 1}, {"n": 2}), {}, final=True), None)
+    assert ended == [{"sum": 3, "seen": [1, 2]}]
+    assert [line["result"] for line in with_message(read_lines(capfd), "window ended")] == ["published"]
+
+    def generator(window):
+        yield window
+
+    with pytest.raises(TypeError, match="cannot wrap generator function"):
+        stream_handler(on_window_end=generator)
     with pytest.raises(TypeError, match="on_window_end must be a function of the window"):
         stream_handler(on_window_end="publish")
 

@@ -206,7 +206,7 @@ _UNSET: Any = object()
 class Request:
     """What an ``api_handler`` function receives, whatever the shape of the event."""
 
-    __slots__ = ("method", "path", "headers", "path_params", "trace_id", "event", "shape", "_multi",
+    __slots__ = ("method", "path", "headers", "path_params", "trace_id", "event", "model", "shape", "_multi",
                  "_raw_body", "_base64", "_body", "_body_bytes", "_query", "_query_all", "_cookies", "_json")
 
     def __init__(self, event: dict[str, Any]) -> None:
@@ -228,6 +228,7 @@ class Request:
         self._base64 = event.get("isBase64Encoded") is True and bool(self._raw_body)
         self._body = self._body_bytes = self._query = self._query_all = self._cookies = self._json = _UNSET
         self.trace_id = ""
+        self.model: Any = None  # the body validated, when api_handler has a model=
 
     @property
     def body_bytes(self) -> bytes:

@@ -8,7 +8,11 @@ small class that infers, builds the request and shapes the response):
   the producer put it (with its fallback: ``pick_trace``, given the source's *carrier*, reads
   tracers' contexts the same way for every source), and the id the source's failure report uses;
 - ``response(event, outcome)``: what the source's retry machinery expects, given the failures;
-- ``scope(event)``: what stays current while the batch runs (a tumbling window); nothing by default.
+- ``scope(event)``: what stays current while the batch runs (a tumbling window); nothing by default;
+  ``serial()``: whether that batch must run one record at a time;
+- ``ordering_key(record)``: the records that must run one after another (``async def`` functions run
+  records of different keys at once); ``typed(payload, validate)``: what a function given
+  ``model=`` receives.
 
 Class attributes describe the source to the rest of lambda_kit (decorators, ``lambda-kit check``
 and ``invoke``, the testing factories, the local stack), so none of them lists sources itself.
@@ -18,13 +22,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import nullcontext
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import log
 from ..record import Outcome, Record
 from ..trace import is_valid_id, stable_id
 from ..trace_context import Read, TraceContext, has_context, text
 from ..trace_context import read as read_context
+
+if TYPE_CHECKING:
+    from ..validation import Validator
 
 
 class Source:
@@ -124,10 +131,26 @@ class Source:
         """Route a failed record elsewhere (only adapters with ``requeueing``)."""
         raise NotImplementedError
 
+    def ordering_key(self, record: Record) -> Any:
+        """Records with the same key run in batch order, one at a time, when the function is
+        ``async def`` (records of different keys may run at once); None: no order to keep. By
+        default the record's ``group`` (an SQS FIFO message group, a Kafka topic-partition)."""
+        return record.group
+
+    def typed(self, payload: Any, validate: Validator) -> Any:
+        """What the function receives when the decorator has a ``model=``: by default the
+        payload, validated. ``validate`` raises ``InvalidPayload`` for a payload that does not fit."""
+        return validate(payload)
+
     def scope(self, event: Any) -> Any:
         """A context manager held while the batch is read, run and answered: how an adapter keeps
         something of the event current (``lambda_kit.window``); by default nothing."""
         return UNSCOPED
+
+    def serial(self) -> bool:
+        """Whether the batch being run (inside ``scope``) must run one record at a time, whatever
+        ``max_concurrency`` (a tumbling window's state); by default not."""
+        return False
 
 
 UNSCOPED = nullcontext()

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..record import Record
 from ..window import Window, Windowed
 from .base import Source, malformed, pick_trace, pick_trace_id, reason
+
+if TYPE_CHECKING:
+    from ..validation import Validator
 
 
 def _number(text: str) -> int | float:
@@ -98,10 +101,28 @@ class DynamoDBSource(Windowed, Source):
         except Exception as exc:
             trace_id, _ = pick_trace_id(None, fallback)
             return Record("dynamodb", sequence_number, trace_id, change, raw, f"stream image is malformed ({reason(exc)})")
-        image = payload["old_image"] if event_name == "REMOVE" else payload["new_image"]
-        found = image.get("trace_id") if image else None
+        found = image.get("trace_id") if (image := image_of(payload)) else None
         trace_id, rejected, context = pick_trace("dynamodb", found, fallback, image)
         return Record("dynamodb", sequence_number, trace_id, payload, raw, None, 0, rejected, context=context)
+
+    def ordering_key(self, record: Record) -> Any:
+        """The item's key: DynamoDB Streams keeps each item's changes in order."""
+        change = record.raw.get("dynamodb") if type(record.raw) is dict else None
+        keys = change.get("Keys") if type(change) is dict else None
+        return repr(sorted(keys.items())) if type(keys) is dict else None
+
+    def typed(self, payload: Any, validate: Validator) -> Any:
+        """With ``model=`` the function receives the item: its new image (the old one for REMOVE)."""
+        image = image_of(payload)
+        if image is None:
+            which = "OldImage" if payload["event_name"] == "REMOVE" else "NewImage"
+            raise validate.missing(which, f"the record has no {which}: the stream's view type must include it (NEW_AND_OLD_IMAGES)")
+        return validate(image)
+
+
+def image_of(payload: dict[str, Any]) -> dict[str, Any] | None:
+    """The item a change is about: its new image, or for a REMOVE its old one."""
+    return payload["old_image"] if payload["event_name"] == "REMOVE" else payload["new_image"]
 
 
 SOURCE = DynamoDBSource

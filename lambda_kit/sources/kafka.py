@@ -26,11 +26,14 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import codec
 from ..record import Outcome, Record
 from .base import Source, failure_report, malformed, pick_trace, raise_first_failure, reason
+
+if TYPE_CHECKING:
+    from ..validation import Validator
 
 EVENT_SOURCES = ("aws:kafka", "SelfManagedKafka", "aws:SelfManagedKafka")
 TRACE_HEADER = "trace_id"
@@ -100,6 +103,10 @@ class KafkaSource(Source):
         message["value"] = value
         payload = raw if error else message
         return Record("kafka", record_id, trace_id, payload, raw, error, 0, rejected, key, {"partition": key, "offset": offset}, context)
+
+    def typed(self, payload: Any, validate: Validator) -> Any:
+        """With ``model=`` the message's ``value`` is validated; the rest of the message stays."""
+        return {**payload, "value": validate(payload["value"])}
 
     def response(self, event: Any, outcome: Outcome) -> Any:
         if not self.reporting or any(not record.id for record, _ in outcome.failures):

@@ -176,6 +176,11 @@ class KinesisSource(Windowed, Source):
             return None, attempt, f"kinesis.data is not valid JSON ({reason(exc)})"
         return payload, attempt, None
 
+    def ordering_key(self, record: Record) -> Any:
+        """The partition key: Kinesis keeps order per partition key within a shard."""
+        kinesis = kinesis_fields(record.raw)
+        return kinesis.get("partitionKey") if kinesis is not None else None
+
     # --- failure routing ---------------------------------------------------------------------
 
     def requeue(self, record: Record, error: BaseException) -> str:

@@ -23,13 +23,16 @@ fallback is a digest of the record (stable across retries).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_plus
 
 from .. import codec, log
 from ..record import Outcome, Record
 from ..trace import stable_id
 from .base import Source, malformed, pick_trace_id, raise_first_failure, reason, records_claimed
+
+if TYPE_CHECKING:
+    from ..validation import Validator
 
 FIELDS = ("bucket", "key", "size", "etag", "version_id", "event_name", "event_time")
 TEST_EVENT = "s3:TestEvent"
@@ -268,6 +271,10 @@ class S3Source(Source):
         )
         return Record("s3", event_id, trace_id, payload, event, None, 0, rejected)
 
+    def typed(self, payload: Any, validate: Validator) -> Any:
+        """With ``model=`` the object's fields (``bucket``, ``key``, ``size`` ...) are validated."""
+        return validate(dict(payload))
+
     # --- the response -------------------------------------------------------------------------
 
     def response(self, event: Any, outcome: Outcome) -> Any:
@@ -298,7 +305,8 @@ def eventbridge_event_name(detail_type: str, detail: dict[str, Any]) -> str:
     why = detail.get("reason")
     why = why if isinstance(why, str) else None  # any JSON may stand there: only a name is used
     if detail_type == "Object Created":
-        return CREATED_BY.get(why) or ("ObjectCreated:" + str(why) if why else "ObjectCreated")
+        known = CREATED_BY.get(why) if isinstance(why, str) else None  # a list or object is no key
+        return known or ("ObjectCreated:" + str(why) if why else "ObjectCreated")
     prefix = "LifecycleExpiration" if why == "Lifecycle Expiration" else "ObjectRemoved"
     return prefix + (":DeleteMarkerCreated" if detail.get("deletion-type") == "Delete Marker Created" else ":Delete")
 
