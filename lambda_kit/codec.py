@@ -76,8 +76,6 @@ def convert(value: Any) -> Any:
 
 def key_text(key: Any) -> str:
     """The text a JSON object holds for the dict key ``key``: the text of its value."""
-    if type(key) is str:
-        return key if key.isascii() else _valid_text(key, False)
     value = plain(key)
     kind = type(value)
     if kind is str:
@@ -116,13 +114,13 @@ def _float(value: float) -> Any:
 def _float_text(value: float) -> str:
     """orjson's text for a float: ``repr``, but 1e-05 as 0.00001 and 1e-07 as 1e-7."""
     text = repr(value)
-    if "e-0" in text:
-        mantissa, exponent = text.split("e-0")
-        if exponent == "5":
-            sign = "-" if mantissa[0] == "-" else ""
-            return f"{sign}0.0000{mantissa.lstrip('-').replace('.', '')}"
+    if "e-0" not in text:
+        return text
+    mantissa, exponent = text.split("e-0")
+    if exponent != "5":
         return f"{mantissa}e-{exponent}"
-    return text
+    sign, digits = ("-", mantissa[1:]) if value < 0 else ("", mantissa)
+    return f"{sign}0.0000{digits.replace('.', '')}"
 
 
 def _decimal(value: Any) -> Any:
@@ -143,7 +141,7 @@ def _set_items(value: Any) -> list[Any]:
 
 
 def _bytes_text(value: Any) -> str:
-    return bytes(value).decode("utf-8", "backslashreplace")
+    return bytes(value).decode(errors="backslashreplace")  # UTF-8
 
 
 def _fields(value: Any) -> dict[str, Any]:
@@ -160,15 +158,11 @@ def _enum_value(value: Any) -> Any:
     return value.value
 
 
-def _loaded(module: str, name: str) -> type | None:
-    """A class of a module already imported: a value of that class can only exist if it is."""
-    found = sys.modules.get(module)
-    return getattr(found, name, None) if found is not None else None
-
-
 def _subclass(kind: type, module: str, *names: str) -> bool:
-    classes = tuple(c for c in (_loaded(module, name) for name in names) if c is not None)
-    return bool(classes) and issubclass(kind, classes)
+    """Whether ``kind`` subclasses one of these classes of ``module``, if that is imported: a value
+    of such a class can only exist if it is, so nothing is imported to find out."""
+    found = sys.modules.get(module)
+    return found is not None and issubclass(kind, tuple(getattr(found, name) for name in names))
 
 
 def _converter_for(kind: type) -> Callable[[Any], Any]:
@@ -252,6 +246,8 @@ def _plain(value: Any, depth: int, fallback: Callable[[Any], str] | None) -> Any
 
 
 def _key(key: Any, fallback: Callable[[Any], str] | None) -> str:
+    if type(key) is str:  # as a string value is: a lone surrogate refused, or escaped with a fallback
+        return _valid_text(key, fallback is not None)
     try:
         return key_text(key)
     except Exception:
@@ -299,7 +295,7 @@ def _ujson(ujson: Any) -> tuple[Callable[[Any], str], Callable[[Any], str]]:
     def dumps_plain(obj: Any) -> str:
         # ``Number`` has ``__json__``; no ``default``: ujson writes a Decimal as a float by itself,
         # so only plain data comes here
-        return _utf8(encode(obj, ensure_ascii=False, escape_forward_slashes=False, reject_bytes=True, allow_nan=False))
+        return _utf8(encode(obj, ensure_ascii=False, escape_forward_slashes=False, allow_nan=False))
 
     def dumps(obj: Any) -> str:
         return dumps_plain(plain(obj))
@@ -311,38 +307,30 @@ def _utf8(text: str) -> str:
     """``text``, refused (``UnicodeEncodeError``) when it holds lone surrogates, as orjson refuses
     them: ujson and ``json`` copy them into their output, which then cannot be written as UTF-8."""
     if not text.isascii():
-        text.encode("utf-8")
+        text.encode()
     return text
 
 
 def _json(json: Any) -> tuple[Callable[[Any], str], Callable[[Any], str]]:
     options: dict[str, Any] = {"ensure_ascii": False, "separators": (",", ":"), "allow_nan": False}
-    first = json.JSONEncoder(default=_unsupported, **options).encode
     mark = f"\x00lambda_kit.codec {os.urandom(16).hex()}"  # no string outside this module is this one
-    marked = json.dumps(mark, **options)
+    marked = json.dumps(mark)
 
-    def with_numbers(obj: Any) -> str:
+    def dumps_plain(obj: Any) -> str:
         """``json`` cannot write raw text: each ``Number`` goes in as the mark, then replaces it."""
         texts: list[str] = []
 
         def default(value: Any) -> Any:
             if type(value) is not Number:
-                _unsupported(value)
+                return _unsupported(value)
             texts.append(value.text)
             return mark
 
-        first_part, *parts = json.JSONEncoder(default=default, **options).encode(obj).split(marked)
-        out = [first_part]
-        for text, part in zip(texts, parts, strict=True):
-            out += (text, part)
-        return "".join(out)
-
-    def dumps_plain(obj: Any) -> str:
-        try:
-            text = first(obj)
-        except TypeError:
-            text = with_numbers(obj)
-        return _utf8(text)
+        first, *parts = json.JSONEncoder(default=default, **options).encode(obj).split(marked)
+        out = [first]
+        for index, part in enumerate(parts):
+            out += (texts[index], part)
+        return _utf8("".join(out))
 
     def dumps(obj: Any) -> str:
         return dumps_plain(plain(obj))

@@ -243,6 +243,7 @@ TABLE = [
     (datetime.time(13, 5), '"13:05:00"'),
     (uuid.UUID(int=7), '"00000000-0000-0000-0000-000000000007"'),
     ({3, 1, 2}, "[1,2,3]"),
+    ({8, 1}, "[1,8]"),  # a set that iterates as 8, 1
     (frozenset({"b", "a"}), '["a","b"]'),
     ((1, "a"), '[1,"a"]'),
     (Pair(1, 2), "[1,2]"),
@@ -252,6 +253,8 @@ TABLE = [
     (Kind.PATH, '"a/b"'),
     (Point(1, {2}), '{"x":1,"y":[2]}'),
     (Text("t"), '"t"'),
+    (Whole(7), "7"),
+    (Real(1e-5), "0.00001"),
     (Table(a=1), '{"a":1}'),
     ({2: "a", None: "b", True: "c", 2.5: "d", Decimal("0.5"): "e", datetime.date(2024, 1, 1): "f", b"k": "g"},
      '{"2":"a","null":"b","true":"c","2.5":"d","0.5":"e","2024-01-01":"f","k":"g"}'),
@@ -391,3 +394,109 @@ def test_no_codec_is_imported_until_first_use():
     env = {k: v for k, v in os.environ.items() if k != "LAMBDA_KIT_JSON"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
     assert out.split("\n")[:2] == ["[]", "True"]
+
+
+# --- the pieces the log builds on -----------------------------------------------------------------
+
+@pytest.mark.parametrize(("key", "text"), [
+    ("k", "k"), ("é/", "é/"), (None, "null"), (True, "true"), (False, "false"), (3, "3"), (-2.5, "-2.5"),
+    (1e-5, "0.00001"), (float("nan"), "null"), (Decimal("1.50"), "1.50"), (Decimal("2E+1"), "20"),
+    (Decimal("1E+400"), "1E+400"), (10**400, "1" + "0" * 400), (Level.LOW, "1"), (Kind.PATH, "a/b"),
+    (b"k\xff", "k\\xff"), (datetime.date(2024, 1, 2), "2024-01-02"), (uuid.UUID(int=1), "00000000-0000-0000-0000-000000000001"),
+    (Text("t"), "t"), (Whole(7), "7"),
+], ids=lambda v: type(v).__name__)
+def test_a_key_is_the_text_of_its_value(key, text):
+    assert codec.key_text(key) == text
+
+
+@pytest.mark.parametrize(("key", "error"), [((1,), TypeError), (Point(1), TypeError), ("\ud800", UnicodeEncodeError),
+                                            (object(), TypeError)])
+def test_a_key_with_no_text_is_refused(key, error):
+    with pytest.raises(error):
+        codec.key_text(key)
+
+
+def test_plain_with_a_fallback_writes_anything_the_table_refuses():
+    class Opaque:
+        pass
+
+    value = {"o": Opaque(), 1: "int key", (1,): "tuple key", "s": "a\ud800", "\udc80": 1, "big": 10**5_000,
+             "deep": nested(codec.MAX_NESTING + 1, 1), "ok": [Decimal("0.5"), {2}, 1e-5]}
+    got = codec.plain(value, fallback=lambda item: f"<{type(item).__name__}>")
+    deep = got.pop("deep")
+    assert got == {"o": "<Opaque>", "1": "int key", "<tuple>": "tuple key", "s": "a\\ud800", "\\udc80": 1,
+                   "big": "<int>", "ok": [got["ok"][0], [2], got["ok"][2]]}
+    assert [type(item) for item in got["ok"]] == [codec.Number, list, codec.Number]
+    assert [got["ok"][0].text, got["ok"][2].text] == ["0.5", "0.00001"]
+    for _ in range(codec.MAX_NESTING - 1):  # the containers that fit, then the fallback's text
+        [deep] = deep
+    assert deep == "<list>"
+    with pytest.raises(TypeError, match="Object of type Opaque is not JSON serializable"):
+        codec.plain(value)
+
+
+def test_a_number_is_written_as_its_text_and_shows_it():
+    number = codec.Number("1.50")
+    assert codec.convert(number) is number and repr(number) == "Number(1.50)"
+    for name in CODECS:
+        with using_codec(name):
+            assert codec.dumps([number, {"n": number}]) == '[1.50,{"n":1.50}]'
+
+
+@pytest.mark.parametrize("codec_name", CODECS)
+def test_sets_whose_items_do_not_compare_keep_every_item(codec_name):
+    with using_codec(codec_name):
+        assert sorted(json.loads(codec.dumps({1, "a", None})), key=str) == [1, None, "a"]
+
+
+@pytest.mark.parametrize("codec_name", CODECS)
+@pytest.mark.parametrize(("value", "text"), [
+    (10**308 - 1, "9" * 308), (-(10**308) + 1, "-" + "9" * 308), (-(10**308), '"-1' + "0" * 308 + '"'),
+    (Decimal("9.99E+307"), "999" + "0" * 305), (Decimal("1E+308"), '"1E+308"'), (Decimal("-1E+308"), '"-1E+308"'),
+    (2**63 - 1, str(2**63 - 1)), (-(2**63), str(-(2**63))), (2**64 - 1, str(2**64 - 1)),
+    (-1e-5, "-0.00001"), (1.5e-9, "1.5e-9"), (1e-10, "1e-10"), (1e-4, "0.0001"), (-0.0, "-0.0"),
+], ids=str)
+def test_numbers_at_the_edges_of_the_table(value, text, codec_name):
+    with using_codec(codec_name):
+        assert codec.dumps(value) == text
+
+
+@pytest.mark.parametrize("attr", ["loads", "dumps", "dumps_plain", "name"])
+def test_the_codec_is_chosen_on_first_use_of_any_of_its_names(attr):
+    code = f"from lambda_kit import codec\nvalue = codec.{attr}\nprint(codec.name, callable(value) or value == codec.name)"
+    env = {k: v for k, v in os.environ.items() if k != "LAMBDA_KIT_JSON"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    assert out.split() == [CODECS[0], "True"]
+
+
+def test_other_names_are_not_the_codec():
+    with pytest.raises(AttributeError, match="^nothing$"):
+        codec.nothing  # noqa: B018
+
+
+class Opaque:
+    pass
+
+
+@pytest.mark.parametrize("codec_name", CODECS)
+def test_dumps_plain_never_writes_what_is_not_json(codec_name):
+    """``dumps_plain`` takes plain data (the log's ``clean`` values); given anything else it writes
+    valid JSON or refuses, never NaN or an object's repr."""
+    with using_codec(codec_name):
+        for value in (float("nan"), [float("-inf")]):
+            outcome_ = outcome(lambda value=value: codec.dumps_plain(value))
+            if outcome_[0] == "ok":
+                json.loads(outcome_[1], parse_constant=lambda token: pytest.fail(f"{token} written"))
+        with pytest.raises(TypeError, match="Opaque"):
+            codec.dumps_plain({"o": Opaque()})
+
+
+def test_the_converter_cache_is_bounded():
+    """Classes made at run time (one per call, say) must not grow the cache of converters forever."""
+    codec._converters.clear()
+    made = [type(f"Made{index}", (), {}) for index in range(1_100)]
+    for kind in made:
+        with pytest.raises(TypeError):
+            codec.convert(kind())
+    assert len(codec._converters) == 1_024
+    assert all(codec._converters[kind] is not None for kind in made[:1_024])
