@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 export SLS_TELEMETRY_DISABLED := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: run test bench soak lint clean dist
+.PHONY: run test bench soak mutate lint clean dist
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +22,7 @@ run: $(VENV)/.installed node_modules/.installed
 	$(VENV)/bin/lambda-kit run
 
 test: $(VENV)/.installed node_modules/.installed
-	$(VENV)/bin/ruff check lambda_kit handlers tests bench
+	$(VENV)/bin/ruff check lambda_kit handlers tests bench mutate
 	$(VENV)/bin/lambda-kit check serverless.yml
 	$(PY) -m pytest -n 2 -p no:cacheprovider
 
@@ -32,10 +32,15 @@ bench: $(VENV)/.installed node_modules/.installed
 soak: $(VENV)/.installed node_modules/.installed
 	$(VENV)/bin/lambda-kit soak
 
+# Mutation testing (mutmut), not part of `make test`: every target, or one (a module or a folder):
+# `make mutate MODULE=lambda_kit/codec.py`. Prints each surviving mutant and the score per module.
+mutate: $(VENV)/.installed
+	$(PY) -m mutate $(MODULE)
+
 # The wheel and sdist of lambda_kit (the distribution lambda-event-kit) in dist/.
 dist: $(VENV)/.installed
 	rm -rf dist build
 	PYTHONDONTWRITEBYTECODE= $(PY) -m build --outdir dist .
 
 clean:
-	rm -rf $(VENV) node_modules .serverless .lambda-kit dist build
+	rm -rf $(VENV) node_modules .serverless .lambda-kit dist build .mutate

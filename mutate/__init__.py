@@ -1,0 +1,1 @@
+"""Mutation testing (``make mutate``): see ``__main__``."""

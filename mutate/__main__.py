@@ -1,0 +1,166 @@
+"""``make mutate [MODULE=lambda_kit/codec.py]``: mutation testing with mutmut, one target at a time.
+
+Each target runs in its own scratch copy (``.mutate/<target>/``: the package, the tests, a
+``[tool.mutmut]`` section made here), so the work tree is never mutated and two targets never share
+results. mutmut first runs the target's tests once to learn which tests call each function, then
+runs, for each mutant, only those tests (fastest first, stopping at the first failure), in children
+forked from a server that has collected the tests but run none of them: nothing a test caches (the
+codec's converters, the chosen codec) survives into a mutant's run. Then this prints every
+surviving mutant's diff and the score per module.
+
+Not part of ``make test``: a full run takes tens of minutes on two cores.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRATCH = ROOT / ".mutate"
+MAX_SURVIVING = 0.10  # per module
+
+# target (a module or a package folder) -> the tests that exercise it; mutmut narrows them per mutant
+TARGETS: dict[str, list[str]] = {
+    "lambda_kit/codec.py": ["tests/test_codec_parity.py", "tests/test_logging.py"],
+    "lambda_kit/log.py": ["tests/test_logging.py", "tests/test_hostile_logs.py", "tests/test_codec_parity.py",
+                          "tests/test_api.py"],
+    "lambda_kit/loop.py": ["tests/test_sqs.py", "tests/test_sns.py", "tests/test_streams.py", "tests/test_decorators.py",
+                           "tests/test_hostile_events.py"],
+    "lambda_kit/sources/": ["tests/test_sqs.py", "tests/test_sns.py", "tests/test_streams.py", "tests/test_api.py",
+                            "tests/test_decorators.py", "tests/test_hostile_events.py", "tests/test_hostile_api.py"],
+    "lambda_kit/counters/": ["tests/test_counters.py"],
+}
+# Tests that look at what a fresh interpreter imports: mutmut's instrumented copy imports more.
+DESELECT = [
+    "tests/test_codec_parity.py::test_no_codec_is_imported_until_first_use",
+]
+# The scratch copy's own conftest. Each test starts from a cold lambda_kit: a cache an earlier test
+# filled would hide a path from mutmut's record of which tests reach it (and so from the tests it
+# runs against that path's mutants). mutmut adds three frames to every call: the nesting tests
+# (254 levels) need more stack.
+CONFTEST = '''import sys
+
+import pytest
+
+sys.setrecursionlimit(20_000)
+
+
+@pytest.fixture(autouse=True)
+def _cold_lambda_kit():
+    from lambda_kit import codec, log
+
+    codec._converters.clear()
+    for name in ("loads", "dumps", "dumps_plain", "name"):
+        vars(codec).pop(name, None)
+    log._secret_cache.clear()
+    log._ts_cache[:] = [0, ""]
+'''
+
+
+def _target_of(module: str) -> tuple[str, list[str]]:
+    module = module.rstrip("/") + ("/" if (ROOT / module).is_dir() else "")
+    for target, tests in TARGETS.items():
+        if module == target or module.startswith(target):
+            return module, tests
+    known = ", ".join(TARGETS)
+    raise SystemExit(f"make mutate: MODULE={module} is not a mutation target; use one of {known} (or a file in a folder)")
+
+
+def _config(module: str, tests: list[str]) -> str:
+    pytest_args = ["-p", "no:cacheprovider", "-p", "no:xdist", "-x", "-q"]
+    for test in DESELECT:
+        pytest_args += ["--deselect", test]
+    only = f"{module}*" if module.endswith("/") else module
+
+    def toml(items: list[str]) -> str:
+        return "[" + ", ".join(f'"{item}"' for item in items) + "]"
+
+    return (
+        "\n[tool.mutmut]\n"
+        'source_paths = ["lambda_kit"]\n'
+        f"only_mutate = {toml([only])}\n"
+        f"pytest_add_cli_args_test_selection = {toml(tests)}\n"
+        f"pytest_add_cli_args = {toml(pytest_args)}\n"
+        'also_copy = ["conftest.py"]\n'
+        'process_isolation = "forkserver"\n'
+    )
+
+
+def _prepare(module: str, tests: list[str]) -> Path:
+    """A fresh scratch copy: results never outlive the code and tests they were measured on."""
+    place = SCRATCH / module.strip("/").replace("/", "_")
+    shutil.rmtree(place, ignore_errors=True)
+    place.mkdir(parents=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(ROOT / "lambda_kit", place / "lambda_kit", ignore=ignore)
+    shutil.copytree(ROOT / "tests", place / "tests", ignore=ignore)
+    (place / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text() + _config(module, tests))
+    (place / "conftest.py").write_text(CONFTEST)
+    return place
+
+
+def _mutmut(place: Path, *args: str, log: Path | None = None) -> str:
+    mutmut = Path(sys.executable).parent / "mutmut"
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("LAMBDA_KIT_JSON", None)
+    if log is None:
+        return subprocess.run([mutmut, *args], cwd=place, env=env, capture_output=True, text=True, check=True).stdout
+    with log.open("w") as out:  # the progress spinner, kept out of the report
+        subprocess.run([mutmut, *args], cwd=place, env=env, stdout=out, stderr=subprocess.STDOUT, check=True)
+    return ""
+
+
+def _module_of(mutant: str) -> str:
+    return re.split(r"\.x_|\.xǁ", mutant, maxsplit=1)[0]
+
+
+def run(module: str) -> dict[str, Counter[str]]:
+    module, tests = _target_of(module)
+    print(f"== mutate {module} (tests: {' '.join(tests)}) ==", flush=True)
+    place = _prepare(module, tests)
+    _mutmut(place, "run", "--max-children", str(os.cpu_count() or 2), log=place / "run.log")
+    statuses: dict[str, Counter[str]] = defaultdict(Counter)
+    survivors: list[str] = []
+    for line in _mutmut(place, "results", "--all", "true").splitlines():
+        name, _, status = line.strip().rpartition(": ")
+        if not name:
+            continue
+        statuses[_module_of(name)][status] += 1
+        if status in ("survived", "no tests"):
+            survivors.append(name)
+    for name in survivors:
+        print(_mutmut(place, "show", name).rstrip() + "\n")
+    return statuses
+
+
+def _report(scores: dict[str, Counter[str]]) -> bool:
+    print("== mutation score per module (killed: a test failed; timeout: counted as killed) ==")
+    print(f"  {'module':32} {'mutants':>7} {'killed':>7} {'survived':>8} {'no tests':>8} {'other':>6} {'survive %':>9}")
+    ok = True
+    for module, counts in sorted(scores.items()):
+        total = sum(counts.values())
+        killed = counts["killed"] + counts["timeout"]
+        surviving = counts["survived"] + counts["no tests"]
+        share = surviving / total if total else 0.0
+        ok &= share <= MAX_SURVIVING
+        print(f"  {module:32} {total:7} {killed:7} {counts['survived']:8} {counts['no tests']:8} "
+              f"{total - killed - surviving:6} {share:9.1%}{'' if share <= MAX_SURVIVING else '  > 10%'}")
+    return ok
+
+
+def main(argv: list[str]) -> int:
+    modules = argv or list(TARGETS)
+    scores: dict[str, Counter[str]] = {}
+    for module in modules:
+        scores.update(run(module))
+    return 0 if _report(scores) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
