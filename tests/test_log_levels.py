@@ -1,0 +1,107 @@
+"""Log levels, ``get_logger`` made inside a test, and the exact marks of cut values and cut lines.
+
+Each test makes what it checks while it runs (a logger, a level), so a change to that code fails
+it: a logger made at import would hide ``get_logger`` from the tests (and from mutation testing).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+from typing import Any
+
+import pytest
+from _hostile import captured, parse_lines
+
+from lambda_kit import get_logger, log, sqs_handler
+from lambda_kit.testing import lambda_context, sqs_event
+
+_names = itertools.count()
+
+
+@pytest.fixture
+def fresh_logger():
+    """A logger no test has made yet; lambda_kit's level restored after."""
+    saved = log._threshold
+    yield get_logger(f"levels.{next(_names)}")
+    log.set_level(saved)
+
+
+def lines_of(fn: Any) -> list[dict[str, Any]]:
+    with captured() as out:
+        sqs_handler(fn)(sqs_event({"n": 1}, trace_id="t-levels"), lambda_context("levels-fn"))
+    return parse_lines(out)
+
+
+@pytest.mark.parametrize(("environment", "level"), [
+    ({}, 20),
+    ({"LOG_LEVEL": "debug"}, 10),
+    ({"AWS_LAMBDA_LOG_LEVEL": "ERROR"}, 40),
+    ({"LOG_LEVEL": "WARNING", "AWS_LAMBDA_LOG_LEVEL": "DEBUG"}, 30),  # LOG_LEVEL before AWS's
+    ({"LAMBDA_KIT_LOG_LEVEL": "critical", "LOG_LEVEL": "DEBUG"}, 50),  # lambda_kit's own first
+    ({"LAMBDA_KIT_LOG_LEVEL": "loud", "LOG_LEVEL": "error"}, 40),  # not a level: the next one
+])
+def test_the_level_comes_from_the_environment(environment, level, monkeypatch):
+    for name in ("LAMBDA_KIT_LOG_LEVEL", "LOG_LEVEL", "AWS_LAMBDA_LOG_LEVEL"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    assert log._level_from_env() == level
+
+
+def test_set_level_drops_lower_lines_and_sets_every_logger(fresh_logger):
+    def fn(payload: Any, context: Any) -> None:
+        fresh_logger.info("info line")
+        fresh_logger.warning("warning line")
+
+    log.set_level("warning")
+    assert fresh_logger.level == logging.WARNING
+    assert [line["message"] for line in lines_of(fn)] == ["warning line"]  # nor record received/processed
+    log.set_level(logging.DEBUG)
+    assert fresh_logger.level == logging.DEBUG
+    assert [line["message"] for line in lines_of(fn)] == ["record received", "info line", "warning line",
+                                                          "record processed"]
+
+
+def test_get_logger_writes_one_json_line_per_call_and_nothing_to_the_root(fresh_logger):
+    again = get_logger(fresh_logger.name)  # the same logger, not a second handler
+    assert again is fresh_logger and not fresh_logger.propagate
+    assert fresh_logger.level == log._threshold
+
+    def fn(payload: Any, context: Any) -> None:
+        fresh_logger.info("hello", extra={"n": 2})
+
+    lines = lines_of(fn)
+    [hello] = [line for line in lines if line["message"] == "hello"]
+    assert hello["logger"] == fresh_logger.name and hello["n"] == 2 and hello["trace_id"] == "t-levels"
+    assert hello["function_name"] == "levels-fn"
+
+
+def test_a_logger_keeps_the_level_set_on_it():
+    logger = logging.getLogger(f"levels.own.{next(_names)}")
+    logger.setLevel(logging.ERROR)
+    assert get_logger(logger.name).level == logging.ERROR
+
+
+def test_the_function_name_is_known_while_an_invocation_runs():
+    seen = []
+    lines_of(lambda payload, context: seen.append(log.current_function_name()))
+    assert seen == ["levels-fn"]
+
+
+def test_a_cut_value_says_how_much_went():
+    assert log.clean("x" * 8_200) == "x" * 8_192 + "...[truncated 8 chars]"
+    assert log.cut("abcdef", 2) == "ab...[truncated 4 chars]"
+
+
+def test_a_line_too_long_is_cut_field_by_field_from_the_original_text():
+    fields = {f"field_{i}": "z" * 8_000 for i in range(40)}
+
+    def fn(payload: Any, context: Any) -> None:
+        get_logger("levels.wide").info("wide", extra=fields)
+
+    [line] = [line for line in lines_of(fn) if line["message"] == "wide"]
+    # 40 fields of 8,000: cut to 16 KiB, 4 KiB, then 1 KiB each, the first budget at which the line fits
+    assert all(line[key] == "z" * 1_024 + "...[truncated 6976 chars]" for key in fields)
+    assert len(json.dumps(line, separators=(",", ":"))) <= log.MAX_LINE_CHARS
