@@ -500,3 +500,9 @@ def test_the_converter_cache_is_bounded():
             codec.convert(kind())
     assert len(codec._converters) == 1_024
     assert all(codec._converters[kind] is not None for kind in made[:1_024])
+
+
+def test_plain_with_a_fallback_reaches_into_converted_values():
+    """A dataclass's (or a set's) items get the fallback too, and so does the fallback's own text."""
+    got = codec.plain({"p": Point(Opaque()), (1,): "k"}, fallback=lambda item: "\ud800" if type(item) is tuple else "<o>")
+    assert got == {"p": {"x": "<o>", "y": None}, "\\ud800": "k"}
