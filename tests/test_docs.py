@@ -248,8 +248,9 @@ class PageRun:
         if path.suffix != ".py":
             return 0, ""
         if path.name.startswith("test_"):
-            return self._process([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", path.name],
-                                 self.python_environment(), path.parent)
+            # plain pytest: the venv's plugins (hypothesis, xdist ...) cost ~1.5 s to load and no example uses them
+            env = {**self.python_environment(), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+            return self._process([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", path.name], env, path.parent)
         return self._snippet(block, text, path.parent)
 
     def python(self, block: Block, text: str) -> tuple[int, str]:
