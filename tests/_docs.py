@@ -33,6 +33,7 @@ DIRECTIVES = {
     "with": (None, False),  # a fixture the block needs: `with local-stack`, `with table ViewStats`
     "file": (1, False),  # the block is this file (for languages without # comments)
     "page": (0, False),  # the block is a Markdown page itself, run the same way
+    "continue": (0, False),  # a python block that runs after the one before it, in its namespace
 }
 NUMBERS_VARY = "numbers vary"
 
@@ -83,6 +84,8 @@ class Block:
             return "file"
         if self.language in PYTHON:
             return "python"
+        if self.mark("continue"):
+            raise MarkupError(f"{self.where}: `continue` is for ```python blocks")
         if self.language in SHELL:
             return "shell"
         raise MarkupError(

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -34,11 +35,19 @@ BLOCK_TIMEOUT = 300  # seconds for one block; `make run` takes ~40 s on 2 busy c
 VENV_BIN = Path(sys.executable).parent
 # what a page's directory leaves out of the repository: the state of its own runs and builds
 LEFT_OUT = {".git", ".lambda-kit", ".serverless", ".pytest_cache", ".hypothesis", "dist", "build", "__pycache__"}
-# python -c: run the snippet file under the name of its page, so a traceback points at the page
-RUN_SNIPPET = (
-    "import sys; path, name = sys.argv[1:3]; sys.argv = [name]; "
-    "exec(compile(open(path, encoding='utf-8').read(), name, 'exec'), {'__name__': '__main__', '__file__': name})"
-)
+# python -c MARKER FILE PAGE [FILE PAGE ...]: run the snippet files in one namespace, each under the
+# name of its page (so a traceback points at the page), printing MARKER before the last one
+RUN_SNIPPETS = """
+import sys
+marker, *files = sys.argv[1:]
+namespace = {"__name__": "__main__"}
+for index in range(0, len(files), 2):
+    path, name = files[index : index + 2]
+    if index == len(files) - 2:
+        print(marker, flush=True)
+    sys.argv, namespace["__file__"] = [name], name
+    exec(compile(open(path, encoding="utf-8").read(), name, "exec"), namespace)
+"""
 
 
 # --- the environment a reader has ------------------------------------------------------------------
@@ -180,6 +189,7 @@ class PageRun:
         self.cwd = self.workdir
         self.replacements: dict[str, str] = {}
         self.last: tuple[Block, str] | None = None  # the last block run and what it printed
+        self.chain: list[tuple[Block, str]] = []  # the python blocks the next `continue` block runs after
         self.ran = 0
 
     def run(self) -> None:
@@ -251,10 +261,18 @@ class PageRun:
             # plain pytest: the venv's plugins (hypothesis, xdist ...) cost ~1.5 s to load and no example uses them
             env = {**self.python_environment(), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
             return self._process([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", path.name], env, path.parent)
-        return self._snippet(block, text, path.parent)
+        return self._snippet([(block, text)], path.parent)
 
     def python(self, block: Block, text: str) -> tuple[int, str]:
-        return self._snippet(block, text, self.workdir)
+        """A block marked `continue` runs after the page's python blocks before it, back to one
+        that is not marked, in the same namespace (in a fresh interpreter: they run again)."""
+        if block.mark("continue"):
+            if not self.chain:
+                raise MarkupError(f"{block.where}: `continue` needs a python block before it on the page")
+        else:
+            self.chain = []
+        self.chain.append((block, text))
+        return self._snippet(self.chain, self.workdir)
 
     def python_environment(self) -> dict[str, str]:
         """Python examples talk to AWS: here to the tests' endpoints on loopback (the session's
@@ -262,10 +280,17 @@ class PageRun:
         self.request.getfixturevalue("aws_endpoint")
         return {**reader_environment(), **{k: v for k, v in os.environ.items() if k.startswith("AWS_")}}
 
-    def _snippet(self, block: Block, text: str, cwd: Path) -> tuple[int, str]:
-        source = self.scratch / f"block-{block.line}.py"
-        source.write_text("\n" * block.line + text, encoding="utf-8")  # line numbers as on the page
-        return self._process([sys.executable, "-c", RUN_SNIPPET, str(source), str(block.page)], self.python_environment(), cwd)
+    def _snippet(self, blocks: list[tuple[Block, str]], cwd: Path) -> tuple[int, str]:
+        """Run the blocks in one namespace; what the last one printed."""
+        marker = f"--- docs-test: {uuid.uuid4().hex} ---"
+        command = [sys.executable, "-c", RUN_SNIPPETS, marker]
+        for block, text in blocks:
+            source = self.scratch / f"block-{block.line}.py"
+            source.write_text("\n" * block.line + text, encoding="utf-8")  # line numbers as on the page
+            command += [str(source), str(block.page)]
+        status, output = self._process(command, self.python_environment(), cwd)
+        before, found, after = output.partition(marker + "\n")
+        return status, after if found else before
 
     def shell(self, block: Block, text: str) -> tuple[int, str]:
         state = self.scratch / "shell-state"
@@ -361,6 +386,7 @@ def test_a_block_the_test_cannot_run_must_be_marked(tmp_path, text, message):
         "```sh\necho 2 errors\n```\n<!-- docs-test: output (numbers vary) -->\n```\n0 warnings\n```\n",
         "<!-- docs-test: exit 1 -->\n```sh\ntrue\n```\n",
         "```python\n# test_app.py\ndef test_fails():\n    assert 1 == 2\n```\n",
+        "```python\nx = 6\n```\n```python\nprint(x * 7)\n```\n",  # each block alone, unless marked `continue`
     ],
 )
 def test_a_wrong_example_fails_its_page(tmp_path, request, text):
@@ -389,3 +415,32 @@ def test_the_shell_session_carries_over_and_numbers_may_vary(tmp_path, request):
     run = PageRun(read_page(_page(tmp_path, text)), tmp_path, request)
     run.run()
     assert run.ran == 3
+
+
+def test_a_python_block_can_continue_the_one_before(tmp_path, request):
+    text = """\
+    ```python
+    x = 6
+    print("first")
+    ```
+    Some prose, and a block that is not Python:
+    <!-- docs-test: skip (a part of serverless.yml) -->
+    ```yaml
+    functions: {}
+    ```
+    <!-- docs-test: continue -->
+    ```python
+    print(x * 7)
+    ```
+    <!-- docs-test: output -->
+    ```
+    42
+    ```
+    """
+    run = PageRun(read_page(_page(tmp_path, text)), tmp_path, request)
+    run.run()
+    assert run.ran == 2
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    with pytest.raises(MarkupError, match="needs a python block before it"):
+        PageRun(read_page(_page(alone, "<!-- docs-test: continue -->\n```python\nprint(1)\n```\n")), alone, request).run()
