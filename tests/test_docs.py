@@ -58,7 +58,8 @@ def reader_environment() -> dict[str, str]:
     env = {
         key: value
         for key, value in os.environ.items()
-        if not key.startswith(("AWS_", "LAMBDA_KIT_", "PYTEST_", "COV_")) and key not in ("LOG_LEVEL", "VIRTUAL_ENV", "PYTHONPATH")
+        if not key.startswith(("AWS_", "LAMBDA_KIT_", "PYTEST_", "COV_", "MAKE"))  # MAKELEVEL: make test's own make
+        and key not in ("LOG_LEVEL", "VIRTUAL_ENV", "PYTHONPATH", "MFLAGS")
     }
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if Path(p) != VENV_BIN and p)
     env["PYTHONUNBUFFERED"] = "1"  # stdout and stderr interleave as on a terminal
