@@ -81,12 +81,13 @@ def checkout(into: Path) -> Path:
     return into
 
 
-def stale_venv() -> str | None:
-    """`make run` would reinstall the venv under the running tests if pyproject.toml is newer."""
-    marker = ROOT / ".venv" / ".installed"
-    if marker.exists() and marker.stat().st_mtime >= (ROOT / "pyproject.toml").stat().st_mtime:
+def stale_setup(checkout: Path) -> str | None:
+    """`make run` in a page's checkout would reinstall the venv or node_modules (the repository's,
+    linked) under the running tests if either is older than what it is built from."""
+    targets = [".venv/.installed", "node_modules/.installed"]
+    if subprocess.run(["make", "-q", *targets], cwd=checkout, capture_output=True).returncode == 0:
         return None
-    return "the venv is older than pyproject.toml: run `make test` (it reinstalls it first)"
+    return f"{' or '.join(targets)} is out of date: run `make test` (it sets them up first)"
 
 
 # --- fixtures a block can ask for with `with NAME ARGS...` ----------------------------------------
@@ -318,9 +319,9 @@ PAGES = pages()
 @pytest.mark.parametrize("path", PAGES, ids=relative)
 def test_examples_run(path: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     page = read_page(path)
-    if any(block.kind == "shell" and "make " in block.text for block in page.blocks) and (reason := stale_venv()):
-        pytest.fail(reason)
     run = PageRun(page, tmp_path, request)
+    if any(block.kind == "shell" and "make " in block.text for block in page.blocks) and (reason := stale_setup(run.workdir)):
+        pytest.fail(reason)
     run.run()
 
 
