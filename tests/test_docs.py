@@ -34,7 +34,7 @@ DOCS_PORT = 3000  # the port the pages show `lambda-kit local` on: its default
 BLOCK_TIMEOUT = 300  # seconds for one block; `make run` takes ~40 s on 2 busy cores
 VENV_BIN = Path(sys.executable).parent
 # what a page's directory leaves out of the repository: the state of its own runs and builds
-LEFT_OUT = {".git", ".lambda-kit", ".serverless", ".pytest_cache", ".hypothesis", "dist", "build", "__pycache__"}
+LEFT_OUT = {".git", ".lambda-kit", ".serverless", ".mutate", ".pytest_cache", ".hypothesis", "dist", "build", "__pycache__"}
 # python -c MARKER FILE PAGE [FILE PAGE ...]: run the snippet files in one namespace, each under the
 # name of its page (so a traceback points at the page), printing MARKER before the last one
 RUN_SNIPPETS = """
