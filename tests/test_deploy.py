@@ -96,6 +96,15 @@ def _package() -> dict[str, Any]:
     return {"path": env["PATH"], "cache": str(cache), "output": result.stdout + result.stderr}
 
 
+def _stamp() -> dict[str, Any]:
+    """What the last packaging of this checkout recorded; {} when absent or written by an older test."""
+    try:
+        stamp = json.loads(STAMP.read_text())
+    except (OSError, ValueError):
+        return {}
+    return stamp if isinstance(stamp, dict) else {}
+
+
 @pytest.fixture(scope="session")
 def packaged(tmp_path_factory) -> dict[str, Any]:
     """Package once per run; returns the template, private copies of it and of the artifact, and
@@ -106,7 +115,7 @@ def packaged(tmp_path_factory) -> dict[str, Any]:
     with open(os.path.join(tempfile.gettempdir(), lock_name), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            stamp = json.loads(STAMP.read_text()) if run_id is not None and STAMP.exists() else {}
+            stamp = _stamp() if run_id is not None else {}
             if stamp.get("run") != run_id or run_id is None or not TEMPLATE.exists():
                 stamp = {"run": run_id, **_package()}
                 STAMP.write_text(json.dumps(stamp))
