@@ -8,6 +8,7 @@ The decorators need the standard library only; the rest comes with an extra of t
     pip install 'lambda-event-kit[datadog]'  # metrics over DogStatsD
     pip install 'lambda-event-kit[powertools]'
     pip install 'lambda-event-kit[kpl]'      # KPL-aggregated Kinesis records: aws-kinesis-agg
+    pip install 'lambda-event-kit[pydantic]' # model= on the decorators
 
 ``missing_extra(exc)`` turns the ``ModuleNotFoundError`` of one of those modules into the one
 line a user needs; ``import_optional(name)`` imports one, raising ``MissingExtra`` with that line.
@@ -32,6 +33,7 @@ EXTRA_OF_MODULE: dict[str, tuple[str, str]] = {
     "datadog": ("datadog", "datadog"),
     "aws_lambda_powertools": ("Powertools for AWS Lambda", "powertools"),
     "aws_kinesis_agg": ("aws-kinesis-agg", "kpl"),
+    "pydantic": ("pydantic", "pydantic"),
 }
 
 

@@ -1,6 +1,6 @@
 """``model=``: each payload validated by pydantic into a model, a dataclass or a TypedDict.
 
-pydantic (``pip install 'lambda-kit[pydantic]'``) is imported when a decorator is given a model,
+pydantic (``pip install 'lambda-event-kit[pydantic]'``) is imported when a decorator is given a model,
 never by ``import lambda_kit`` (cold start). A payload that does not fit raises ``InvalidPayload``
 naming each field and what is wrong with it. pydantic's own errors can carry the input (its
 ``input`` and, from a custom validator, its message): the input is never kept, and a field whose
@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import InvalidPayload
+from .extras import import_optional, install_hint
 from .log import clean, is_secret_key
 
 MAX_PROBLEMS = 20  # listed on the line; the count says how many more
@@ -29,10 +30,11 @@ class Validator:
     __slots__ = ("model", "name", "from_json", "_adapter", "_error")
 
     def __init__(self, model: Any, from_json: bool = False) -> None:
+        import_optional("pydantic", "model=")  # not installed: one line naming the extra
         try:
             from pydantic import PydanticUserError, TypeAdapter, ValidationError
         except ImportError:
-            raise ImportError("model= needs pydantic 2: pip install 'lambda-kit[pydantic]'") from None
+            raise ImportError(f"model= needs pydantic 2: {install_hint('pydantic')}") from None
         self.model = model
         self.name = getattr(model, "__name__", None) or repr(model)
         self.from_json = from_json
