@@ -16,6 +16,8 @@ import fcntl
 import hashlib
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -40,10 +42,16 @@ class UserFunction:
     name: str
     decorator: str
     source: str  # the decorated function
-    test: str  # a pytest test of it; `functions`, `testing`, `json` and `pytest` are imported
+    # a pytest test of it: `functions`, `testing`, `UnsupportedEvent`, `json` and `pytest` are imported;
+    # it runs a good event, a failing record (reported the source's way) and another source's event
+    test: str
     event: str  # its entry under `events:` in serverless.yml, on one line
+    imports: tuple[str, ...] = ()  # more import lines of handlers/functions.py
+    asynchronous: bool = False  # invoked asynchronously: serverless.yml gives it an on-failure destination
 
 
+# One function per public decorator (and per source of stream_handler), one `async def` with
+# max_concurrency, one with model=. Each test builds its events with lambda_kit.testing.
 USER_FUNCTIONS = [
     UserFunction(
         "take_order",
@@ -56,10 +64,14 @@ USER_FUNCTIONS = [
             return {"ordered": order["quantity"]}
         """,
         """
-        def test_take_order_reports_only_the_bad_message():
-            event = testing.sqs_event({"quantity": 2}, {"quantity": 0})
+        def test_take_order_reports_only_the_bad_messages():
+            good = testing.event("sqs", {"quantity": 2}, trace_id="T-sqs")
+            assert functions.take_order(good, testing.lambda_context()) == {"batchItemFailures": []}
+            event = testing.sqs_event({"quantity": 2}, {"quantity": 0}, "not json")
             result = functions.take_order(event, testing.lambda_context())
-            assert result == {"batchItemFailures": [{"itemIdentifier": event["Records"][1]["messageId"]}]}
+            assert result == {"batchItemFailures": [{"itemIdentifier": event["Records"][n]["messageId"]} for n in (1, 2)]}
+            with pytest.raises(UnsupportedEvent, match="an SNS"):
+                functions.take_order(testing.event("sns", {"quantity": 2}), testing.lambda_context())
         """,
         "sqs: {arn: 'arn:aws:sqs:us-east-1:123456789012:orders', functionResponseType: ReportBatchItemFailures}",
     ),
@@ -69,6 +81,7 @@ USER_FUNCTIONS = [
         """
         NOTICES = []
 
+
         @sns_handler
         def notice(message, context):
             if "text" not in message:
@@ -77,30 +90,74 @@ USER_FUNCTIONS = [
         """,
         """
         def test_notice_records_the_message_and_raises_on_a_bad_one():
-            functions.notice(testing.sns_event({"text": "shipped"}), testing.lambda_context())
+            functions.notice(testing.event("sns", {"text": "shipped"}, trace_id="T-sns"), testing.lambda_context())
             assert functions.NOTICES == ["shipped"]
-            with pytest.raises(Exception):
+            with pytest.raises(KeyError):  # SNS invokes asynchronously: raised, so Lambda retries it
                 functions.notice(testing.sns_event({"nope": 1}), testing.lambda_context())
+            with pytest.raises(UnsupportedEvent):
+                functions.notice(testing.event("sqs", {"text": "shipped"}), testing.lambda_context())
+            assert functions.NOTICES == ["shipped"]
         """,
-        "sns: notices",
+        "sns: {topicName: notices, redrivePolicy: {deadLetterTargetArn: 'arn:aws:sqs:us-east-1:123456789012:notices-dlq'}}",
+        asynchronous=True,
     ),
     UserFunction(
         "click",
         "stream_handler",
         """
+        CLICKS = []
+
+
         @stream_handler
         def click(event, context):
             if "page" not in event:
                 raise KeyError("page")
-            return event["page"]
+            CLICKS.append(event["page"])
         """,
         """
-        def test_click_reports_the_record_without_a_page():
-            event = testing.kinesis_event({"page": "/a"}, {"other": 1})
+        def test_click_stops_at_the_record_without_a_page():
+            assert functions.click(testing.event("kinesis", {"page": "/a"}), testing.lambda_context()) == {"batchItemFailures": []}
+            event = testing.kinesis_event({"page": "/b"}, {"other": 1}, {"page": "/c"})
             result = functions.click(event, testing.lambda_context())
             assert result == {"batchItemFailures": [{"itemIdentifier": event["Records"][1]["kinesis"]["sequenceNumber"]}]}
+            assert functions.CLICKS == ["/a", "/b"]  # in order: /c waits for the retry from the failed record
+            with pytest.raises(UnsupportedEvent):
+                functions.click(testing.event("kafka", {"page": "/a"}), testing.lambda_context())
         """,
-        "stream: {type: kinesis, arn: 'arn:aws:kinesis:us-east-1:123456789012:stream/clicks', functionResponseType: ReportBatchItemFailures}",
+        "stream: {type: kinesis, arn: 'arn:aws:kinesis:us-east-1:123456789012:stream/clicks', functionResponseType: ReportBatchItemFailures, "
+        "startingPosition: TRIM_HORIZON, maximumRetryAttempts: 5, destinations: {onFailure: 'arn:aws:sqs:us-east-1:123456789012:clicks-dlq'}}",
+    ),
+    UserFunction(
+        "stock_changed",
+        "stream_handler",
+        """
+        STOCK = {}
+
+
+        @stream_handler
+        def stock_changed(change, context):
+            item = change["new_image"]
+            if item["count"] < 0:
+                raise ValueError("stock cannot be negative")
+            STOCK[item["sku"]] = item["count"]
+        """,
+        """
+        def test_stock_changed_stops_at_the_negative_count():
+            event = testing.event("dynamodb", {"sku": "A", "count": 3})
+            assert functions.stock_changed(event, testing.lambda_context()) == {"batchItemFailures": []}
+            event = testing.dynamodb_stream_event(
+                testing.dynamodb_record("MODIFY", keys={"sku": "B"}, new_image={"sku": "B", "count": -1}, old_image={"sku": "B", "count": 1}),
+                testing.dynamodb_record("INSERT", keys={"sku": "C"}, new_image={"sku": "C", "count": 1}),
+            )
+            result = functions.stock_changed(event, testing.lambda_context())
+            assert result == {"batchItemFailures": [{"itemIdentifier": event["Records"][0]["dynamodb"]["SequenceNumber"]}]}
+            assert functions.STOCK == {"A": 3}
+            with pytest.raises(UnsupportedEvent):
+                functions.stock_changed(testing.event("eventbridge", {"sku": "A"}), testing.lambda_context())
+        """,
+        "stream: {type: dynamodb, arn: 'arn:aws:dynamodb:us-east-1:123456789012:table/Stock/stream/2024-01-01T00:00:00.000', "
+        "functionResponseType: ReportBatchItemFailures, startingPosition: TRIM_HORIZON, maximumRetryAttempts: 5, "
+        "destinations: {onFailure: 'arn:aws:sqs:us-east-1:123456789012:stock-dlq'}}",
     ),
     UserFunction(
         "get_order",
@@ -108,35 +165,223 @@ USER_FUNCTIONS = [
         """
         @api_handler
         def get_order(request, context):
-            return {"statusCode": 200, "body": {"order": request.query.get("id")}}
+            order = request.query.get("id")
+            if order is None:
+                raise HTTPError(400, "id is required")
+            if order == "0":
+                raise ValueError("order 0 is corrupt")
+            return {"statusCode": 200, "body": {"order": order, "shape": request.shape}}
         """,
         """
-        def test_get_order_answers_with_the_query():
-            event = testing.api_event("GET", "/orders", query={"id": "7"})
-            response = functions.get_order(event, testing.lambda_context())
+        @pytest.mark.parametrize("version", ["v2", "v1", "http-v1", "url", "alb"])
+        def test_get_order_answers_every_front_door(version):
+            def get(**query):
+                event = testing.event("api", None, trace_id="T-api", path="/orders", query=query, version=version)
+                return functions.get_order(event, testing.lambda_context())
+
+            response = get(id="7")
             assert response["statusCode"] == 200
-            assert json.loads(response["body"]) == {"order": "7"}
+            # an HTTP API with payload format 1.0 sends what a REST API sends
+            assert json.loads(response["body"]) == {"order": "7", "shape": "v1" if version == "http-v1" else version}
+            missing = get()
+            assert missing["statusCode"] == 400 and json.loads(missing["body"])["error"] == "id is required"
+            broken = get(id="0")
+            assert broken["statusCode"] == 500 and "corrupt" not in broken["body"]
+            with pytest.raises(UnsupportedEvent, match="an SQS"):
+                functions.get_order(testing.event("sqs", {"id": "7"}), testing.lambda_context())
         """,
         "httpApi: 'GET /orders'",
+        ("from lambda_kit import HTTPError",),
+    ),
+    UserFunction(
+        "payment",
+        "kafka_handler",
+        """
+        PAYMENTS = []
+
+
+        @kafka_handler
+        def payment(message, context):
+            if message["value"]["amount"] <= 0:
+                raise ValueError("amount must be positive")
+            PAYMENTS.append((message["topic"], message["value"]["amount"]))
+        """,
+        """
+        def test_payment_raises_at_the_first_bad_record():
+            functions.payment(testing.event("kafka", {"amount": 5}, topic="payments", self_managed=True), testing.lambda_context())
+            with pytest.raises(ValueError, match="amount must be positive"):  # Lambda retries the batch
+                functions.payment(testing.kafka_event({"amount": 1}, {"amount": 0}, {"amount": 2}, topic="payments", self_managed=True), testing.lambda_context())
+            assert functions.PAYMENTS == [("payments", 5), ("payments", 1)]  # in order: stopped at the failure
+            with pytest.raises(UnsupportedEvent):
+                functions.payment(testing.event("sqs", {"amount": 5}), testing.lambda_context())
+        """,
+        "kafka: {topic: payments, bootstrapServers: ['kafka.shop.example:9092'], startingPosition: TRIM_HORIZON, "
+        "accessConfigurations: {saslScram512Auth: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:kafka'}, "
+        "onFailureDestination: 'arn:aws:sqs:us-east-1:123456789012:payments-dlq'}",
+    ),
+    UserFunction(
+        "shipped",
+        "eventbridge_handler",
+        """
+        @eventbridge_handler
+        def shipped(detail, context):
+            return {"shipped": detail["order"]}
+        """,
+        """
+        def test_shipped_raises_on_a_detail_without_order():
+            assert functions.shipped(testing.event("eventbridge", {"order": 7}, trace_id="T-eb"), testing.lambda_context()) is None
+            with pytest.raises(KeyError):
+                functions.shipped(testing.eventbridge_event({"other": 1}), testing.lambda_context())
+            pipes = testing.pipes_batch(testing.sqs_event({"order": 7}))  # a top-level list, as EventBridge Pipes sends
+            with pytest.raises(UnsupportedEvent, match="EventBridge Pipes"):
+                functions.shipped(pipes, testing.lambda_context())
+        """,
+        "eventBridge: {pattern: {source: [shop.orders]}, deadLetterQueueArn: 'arn:aws:sqs:us-east-1:123456789012:shipped-dlq'}",
+        asynchronous=True,
+    ),
+    UserFunction(
+        "uploaded",
+        "s3_handler",
+        """
+        UPLOADS = []
+
+
+        @s3_handler
+        def uploaded(obj, context):
+            if obj.size == 0:
+                raise ValueError(f"{obj.key} is empty")
+            UPLOADS.append((obj.bucket, obj.key, obj.size))
+        """,
+        """
+        def test_uploaded_fails_the_empty_object_the_way_it_came():
+            functions.uploaded(testing.event("s3", {"bucket": "photos", "key": "red flower.jpg", "size": 10}), testing.lambda_context())
+            assert functions.UPLOADS == [("photos", "red flower.jpg", 10)]
+            with pytest.raises(ValueError, match="empty.txt is empty"):  # S3 itself invokes asynchronously: raised
+                functions.uploaded(testing.event("s3", {"key": "empty.txt", "size": 0}), testing.lambda_context())
+            queued = testing.sqs_event(testing.s3_notification("a.txt", size=5), testing.s3_notification("empty.txt", size=0))
+            result = functions.uploaded(queued, testing.lambda_context())  # through SQS: reported per message
+            assert result == {"batchItemFailures": [{"itemIdentifier": queued["Records"][1]["messageId"]}]}
+            assert functions.UPLOADS[-1] == ("uploads", "a.txt", 5)
+            with pytest.raises(UnsupportedEvent):
+                functions.uploaded(testing.event("cloudwatch_logs", {"message": "x"}), testing.lambda_context())
+        """,
+        "s3: {bucket: photos, event: 's3:ObjectCreated:*', existing: true}",
+        asynchronous=True,
+    ),
+    UserFunction(
+        "alarms",
+        "cloudwatch_logs_handler",
+        """
+        ERRORS = []
+
+
+        @cloudwatch_logs_handler
+        def alarms(log_event, context):
+            line = log_event["json"]
+            if line is None:
+                raise ValueError("not a JSON log line")
+            if line["level"] == "ERROR":
+                ERRORS.append(line["message"])
+        """,
+        """
+        def test_alarms_runs_every_log_event_then_raises_the_first_failure():
+            functions.alarms(testing.event("cloudwatch_logs", {"message": "boom", "level": "ERROR"}, trace_id="T-log"), testing.lambda_context())
+            assert functions.ERRORS == ["boom"]
+            event = testing.cloudwatch_logs_event(testing.log_line("fine"), "plain text", testing.log_line("later", level="ERROR"))
+            with pytest.raises(ValueError, match="not a JSON log line"):
+                functions.alarms(event, testing.lambda_context())
+            assert functions.ERRORS == ["boom", "later"]
+            with pytest.raises(UnsupportedEvent):
+                functions.alarms(testing.event("s3", "a.txt"), testing.lambda_context())
+        """,
+        "cloudwatchLog: '/aws/lambda/user-project-dev-take_order'",
+        asynchronous=True,
+    ),
+    UserFunction(
+        "enrich",
+        "sqs_handler",
+        """
+        RUNNING = {"now": 0, "peak": 0}
+
+
+        @sqs_handler(max_concurrency=4)
+        async def enrich(message, context):
+            RUNNING["now"] += 1
+            RUNNING["peak"] = max(RUNNING["peak"], RUNNING["now"])
+            try:
+                await asyncio.sleep(0.01)
+                if "sku" not in message:
+                    raise KeyError("sku")
+                return {"sku": message["sku"], "trace_id": current_trace_id()}
+            finally:
+                RUNNING["now"] -= 1
+        """,
+        """
+        def test_enrich_runs_up_to_four_at_once_and_reports_the_bad_message():
+            event = testing.sqs_event(*[{"sku": n} for n in range(5)], {"nope": 1}, *[{"sku": n} for n in range(6)])
+            result = functions.enrich(event, testing.lambda_context())
+            assert result == {"batchItemFailures": [{"itemIdentifier": event["Records"][5]["messageId"]}]}
+            assert functions.RUNNING == {"now": 0, "peak": 4}
+            with pytest.raises(UnsupportedEvent):
+                functions.enrich(testing.event("kinesis", {"sku": 1}), testing.lambda_context())
+        """,
+        "sqs: {arn: 'arn:aws:sqs:us-east-1:123456789012:enrich', functionResponseType: ReportBatchItemFailures}",
+        ("import asyncio", "from lambda_kit import current_trace_id"),
+    ),
+    UserFunction(
+        "refund",
+        "sqs_handler",
+        """
+        @dataclass
+        class Refund:
+            order: int
+            amount: float
+
+
+        REFUNDS = []
+
+
+        @sqs_handler(model=Refund)
+        def refund(request: Refund, context):
+            REFUNDS.append(request)
+        """,
+        """
+        def test_refund_gets_a_dataclass_and_the_message_that_does_not_fit_fails_alone():
+            event = testing.sqs_event({"order": "7", "amount": 2.5}, {"order": 8})
+            result = functions.refund(event, testing.lambda_context())
+            assert result == {"batchItemFailures": [{"itemIdentifier": event["Records"][1]["messageId"]}]}
+            assert functions.REFUNDS == [functions.Refund(order=7, amount=2.5)]
+            with pytest.raises(UnsupportedEvent):
+                functions.refund(testing.event("sns", {"order": 7, "amount": 1}), testing.lambda_context())
+        """,
+        "sqs: {arn: 'arn:aws:sqs:us-east-1:123456789012:refunds', functionResponseType: ReportBatchItemFailures}",
+        ("from dataclasses import dataclass",),
     ),
 ]
 
+API_SHAPES = 5  # get_order's test runs once per front door
+
 
 def _functions_module() -> str:
-    decorators = ", ".join(sorted(f.decorator for f in USER_FUNCTIONS))
-    body = "\n\n".join(textwrap.dedent(f.source).strip() for f in USER_FUNCTIONS)
-    return f"from lambda_kit import {decorators}\n\n\n{body}\n"
+    decorators = ", ".join(sorted({f.decorator for f in USER_FUNCTIONS}))
+    imports = sorted({line for f in USER_FUNCTIONS for line in f.imports} | {f"from lambda_kit import {decorators}"})
+    body = "\n\n\n".join(textwrap.dedent(f.source).strip() for f in USER_FUNCTIONS)
+    return "\n".join(imports) + f"\n\n\n{body}\n"
 
 
 def _test_module() -> str:
-    body = "\n\n".join(textwrap.dedent(f.test).strip() for f in USER_FUNCTIONS)
-    return f"import json\n\nimport pytest\n\nfrom handlers import functions\nfrom lambda_kit import testing\n\n\n{body}\n"
+    body = "\n\n\n".join(textwrap.dedent(f.test).strip() for f in USER_FUNCTIONS)
+    header = "import json\n\nimport pytest\n\nfrom handlers import functions\nfrom lambda_kit import UnsupportedEvent, testing"
+    return f"{header}\n\n\n{body}\n"
 
 
 def _serverless_yml() -> str:
     lines = ["service: user-project", "provider:", "  name: aws", "  runtime: python3.12", "functions:"]
     for f in USER_FUNCTIONS:
-        lines += [f"  {f.name}:", f"    handler: handlers/functions.{f.name}", "    events:", f"      - {f.event}"]
+        lines += [f"  {f.name}:", f"    handler: handlers/functions.{f.name}"]
+        if f.asynchronous:
+            lines.append(f"    destinations: {{onFailure: 'arn:aws:sqs:us-east-1:123456789012:{f.name}-failed'}}")
+        lines += ["    events:", f"      - {f.event}"]
     return "\n".join(lines) + "\n"
 
 
@@ -153,6 +398,36 @@ def _clean_env() -> dict[str, str]:
     return env
 
 
+def _documented(prefix: str) -> list[str]:
+    """The command of docs/install.md that starts with ``prefix``, as a user would type it."""
+    for line in (ROOT / "docs" / "install.md").read_text().splitlines():
+        if line.startswith(prefix):
+            return shlex.split(line, comments=True)
+    raise AssertionError(f"docs/install.md no longer says {prefix!r}...: update this test with it")
+
+
+def _pip(python: Path, argv: list[str]) -> list[str]:
+    """``pip ...`` run by the venv's Python, any DeprecationWarning an error."""
+    assert argv[:2] == ["pip", "install"], argv
+    return [str(python), "-W", "error::DeprecationWarning", "-m", *argv]
+
+
+MODEL_PROBE = textwrap.dedent(
+    """
+    from dataclasses import dataclass
+    from lambda_kit import sqs_handler
+
+    @dataclass
+    class Refund:
+        order: int
+
+    @sqs_handler(model=Refund)
+    def refund(request, context):
+        pass
+    """
+)
+
+
 def _set_up(base: Path) -> dict[str, Any]:
     env = _clean_env()
     dist = base / "dist"
@@ -164,10 +439,23 @@ def _set_up(base: Path) -> dict[str, Any]:
     created = _run([sys.executable, "-m", "venv", str(venv)], base, env)
     assert created.returncode == 0, created.stderr
     python = venv / "bin" / "python"
-    install = _run([str(python), "-m", "pip", "install", str(wheel)], base, env)
+    # a venv's bundled pip can be old enough to warn about itself (pip 23.2's pkg_resources): the
+    # current one, as `make` installs it, so that a DeprecationWarning can only be the wheel's
+    upgraded = _run([str(python), "-m", "pip", "install", "--upgrade", "pip"], base, env)
+    assert upgraded.returncode == 0, upgraded.stdout[-3000:] + upgraded.stderr[-3000:]
+    # the wheel, installed as docs/install.md says (from the directory holding dist/)
+    install = _run(_pip(python, _documented("pip install dist/")), base, env)
     assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
+    listed = _run([str(python), "-m", "pip", "list", "--format=json"], base, env)
+    base_packages = sorted(p["name"] for p in json.loads(listed.stdout))
+    # model= on the base install (no pydantic), then the extra installed with the line it printed
+    probe = _run([str(python), "-c", MODEL_PROBE], base, env)
+    hint = probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else ""
+    assert "pip install" in hint, f"model= without pydantic should name the extra to install:\n{probe.stderr}"
+    extra = _run(_pip(python, shlex.split(hint[hint.index("pip install"):])), base, env)
+    assert extra.returncode == 0, hint + extra.stdout[-3000:] + extra.stderr[-3000:]
     # the user's own test runner, as their project would have it (not lambda_kit's dev extra)
-    runner = _run([str(python), "-m", "pip", "install", "pytest"], base, env)
+    runner = _run(_pip(python, ["pip", "install", "pytest"]), base, env)
     assert runner.returncode == 0, runner.stdout[-3000:] + runner.stderr[-3000:]
     project = base / "project"
     (project / "handlers").mkdir(parents=True)
@@ -182,7 +470,9 @@ def _set_up(base: Path) -> dict[str, Any]:
         "bin": str(venv / "bin"),
         "project": str(project),
         "build_output": build.stdout + build.stderr,
-        "install_output": install.stdout + install.stderr,
+        "install_output": "".join(r.stdout + r.stderr for r in (install, extra, runner)),
+        "base_packages": base_packages,
+        "model_probe": {"returncode": probe.returncode, "stderr": probe.stderr},
     }
 
 
@@ -216,7 +506,9 @@ def test_the_wheel_holds_lambda_kit_and_py_typed_only(installed):
     metadata = [n for n in names if ".dist-info/" in n]
     assert {n.split("/", 1)[0] for n in names if n not in metadata} == {"lambda_kit"}
     assert "lambda_kit/py.typed" in names
-    assert "lambda_kit/sources/sqs.py" in names and "lambda_kit/counters/counter.py" in names
+    # every module of the checkout's lambda_kit, and nothing else (no data, no bytecode, no tests)
+    modules = {str(p.relative_to(ROOT)) for p in (ROOT / "lambda_kit").rglob("*.py") if "__pycache__" not in p.parts}
+    assert set(names) - set(metadata) == modules | {"lambda_kit/py.typed"}
     assert {n.split("/", 1)[0] for n in metadata} == {"lambda_event_kit-0.1.0.dist-info"}
 
 
@@ -233,18 +525,46 @@ def test_the_base_install_has_no_dependency_and_names_its_extras(installed):
     assert any(r.startswith("moto[server]") and "<5.3" in r for r in requires)  # pinned to the tested range
 
 
+def test_the_base_install_brings_nothing_but_lambda_event_kit(installed):
+    assert sorted(set(installed["base_packages"]) - {"pip", "setuptools"}) == [DISTRIBUTION], installed["base_packages"]
+    # nor do the pydantic extra and pytest, installed since: the CLI below runs without `local`
+    found = _run([installed["python"], "-c", "import importlib.util as u; print([m for m in ('yaml', 'boto3', 'botocore', 'moto') if u.find_spec(m)])"],
+                 Path(installed["bin"]), installed["env"])
+    assert found.stdout.strip() == "[]", found.stdout + found.stderr
+
+
 def test_build_and_install_print_no_deprecation_warning(installed):
+    # every pip install ran with -W error::DeprecationWarning; pip's own notices are printed
     for step in ("build_output", "install_output"):
         assert "deprecat" not in installed[step].lower(), installed[step]
+
+
+def test_model_on_the_base_install_names_the_extra_that_worked(installed):
+    # the user's module fails at import, its last line naming the extra; _set_up installed it with that line
+    probe = installed["model_probe"]
+    assert probe["returncode"] == 1
+    last = probe["stderr"].strip().splitlines()[-1]
+    assert last == "lambda_kit.extras.MissingExtra: model= needs pydantic: pip install 'lambda-event-kit[pydantic]'", probe["stderr"]
 
 
 # --- the user's project -----------------------------------------------------------------------------
 
 
 def test_the_users_project_passes_its_tests_in_the_venv(installed):
-    result = _run([installed["python"], "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], Path(installed["project"]), installed["env"])
+    command = [installed["python"], "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "error::DeprecationWarning", "tests"]
+    result = _run(command, Path(installed["project"]), installed["env"])
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert f"{len(USER_FUNCTIONS)} passed" in result.stdout
+    assert f"{len(USER_FUNCTIONS) - 1 + API_SHAPES} passed" in result.stdout, result.stdout[-2000:]
+    assert "warning" not in result.stdout.lower(), result.stdout[-4000:]
+
+
+def test_the_users_serverless_yml_passes_lambda_kit_check_with_the_local_extra(installed):
+    # the checkout's lambda-kit (its venv has the `local` extra) on the user's project: every
+    # function's decorator fits its events, and nothing loses or repeats work
+    check = Path(sys.executable).parent / "lambda-kit"
+    result = _run([str(check), "check", "serverless.yml"], Path(installed["project"]), installed["env"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith(f"lambda-kit check ok: serverless.yml: {len(USER_FUNCTIONS)} functions, 0 errors"), result.stdout
 
 
 def test_lambda_kit_comes_from_the_venv_and_leaves_the_users_handlers_alone(installed):
@@ -301,6 +621,13 @@ def test_each_cli_command_works_or_names_its_extra(installed, argv, works):
         assert result.returncode == 2
         [line] = result.stderr.splitlines()
         assert line.startswith(f"lambda-kit {argv[0]}: ") and line.endswith(LOCAL_HINT), line
+
+
+def test_every_command_lambda_kit_help_lists_is_tried_above(installed):
+    result = _run([str(Path(installed["bin"]) / "lambda-kit"), "--help"], Path(installed["project"]), installed["env"])
+    assert (result.returncode, result.stderr) == (0, "")
+    listed = re.findall(r"^    (\w+) ", result.stdout, re.MULTILINE)  # argparse's subcommand lines
+    assert listed and sorted(listed) == sorted({argv[0] for argv, _ in COMMANDS}), result.stdout
 
 
 @pytest.mark.parametrize("command", sorted({argv[0] for argv, _ in COMMANDS}))
