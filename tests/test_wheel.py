@@ -1,11 +1,14 @@
 """lambda_kit in someone else's project: the wheel, installed alone in a fresh venv outside the repo.
 
 Once per run (shared by the xdist workers under a file lock): build the sdist and the wheel as
-`make dist` does, create a venv in a temp directory, install the wheel there without any extra (pip's own
-cache is reused), and lay out a user project beside it: its own `handlers/` package with one
-function per decorator, its own pytest file using `lambda_kit.testing`, a serverless.yml. Then
-the project's tests run in that venv, and every CLI command runs on the base install: it works,
-or it names the extra to install in one line.
+`make dist` does, create a venv in a temp directory (current pip), install the wheel there with
+docs/install.md's command and no extra (pip's own cache is reused; every install with
+-W error::DeprecationWarning), check that `model=` names the `pydantic` extra and install it with
+the line it printed, and lay out a user project beside it: its own `handlers/` package with one
+function per decorator (plus an `async def` with max_concurrency and a `model=` dataclass), its
+own pytest file using `lambda_kit.testing`, a serverless.yml that `lambda-kit check` passes. Then
+the project's tests run in that venv, and every CLI command runs without the `local` extra: it
+works, or it names the extra to install in one line.
 
 To cover a new decorator, add one `UserFunction` to USER_FUNCTIONS.
 """
@@ -572,8 +575,10 @@ def test_lambda_kit_comes_from_the_venv_and_leaves_the_users_handlers_alone(inst
         """
         import json, sys
         import lambda_kit
-        from lambda_kit import api_handler, sns_handler, sqs_handler, stream_handler, testing
+        from lambda_kit import testing
         import lambda_kit.counters
+        for name in lambda_kit.__all__:  # every public name resolves without an extra
+            getattr(lambda_kit, name)
         before = "handlers" in sys.modules
         import handlers.functions
         print(json.dumps({"lambda_kit": lambda_kit.__file__, "handlers_before": before,
