@@ -14,7 +14,7 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar, Token
 from itertools import islice
 from typing import Any
@@ -382,27 +382,63 @@ def safe_str(exc: BaseException) -> str:
 _STANDARD_ATTRS = frozenset(
     vars(logging.LogRecord("", 0, "", 0, "", None, None)).keys() | {"message", "asctime", "taskName"}
 )
+_RECORD_FACTORY = logging.getLogRecordFactory()
+
+
+def _fields(name: str, extra: Any, current: Any) -> dict[str, Any]:
+    """The fields of a ``logging`` line: ``logger`` (its name) and the ``extra=`` items, cleaned;
+    an extra never replaces the line's own keys (it is written as ``extra_<key>``)."""
+    fields: dict[str, Any] = {"logger": name}
+    for key, value in extra:
+        if type(key) is not str:
+            key = _key_text(key)
+        if key == "logger" or (key in _BASE and (key != "trace_id" or current is not None)):
+            key = f"extra_{key}"
+        fields[key] = MASK if is_secret_key(key) else clean(value)
+    return fields
+
+
+def _message(msg: Any, args: Any) -> str:
+    """The line's message: ``msg % args`` as ``LogRecord.getMessage`` makes it, cleaned; a message
+    that cannot be formatted must not cost the line (its ``msg`` then)."""
+    try:
+        return clean(str(msg) % args if args else str(msg))
+    except Exception:
+        text = clean(msg)
+        return text if type(text) is str else _text_of(text)
+
+
+def _exception(exc_info: Any) -> BaseException | None:
+    """The exception an ``exc_info=`` argument names, as ``Logger._log`` reads it."""
+    if isinstance(exc_info, BaseException):
+        return exc_info
+    if isinstance(exc_info, tuple):
+        return exc_info[1] if len(exc_info) > 1 else None
+    return sys.exc_info()[1]
 
 
 class JsonLogHandler(logging.Handler):
-    """Formats ``logging`` records as lambda_kit JSON lines (trace id included)."""
+    """Formats ``logging`` records as lambda_kit JSON lines (trace id included).
+
+    On a logger a Powertools ``Logger`` configured too (the same name as its service), it leaves
+    the line to Powertools' handler: one line per call, never two."""
+
+    def __init__(self, logger: logging.Logger | None = None) -> None:
+        super().__init__()
+        self.logger = logger
 
     def emit(self, record: logging.LogRecord) -> None:
+        logger = self.logger
+        if logger is not None and getattr(logger, "powertools_handler", None) in logger.handlers:
+            return
         try:
-            fields: dict[str, Any] = {"logger": record.name}
             current = current_record()
-            for key, value in record.__dict__.items():
-                if key not in _STANDARD_ATTRS:
-                    if type(key) is not str:
-                        key = _key_text(key)
-                    if key == "logger" or (key in _BASE and (key != "trace_id" or current is not None)):
-                        key = f"extra_{key}"  # extra fields never replace the line's own keys
-                    fields[key] = MASK if is_secret_key(key) else clean(value)
+            fields = _fields(record.name, [(k, v) for k, v in record.__dict__.items() if k not in _STANDARD_ATTRS], current)
             if record.exc_info and record.exc_info[1] is not None:
                 fields.update(error_fields(record.exc_info[1]))
             emit(
                 record.levelname,
-                _message_of(record),
+                _message(record.msg, record.args),
                 current.trace_id if current is not None else None,
                 fields,
                 now=record.created,
@@ -411,22 +447,61 @@ class JsonLogHandler(logging.Handler):
             self.handleError(record)
 
 
-def _message_of(record: logging.LogRecord) -> str:
-    try:
-        return clean(record.getMessage())
-    except Exception:  # a message that cannot be formatted must not cost the line
-        text = clean(record.msg)
-        return text if type(text) is str else _text_of(text)
+class JsonLogger(logging.Logger):
+    """The ``logging.Logger`` ``get_logger`` returns: a standard logger whose lines take a short
+    path when lambda_kit's handler is the only thing that would see them (its one handler, no
+    filters, not propagating, the standard ``LogRecord`` factory, no ``stack_info``): the line is
+    written directly, with no ``LogRecord`` and no ``findCaller`` walking the stack. Anything else
+    (a handler or filter added, ``propagate`` set ...) takes the standard ``logging`` path, which
+    writes the same line."""
+
+    def _log(  # type: ignore[override]
+        self,
+        level: int,
+        msg: Any,
+        args: Any,
+        exc_info: Any = None,
+        extra: Any = None,
+        stack_info: bool = False,
+        stacklevel: int = 1,
+    ) -> None:
+        handlers = self.handlers
+        if (
+            len(handlers) == 1
+            and type(handler := handlers[0]) is JsonLogHandler
+            and level >= handler.level
+            and not (self.filters or handler.filters or self.propagate or stack_info)
+            and (not extra or _STANDARD_ATTRS.isdisjoint(extra))
+            and logging.getLogRecordFactory() is _RECORD_FACTORY
+        ):
+            try:
+                if args and len(args) == 1 and isinstance(args[0], Mapping) and args[0]:
+                    args = args[0]  # as LogRecord reads log.info("%(a)s", {"a": 1})
+                current = current_record()
+                fields = _fields(self.name, extra.items() if extra else (), current)
+                if exc_info and (exc := _exception(exc_info)) is not None:
+                    fields.update(error_fields(exc))
+                emit(logging.getLevelName(level), _message(msg, args),
+                     current.trace_id if current is not None else None, fields)
+                return
+            except Exception:  # the standard path writes the line, or reports why it cannot
+                pass
+        super()._log(level, msg, args, exc_info, extra, stack_info, stacklevel + 1)
 
 
 _loggers: list[logging.Logger] = []
 
 
 def get_logger(name: str | None = None) -> logging.Logger:
-    """A standard ``logging.Logger`` writing lambda_kit JSON lines with the current trace id."""
+    """A standard ``logging.Logger`` writing lambda_kit JSON lines with the current trace id.
+
+    A logger of the standard class becomes a ``JsonLogger`` (the same logger, with the short path);
+    one of another class (``logging.setLoggerClass``) keeps it and takes the standard path."""
     logger = logging.getLogger(name)
+    if type(logger) is logging.Logger:
+        logger.__class__ = JsonLogger
     if not any(isinstance(h, JsonLogHandler) for h in logger.handlers):
-        logger.addHandler(JsonLogHandler())
+        logger.addHandler(JsonLogHandler(logger))
         logger.propagate = False
         if logger.level == logging.NOTSET:
             logger.setLevel(_threshold)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 
+import pytest
 from _logs import of_level, read_lines, with_message
 
 from lambda_kit import get_logger, sqs_handler, stream_handler
@@ -160,6 +161,36 @@ def test_powertools_logger_gets_the_correlation_id_per_record(capfd):
     theirs = [line for line in lines if line.get("message") == "from powertools"]
     assert [line["correlation_id"] for line in theirs] == ["pt-1", "pt-2"]
     assert {line["trace_id"] for line in ours} == {"pt-1", "pt-2"}
+
+
+@pytest.mark.parametrize("powertools_first", [True, False])
+def test_a_powertools_logger_of_the_same_name_writes_each_line_once(capfd, powertools_first):
+    """``get_logger(name)`` and ``Logger(service=name)`` are one standard logger: Powertools'
+    handler writes its lines (with the record's correlation id), lambda_kit's steps aside."""
+    from aws_lambda_powertools import Logger
+
+    name = f"same-name-{powertools_first}"
+    if powertools_first:
+        powertools = Logger(service=name)
+        ours = get_logger(name)
+    else:
+        ours = get_logger(name)
+        powertools = Logger(service=name)
+
+    @sqs_handler(logger=powertools, log_event=False, log_result=False)
+    def handler(message, context):
+        ours.info("from get_logger", extra={"views": 3})
+        powertools.info("from powertools")
+
+    handler(sqs_event({"a": 1}, trace_id="same-1"), lambda_context())
+    lines = [json.loads(text) for text in capfd.readouterr().out.splitlines()]
+    assert [line["message"] for line in lines] == ["from get_logger", "from powertools"]
+    assert [(line["service"], line["correlation_id"]) for line in lines] == [(name, "same-1")] * 2
+    assert lines[0]["views"] == 3
+    ours.removeHandler(powertools.logger_handler)  # Powertools' handler gone: lambda_kit's writes again
+    ours.info("alone")
+    (line,) = read_lines(capfd)
+    assert (line["message"], line["logger"]) == ("alone", name)
 
 
 def test_a_line_stays_under_cloudwatchs_limit_in_bytes_not_just_characters(capfd):

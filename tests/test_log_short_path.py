@@ -1,0 +1,219 @@
+"""``get_logger``'s short path: with lambda_kit's handler alone on the logger, a line is written with
+no ``LogRecord``; the same line as the standard path's, and every ``logging`` knob still honoured
+(handlers, filters, levels, ``propagate``, ``logging.disable``, a record factory), each of which
+sends the line down the standard path.
+
+Each test makes its own logger (a logger made at import would hide ``get_logger`` from the tests).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+from typing import Any
+
+import pytest
+from _hostile import captured
+
+from lambda_kit import get_logger, sqs_handler
+from lambda_kit.testing import lambda_context, sqs_event
+
+_names = itertools.count()
+
+
+class Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture
+def logger() -> logging.Logger:
+    """A fresh logger."""
+    return get_logger(f"short.{next(_names)}")
+
+
+def without_pytest_handlers() -> None:
+    """pytest attaches its capture handlers to every non-propagating logger at the start of each
+    test phase, which would send every line down the standard path: taken off (it takes them off
+    again, harmlessly, at the end of the phase)."""
+    for logger in list(logging.Logger.manager.loggerDict.values()):
+        if isinstance(logger, logging.Logger):
+            for handler in [h for h in logger.handlers if type(h).__module__ == "_pytest.logging"]:
+                logger.removeHandler(handler)
+
+
+@pytest.fixture
+def records_made(logger: logging.Logger, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the ``LogRecord``s ``logger`` makes (the standard path makes one per line)."""
+    made: list[str] = []
+    standard = logger.makeRecord
+
+    def counting(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = standard(*args, **kwargs)
+        made.append(record.name)
+        return record
+
+    monkeypatch.setattr(logger, "makeRecord", counting)
+    return made
+
+
+def lines_in_handler(write: Any) -> list[dict[str, Any]]:
+    """The lines ``write()`` logs inside an SQS handler (trace id ``t-short``), the decorator's own
+    left out, timestamps dropped (they differ between two runs)."""
+    without_pytest_handlers()
+    with captured() as out:
+        sqs_handler(log_event=False, log_result=False)(lambda payload, context: write())(
+            sqs_event({"n": 1}, trace_id="t-short"), lambda_context("short-fn"))
+    lines = [json.loads(text) for text in out]
+    for line in lines:
+        assert line.pop("timestamp").endswith("Z")
+        assert line.pop("request_id")  # each invocation's own
+    return lines
+
+
+class Odd:
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+def calls(logger: logging.Logger) -> None:
+    """Lines of every shape the short path writes itself."""
+    logger.info("plain")
+    logger.warning("views %s of %d", "a", 3)
+    logger.info("%(url)s seen", {"url": "/a"})
+    logger.info("bad %d", "not a number")  # a message that cannot be formatted keeps its msg
+    logger.error(Odd())
+    logger.info("fields", extra={"url": "/a", "password": "hunter2", "level": "mine", "logger": "mine",
+                                 "trace_id": "mine", "views": 3, "nested": {"token": "t", "n": [1, 2]}})
+    logger.debug("below the level")
+    logger.log(25, "a level of its own")
+    try:
+        raise ValueError("boom")
+    except ValueError as exc:
+        logger.exception("failed")
+        logger.error("failed again", exc_info=exc)
+        logger.error("and again", exc_info=(type(exc), exc, exc.__traceback__))
+    logger.error("no exception", exc_info=True)
+
+
+def test_the_short_path_makes_no_log_record_and_writes_the_standard_lines(logger, records_made):
+    short = lines_in_handler(lambda: calls(logger))
+    assert records_made == []  # no LogRecord: the short path wrote them
+    logger.addFilter(lambda record: True)  # any filter: the standard path, which makes records
+    standard = lines_in_handler(lambda: calls(logger))
+    assert len(records_made) == 11  # the debug line is dropped before either path
+    assert short == standard
+    assert [line["message"] for line in short] == [
+        "plain", "views a of 3", "/a seen", "bad %d", "<unprintable Odd>", "fields", "a level of its own",
+        "failed", "failed again", "and again", "no exception"]
+    fields = short[5]
+    assert (fields["level"], fields["trace_id"], fields["logger"], fields["function_name"]) == (
+        "INFO", "t-short", logger.name, "short-fn")
+    assert (fields["password"], fields["extra_level"], fields["extra_logger"], fields["extra_trace_id"]) == (
+        "***", "mine", "mine", "mine")
+    assert fields["nested"] == {"token": "***", "n": [1, 2]}
+    assert short[6]["level"] == "Level 25"
+    for line in short[7:10]:
+        assert (line["error_type"], line["error"]) == ("ValueError", "boom")
+        assert "Traceback" in line["traceback"]
+    assert "error_type" not in short[10]
+
+
+def test_a_handler_added_gets_standard_records_with_the_callers_location(logger, records_made):
+    collect = Collect()
+    logger.addHandler(collect)
+    lines = lines_in_handler(lambda: logger.info("counting", extra={"url": "/a"}))
+    assert [line["url"] for line in lines] == ["/a"]  # lambda_kit's line, written once
+    (record,) = collect.records
+    assert (record.getMessage(), record.url, record.funcName) == ("counting", "/a", "<lambda>")
+    assert record.pathname == __file__
+    logger.removeHandler(collect)
+    lines_in_handler(lambda: logger.info("alone again"))
+    assert len(collect.records) == 1 and len(records_made) == 1  # back on the short path
+
+
+def test_filters_on_the_logger_or_its_handler_are_honoured(logger):
+    def where(record: logging.LogRecord) -> bool:
+        record.where = f"{record.funcName}:{record.lineno}"
+        return record.getMessage() != "dropped"
+
+    logger.addFilter(where)
+    lines = lines_in_handler(lambda: (logger.info("kept"), logger.info("dropped")))
+    assert [line["message"] for line in lines] == ["kept"]
+    assert lines[0]["where"].startswith("<lambda>:")
+    logger.removeFilter(where)
+    (handler,) = logger.handlers
+    handler.addFilter(lambda record: record.levelno >= logging.WARNING)
+    lines = lines_in_handler(lambda: (logger.info("info"), logger.warning("warning")))
+    assert [line["message"] for line in lines] == ["warning"]
+
+
+def test_levels_disable_and_disabled_are_honoured(logger):
+    logger.setLevel(logging.WARNING)
+    assert [line["message"] for line in lines_in_handler(lambda: (logger.info("i"), logger.error("e")))] == ["e"]
+    logger.setLevel(logging.DEBUG)
+    (handler,) = logger.handlers
+    handler.setLevel(logging.ERROR)  # the handler's level, not only the logger's
+    assert [line["message"] for line in lines_in_handler(lambda: (logger.warning("w"), logger.error("e")))] == ["e"]
+    handler.setLevel(logging.NOTSET)
+    logging.disable(logging.WARNING)
+    try:
+        assert [line["message"] for line in lines_in_handler(lambda: (logger.warning("w"), logger.error("e")))] == ["e"]
+    finally:
+        logging.disable(logging.NOTSET)
+    logger.disabled = True
+    assert lines_in_handler(lambda: logger.error("e")) == []
+
+
+def test_propagate_sends_the_record_up_too(logger):
+    collect = Collect()
+    logging.getLogger("short").addHandler(collect)
+    try:
+        logger.propagate = True
+        lines = lines_in_handler(lambda: logger.info("up"))
+    finally:
+        logging.getLogger("short").removeHandler(collect)
+    assert [line["message"] for line in lines] == ["up"]
+    assert [record.getMessage() for record in collect.records] == ["up"]
+
+
+def test_stack_info_a_record_factory_and_reserved_extras_take_the_standard_path(logger, records_made):
+    lines = lines_in_handler(lambda: logger.info("with stack", stack_info=True))
+    assert [line["message"] for line in lines] == ["with stack"] and len(records_made) == 1
+
+    standard = logging.getLogRecordFactory()
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = standard(*args, **kwargs)
+        record.region = "eu-west-1"
+        return record
+
+    logging.setLogRecordFactory(factory)
+    try:
+        (line,) = lines_in_handler(lambda: logger.info("from the factory"))
+    finally:
+        logging.setLogRecordFactory(standard)
+    assert line["region"] == "eu-west-1"
+    with pytest.raises(KeyError, match="Attempt to overwrite 'msg' in LogRecord"):
+        logger.info("reserved", extra={"msg": "x"})  # as logging refuses it
+
+
+def test_a_logger_of_another_class_keeps_its_class_and_writes_the_same_lines():
+    class Mine(logging.Logger):
+        pass
+
+    name = f"short.mine.{next(_names)}"
+    logging.Logger.manager.setLoggerClass(Mine)
+    try:
+        logging.getLogger(name)
+    finally:
+        logging.Logger.manager.setLoggerClass(logging.Logger)
+    mine = get_logger(name)
+    assert type(mine) is Mine
+    (line,) = lines_in_handler(lambda: mine.info("mine", extra={"k": 1}))
+    assert (line["message"], line["k"], line["logger"], line["trace_id"]) == ("mine", 1, name, "t-short")
