@@ -20,7 +20,7 @@ from itertools import islice
 from typing import Any
 
 from . import codec
-from .trace import current_record
+from .trace import current_record, record_in_scope
 
 MAX_VALUE_CHARS = 8_192
 MAX_LINE_CHARS = 64 * 1024  # bytes of UTF-8, newline not counted
@@ -475,18 +475,85 @@ class JsonLogger(logging.Logger):
             and logging.getLogRecordFactory() is _RECORD_FACTORY
         ):
             try:
-                if args and len(args) == 1 and isinstance(args[0], Mapping) and args[0]:
-                    args = args[0]  # as LogRecord reads log.info("%(a)s", {"a": 1})
-                current = current_record()
-                fields = _fields(self.name, extra.items() if extra else (), current)
-                if exc_info and (exc := _exception(exc_info)) is not None:
-                    fields.update(error_fields(exc))
-                emit(logging.getLevelName(level), _message(msg, args),
-                     current.trace_id if current is not None else None, fields)
+                _sink(_logger_line(self.name, level, msg, args, exc_info, extra))
                 return
             except Exception:  # the standard path writes the line, or reports why it cannot
                 pass
         super()._log(level, msg, args, exc_info, extra, stack_info, stacklevel + 1)
+
+    # The level methods, with their keywords spelled out (no ``**kwargs`` to pack and unpack).
+
+    def debug(self, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None, stack_info: bool = False,
+              stacklevel: int = 1) -> None:
+        if self.isEnabledFor(10):
+            self._log(10, msg, args, exc_info, extra, stack_info, stacklevel + 1)
+
+    def info(self, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None, stack_info: bool = False,
+             stacklevel: int = 1) -> None:
+        if self.isEnabledFor(20):
+            self._log(20, msg, args, exc_info, extra, stack_info, stacklevel + 1)
+
+    def warning(self, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None, stack_info: bool = False,
+                stacklevel: int = 1) -> None:
+        if self.isEnabledFor(30):
+            self._log(30, msg, args, exc_info, extra, stack_info, stacklevel + 1)
+
+    def error(self, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None, stack_info: bool = False,
+              stacklevel: int = 1) -> None:
+        if self.isEnabledFor(40):
+            self._log(40, msg, args, exc_info, extra, stack_info, stacklevel + 1)
+
+
+_RENAMED = frozenset(("logger", *_BASE)) - {"trace_id"}  # extra keys written as extra_<key>
+_INT_RANGE = range(-(2**63), 2**64)  # ints every codec writes as they are
+
+
+def _logger_line(name: str, level: int, msg: Any, args: Any, exc_info: Any, extra: Any) -> str:
+    """The line ``JsonLogHandler`` writes for this ``logging`` call, made without a ``LogRecord``
+    (``emit``'s steps, inline: this is the hot path of a user's line)."""
+    if args or type(msg) is not str:
+        if args and len(args) == 1 and isinstance(args[0], Mapping) and args[0]:
+            args = args[0]  # as LogRecord reads log.info("%(a)s", {"a": 1})
+        message = _message(msg, args)
+    else:
+        message = msg if len(msg) <= MAX_VALUE_CHARS else cut(msg)
+    function_name, request_id = _invocation.get()
+    line: dict[str, Any] = {
+        "timestamp": _timestamp(time.time()),
+        "level": logging.getLevelName(level),
+        "message": message,
+        "function_name": function_name,
+        "request_id": request_id,
+    }
+    current = record_in_scope()
+    if current is not None:
+        line["trace_id"] = current.trace_id
+        if _record_keys and current.log_keys is not None:
+            line.update(current.log_keys)
+    line["logger"] = name
+    if extra:
+        secret_of = _secret_cache.get
+        for key, value in extra.items():
+            if type(key) is not str:
+                key = _key_text(key)
+            if key in _RENAMED or (key == "trace_id" and current is not None):
+                key = f"extra_{key}"  # extra fields never replace the line's own keys
+            if (secret := secret_of(key)) or (secret is None and is_secret_key(key)):
+                value = MASK
+            else:
+                kind = type(value)
+                if kind is str:
+                    if len(value) > MAX_VALUE_CHARS:
+                        value = cut(value)
+                elif kind is int:
+                    if value not in _INT_RANGE:
+                        value = clean(value)
+                elif value is not None and kind is not bool:
+                    value = clean(value)
+            line[key] = value
+    if exc_info and (exc := _exception(exc_info)) is not None:
+        line.update(error_fields(exc))
+    return encode(line)
 
 
 _loggers: list[logging.Logger] = []

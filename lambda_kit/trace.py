@@ -17,6 +17,9 @@ set_current_record = _record.set
 reset_current_record = _record.reset
 """Restore the record that was current before the matching ``set_current_record``."""
 
+record_in_scope = _record.get
+"""``current_record`` with no Python call of its own (the log lines' hot path)."""
+
 
 def is_valid_id(value: object) -> bool:
     """A trace id is 1-128 letters, digits or ``-_.:=;/+``; anything else is never used as one."""

@@ -137,6 +137,28 @@ def test_a_handler_added_gets_standard_records_with_the_callers_location(logger,
     assert len(collect.records) == 1 and len(records_made) == 1  # back on the short path
 
 
+def test_every_level_method_names_the_callers_location(logger):
+    collect = Collect()
+    logger.addHandler(collect)
+    logger.setLevel(logging.DEBUG)
+
+    def caller() -> None:
+        logger.debug("d")
+        logger.info("i")
+        logger.warning("w")
+        logger.error("e")
+        logger.critical("c")
+        logger.log(25, "l")
+        try:
+            raise ValueError("x")
+        except ValueError:
+            logger.exception("x")
+
+    assert len(lines_in_handler(caller)) == 7
+    assert [(record.getMessage(), record.funcName) for record in collect.records] == [
+        (message, "caller") for message in ("d", "i", "w", "e", "c", "l", "x")]
+
+
 def test_filters_on_the_logger_or_its_handler_are_honoured(logger):
     def where(record: logging.LogRecord) -> bool:
         record.where = f"{record.funcName}:{record.lineno}"
