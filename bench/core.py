@@ -4,9 +4,10 @@ Everything is measured side by side in one process: each round runs every varian
 turn, and the median over rounds is reported, because this machine's two shared cores are
 noisy. Log output goes to /dev/null.
 
-    (a) lambda_kit ``sqs_handler`` with default logging (arrival + result line per record)
+    (a) lambda_kit ``sqs_handler`` with default logging (arrival + result line per record), and
+        0, 1 or 3 lines per record the function writes itself through ``get_logger()``
     (b) Powertools ``BatchProcessor`` + ``process_partial_response`` + ``Logger`` with a
-        per-record correlation id, emitting the same two lines
+        per-record correlation id, emitting the same lines
     (c) the floor: a plain loop that decodes the body with the same codec and writes the same
         JSON lines (same keys and values) with one ``write`` each
 """
@@ -35,8 +36,9 @@ CODECS = ("ujson", "orjson")
 HEAVY = ("boto3", "botocore", "datadog", "aws_lambda_powertools", "orjson")
 ROOT = Path(__file__).resolve().parent.parent
 
-TARGET_POWERTOOLS_RATIO = 5.0  # (b)/(a) at least
-TARGET_FLOOR_RATIO = 2.5  # (a)/(c) at most
+TARGET_POWERTOOLS_RATIO = 10.0  # (b)/(a) at least
+TARGET_FLOOR_RATIO = 1.5  # (a)/(c) at most
+TARGET_USER_LINE_US = 2.0  # one get_logger().info line, CPU µs
 TARGET_IMPORT_MS = 15.0  # import lambda_kit adds at most
 
 Target = tuple[str, bool, str]
@@ -89,22 +91,31 @@ def _table(title: str, header: list[str], rows: list[list[str]]) -> None:
 
 # --- the three variants -----------------------------------------------------------------------
 
-def _lambda_kit_handler() -> Callable[[Any, Any], Any]:
-    from lambda_kit import sqs_handler
+LOGGER = "bench.views"  # the user's logger: get_logger(LOGGER) on lambda_kit's side, Logger(service=...) on Powertools'
+
+
+def _lambda_kit_handler(user_lines: int = 0) -> Callable[[Any, Any], Any]:
+    from lambda_kit import get_logger, sqs_handler
+
+    log = get_logger(LOGGER)
+    lines = range(user_lines)
 
     @sqs_handler
     def handler(message: Any, context: Any) -> Any:
+        for n in lines:
+            log.info("counting", extra={"url": message["url"], "n": n})
         return len(message["url"])
 
     return handler
 
 
-def _powertools_handler(stream: Any) -> Callable[[Any, Any], Any]:
+def _powertools_handler(stream: Any, user_lines: int = 0) -> Callable[[Any, Any], Any]:
     from aws_lambda_powertools import Logger
     from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 
-    logger = Logger(service="bench", stream=stream)
+    logger = Logger(service=f"{LOGGER}.powertools", stream=stream)
     processor = BatchProcessor(event_type=EventType.SQS)
+    lines = range(user_lines)
 
     def record_handler(record: Any) -> Any:
         started = perf_counter()
@@ -114,6 +125,8 @@ def _powertools_handler(stream: Any) -> Callable[[Any, Any], Any]:
         logger.append_keys(trace_id=trace_id)
         payload = record.json_body
         logger.info("record received", extra={"source": "sqs", "record_id": record.message_id, "payload": payload})
+        for n in lines:
+            logger.info("counting", extra={"url": payload["url"], "n": n})
         result = len(payload["url"])
         logger.info(
             "record processed",
@@ -134,13 +147,14 @@ def _powertools_handler(stream: Any) -> Callable[[Any, Any], Any]:
     return handler
 
 
-def _floor_handler() -> Callable[[Any, Any], Any]:
+def _floor_handler(user_lines: int = 0) -> Callable[[Any, Any], Any]:
     """The same lines, written by a plain loop: decode, build the dict, encode, one write."""
     from lambda_kit import codec
 
     ts_cache: list[Any] = [0, ""]
     millis = tuple(f".{ms:03d}Z" for ms in range(1000))
     clock = time.time
+    lines = range(user_lines)
 
     def stamp() -> str:  # as cheap as lambda_kit's: the date part cached per second
         now = clock()
@@ -165,6 +179,12 @@ def _floor_handler() -> Callable[[Any, Any], Any]:
                 "function_name": function_name, "request_id": request_id, "trace_id": trace_id,
                 "source": "sqs", "record_id": message_id, "payload": payload,
             }) + "\n")
+            for n in lines:
+                write(dumps({
+                    "timestamp": stamp(), "level": "INFO", "message": "counting",
+                    "function_name": function_name, "request_id": request_id, "trace_id": trace_id,
+                    "logger": LOGGER, "url": payload["url"], "n": n,
+                }) + "\n")
             result = len(payload["url"])
             write(dumps({
                 "timestamp": stamp(), "level": "INFO", "message": "record processed",
@@ -177,15 +197,14 @@ def _floor_handler() -> Callable[[Any, Any], Any]:
     return handler
 
 
-def _check_same_lines(events: dict[int, Any], context: Any) -> None:
+def _check_same_lines(event: Any, context: Any, user_lines: int) -> None:
     """(a) and (c) must write the same keys with the same values (bar time-dependent ones)."""
     import io
 
     from lambda_kit import codec
 
-    event = events[SIZES[0]]
     outputs = []
-    for handler in (_lambda_kit_handler(), _floor_handler()):
+    for handler in (_lambda_kit_handler(user_lines), _floor_handler(user_lines)):
         buffer = io.StringIO()
         saved, sys.stdout = sys.stdout, buffer
         try:
@@ -197,13 +216,19 @@ def _check_same_lines(events: dict[int, Any], context: Any) -> None:
             line.pop("timestamp")
             line.pop("duration_ms", None)
         outputs.append(lines)
-    if outputs[0] != outputs[1]:
-        raise RuntimeError(f"bench: the floor does not write lambda_kit's lines:\n{outputs[0][:2]}\n{outputs[1][:2]}")
+    if outputs[0] != outputs[1] or len(outputs[0]) != len(event["Records"]) * (2 + user_lines):
+        raise RuntimeError(f"bench: the floor does not write lambda_kit's lines:\n{outputs[0][:3]}\n{outputs[1][:3]}")
 
 
 # --- per-record speed -------------------------------------------------------------------------
 
-def _speed() -> tuple[list[Target], dict[tuple[str, str | None, int], float]]:
+# (batch size, user lines per record) measured; the targets are read at batch 100
+CASES = ((10, 0), (100, 0), (1000, 0), (100, 1), (100, 3))
+USER_LINES = (0, 1, 3)
+TARGET_BATCH = 100
+
+
+def _speed() -> tuple[list[Target], dict[tuple[str, str | None, int, int], float]]:
     from lambda_kit import codec
     from lambda_kit.testing import lambda_context, sqs_event
 
@@ -213,18 +238,19 @@ def _speed() -> tuple[list[Target], dict[tuple[str, str | None, int], float]]:
     default_codec = codec.name
     for name in CODECS:
         _use_codec(name)
-        _check_same_lines(events, context)
+        for lines in USER_LINES:
+            _check_same_lines(events[SIZES[0]], context, lines)
 
+    Key = tuple[str, str | None, int, int]  # (variant, codec, batch size, user lines)
+    samples: dict[Key, list[float]] = {}
     with _stdout_to_devnull() as devnull:
-        variants: list[tuple[str, str | None, Callable[[Any, Any], Any]]] = []
-        for name in CODECS:
-            variants.append(("a", name, _lambda_kit_handler()))
-        variants.append(("b", None, _powertools_handler(devnull)))
-        for name in CODECS:
-            variants.append(("c", name, _floor_handler()))
-
-        samples: dict[tuple[str, str | None, int], list[float]] = {}
-        for size in SIZES:
+        for size, lines in CASES:
+            variants: list[tuple[str, str | None, Callable[[Any, Any], Any]]] = []
+            for name in CODECS:
+                variants.append(("a", name, _lambda_kit_handler(lines)))
+            variants.append(("b", None, _powertools_handler(devnull, lines)))
+            for name in CODECS:
+                variants.append(("c", name, _floor_handler(lines)))
             event = events[size]
             calls = max(1, RECORDS_PER_RUN // size)
             for _, codec_name, handler in variants:  # warm up
@@ -237,7 +263,7 @@ def _speed() -> tuple[list[Target], dict[tuple[str, str | None, int], float]]:
                     if codec_name:
                         _use_codec(codec_name)
                     micros = _time_per_record(lambda h=handler, e=event: h(e, context), calls, size)
-                    samples.setdefault((kind, codec_name, size), []).append(micros)
+                    samples.setdefault((kind, codec_name, size, lines), []).append(micros)
 
     if saved_choice is None:
         os.environ.pop("LAMBDA_KIT_JSON", None)
@@ -247,45 +273,61 @@ def _speed() -> tuple[list[Target], dict[tuple[str, str | None, int], float]]:
 
     median = {key: statistics.median(values) for key, values in samples.items()}
 
-    def ratio(top: tuple[str, str | None], bottom: tuple[str, str | None], size: int) -> float:
+    def ratio(top: tuple[str, str | None], bottom: tuple[str, str | None], case: tuple[int, int]) -> float:
         """Median over rounds of the per-round ratio (paired: both ran in the same round)."""
-        return statistics.median(
-            t / b for t, b in zip(samples[(*top, size)], samples[(*bottom, size)], strict=True)
-        )
+        return statistics.median(t / b for t, b in zip(samples[(*top, *case)], samples[(*bottom, *case)], strict=True))
+
+    def spread(key: Key) -> str:
+        values = samples[key]
+        return f"{median[key]:.2f} ({min(values):.1f}-{max(values):.1f})"
+
     labels = {
-        ("a", "ujson"): "(a) lambda_kit sqs_handler, ujson",
         ("a", "orjson"): "(a) lambda_kit sqs_handler, orjson",
+        ("a", "ujson"): "(a) lambda_kit sqs_handler, ujson",
         ("b", None): "(b) Powertools BatchProcessor + Logger",
-        ("c", "ujson"): "(c) floor: plain loop, ujson",
         ("c", "orjson"): "(c) floor: plain loop, orjson",
+        ("c", "ujson"): "(c) floor: plain loop, ujson",
     }
-    rows = [[label, *(f"{median[(*key, size)]:.2f}" for size in SIZES)] for key, label in labels.items()]
+    header = ["variant", *(f"batch {size}, {lines} user" for size, lines in CASES)]
+    rows = [[label, *(spread((*key, *case)) for case in CASES)] for key, label in labels.items()]
     for name in CODECS:
         rows.append([f"(b)/(a) {name}  (target >= {TARGET_POWERTOOLS_RATIO:g})",
-                     *(f"{ratio(('b', None), ('a', name), s):.1f}x" for s in SIZES)])
+                     *(f"{ratio(('b', None), ('a', name), case):.1f}x" for case in CASES)])
     for name in CODECS:
         rows.append([f"(a)/(c) {name}  (target <= {TARGET_FLOOR_RATIO:g})",
-                     *(f"{ratio(('a', name), ('c', name), s):.2f}x" for s in SIZES)])
-    for kind in ("a", "c"):
-        rows.append([f"({kind}) ujson/orjson (>1: orjson wins)",
-                     *(f"{ratio((kind, 'ujson'), (kind, 'orjson'), s):.2f}x" for s in SIZES)])
+                     *(f"{ratio(('a', name), ('c', name), case):.2f}x" for case in CASES)])
     _table(
-        f"SQS batch, CPU µs per record (median of {ROUNDS} interleaved rounds, ~{RECORDS_PER_RUN} records "
-        f"per variant per round;\n  2 log lines per record to /dev/null; ratios: median of per-round ratios; "
-        f"lambda_kit's default codec: {default_codec})",
-        ["variant", *(f"batch {s}" for s in SIZES)],
+        f"SQS batch, CPU µs per record: median (min-max) of {ROUNDS} interleaved rounds, ~{RECORDS_PER_RUN} records "
+        f"per variant per round;\n  the decorator's 2 log lines + N user lines per record "
+        f"(log.info(\"counting\", extra={{...}})), to /dev/null;\n  ratios: median of per-round ratios; "
+        f"targets at batch {TARGET_BATCH}, lambda_kit's default codec ({default_codec})",
+        header,
         rows,
     )
 
+    def per_line(kind: str, name: str) -> list[float]:
+        """µs one user line adds to a record: (3 lines - 0 lines) / 3, paired per round."""
+        three, none = samples[(kind, name, TARGET_BATCH, 3)], samples[(kind, name, TARGET_BATCH, 0)]
+        return [(t - n) / 3 for t, n in zip(three, none, strict=True)]
+
+    print("\n  one user line (the 3-line records less the 0-line ones, / 3; median (min-max) over rounds):")
+    for kind, what in (("a", "lambda_kit get_logger().info"), ("c", "the floor's dumps + write")):
+        for name in CODECS:
+            values = per_line(kind, name)
+            print(f"    {what}, {name}: {statistics.median(values):.2f} µs ({min(values):.2f}-{max(values):.2f})")
+
     targets: list[Target] = []
-    for name in CODECS:
-        worst_b = min(ratio(("b", None), ("a", name), s) for s in SIZES)
-        worst_c = max(ratio(("a", name), ("c", name), s) for s in SIZES)
-        mark = " (default)" if name == default_codec else ""
-        targets.append((f"(b)/(a) >= {TARGET_POWERTOOLS_RATIO:g}, {name}{mark}", worst_b >= TARGET_POWERTOOLS_RATIO,
-                        f"worst batch size: {worst_b:.1f}x"))
-        targets.append((f"(a)/(c) <= {TARGET_FLOOR_RATIO:g}, {name}{mark}", worst_c <= TARGET_FLOOR_RATIO,
-                        f"worst batch size: {worst_c:.2f}x"))
+    for lines in USER_LINES:
+        case = (TARGET_BATCH, lines)
+        against_b = ratio(("b", None), ("a", default_codec), case)
+        against_c = ratio(("a", default_codec), ("c", default_codec), case)
+        targets.append((f"{lines} user line(s): Powertools/lambda_kit >= {TARGET_POWERTOOLS_RATIO:g}x", against_b >= TARGET_POWERTOOLS_RATIO,
+                        f"{against_b:.1f}x (batch {TARGET_BATCH}, {default_codec})"))
+        targets.append((f"{lines} user line(s): lambda_kit/floor <= {TARGET_FLOOR_RATIO:g}x", against_c <= TARGET_FLOOR_RATIO,
+                        f"{against_c:.2f}x (batch {TARGET_BATCH}, {default_codec})"))
+    line_cost = statistics.median(per_line("a", default_codec))
+    targets.append((f"one user line <= {TARGET_USER_LINE_US:g} µs", line_cost <= TARGET_USER_LINE_US,
+                    f"{line_cost:.2f} µs ({default_codec}; the floor's: {statistics.median(per_line('c', default_codec)):.2f} µs)"))
     return targets, median
 
 
@@ -404,9 +446,9 @@ def _cold_start() -> tuple[list[Target], dict[str, float]]:
     ], cpu
 
 
-def _codec_verdict(per_record: dict[tuple[str, str | None, int], float], cold_cpu: dict[str, float]) -> None:
+def _codec_verdict(per_record: dict[tuple[str, str | None, int, int], float], cold_cpu: dict[str, float]) -> None:
     """Which codec wins: orjson per record against its import cost on a cold start."""
-    saved = statistics.median(per_record[("a", "ujson", s)] - per_record[("a", "orjson", s)] for s in SIZES)
+    saved = statistics.median(per_record[("a", "ujson", s, 0)] - per_record[("a", "orjson", s, 0)] for s in SIZES)
     extra_ms = cold_cpu["first SQS invocation (1 record), orjson"] - cold_cpu["first SQS invocation (1 record), ujson"]
     print("\nCodec verdict")
     print(f"  orjson saves {saved:.2f} µs CPU per record in (a) and costs {extra_ms:+.1f} ms CPU once, on a cold "
