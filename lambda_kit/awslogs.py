@@ -14,12 +14,15 @@ from __future__ import annotations
 import base64
 import binascii
 import zlib
-from typing import Any
 
 from . import codec, log
 from .record import Record
 from .sources.base import pick_trace_id, reason
 from .trace import stable_id
+
+TYPE_CHECKING = False  # typing is not imported at run time (cold start)
+if TYPE_CHECKING:
+    from typing import Any
 
 GZIP_BASE64 = "H4sI"
 """How base64 text of gzip data begins (gzip's magic bytes 1f 8b 08): the cheap test for a Kinesis

@@ -10,16 +10,21 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
 
-from .loop import Loop, Options, run_batch
+from .loop import Options, run_batch
 from .record import Record
 from .sources import get
 from .sources.base import Source
 from .window import Window, guarded
 
-F = TypeVar("F", bound=Callable[..., Any])
-Commit = Callable[[list[tuple[Record, Any]]], Any]
+TYPE_CHECKING = False  # typing is not imported at run time (cold start)
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    from .loop import Loop
+
+    F = TypeVar("F", bound=Callable[..., Any])
+    Commit = Callable[[list[tuple[Record, Any]]], Any]
 
 
 COROUTINE_FLAG = 0x80  # CO_COROUTINE (``inspect`` costs ~13 ms to import)

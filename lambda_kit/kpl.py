@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, NamedTuple
+
+TYPE_CHECKING = False  # typing is not imported at run time (cold start)
+if TYPE_CHECKING:
+    from typing import Any
 
 MAGIC = b"\xf3\x89\x9a\xc2"
 DIGEST_SIZE = 16  # MD5
@@ -31,10 +34,15 @@ class AggregateError(ValueError):
     """A record that carries the KPL magic bytes but cannot be split into user records."""
 
 
-class UserRecord(NamedTuple):
-    partition_key: str
-    explicit_hash_key: str | None
-    data: bytes
+class UserRecord:
+    """One user record of an aggregate."""
+
+    __slots__ = ("partition_key", "explicit_hash_key", "data")
+
+    def __init__(self, partition_key: str, explicit_hash_key: str | None, data: bytes) -> None:
+        self.partition_key = partition_key
+        self.explicit_hash_key = explicit_hash_key
+        self.data = data
 
 
 def looks_aggregated(data: Any) -> bool:

@@ -4,23 +4,26 @@ Every line passes through the same small steps (the structlog idea, without its 
 ``clean`` masks secrets, cuts long values and bounds nesting; ``encode`` serializes with the
 codec and falls back to a sanitizing path only when the fast path cannot encode a value; the sink
 writes one line. The decorators call ``emit`` directly (the hot path); ``get_logger`` gives a
-standard ``logging.Logger`` whose lines take the same route.
+standard ``logging.Logger`` whose lines take the same route (``lambda_kit.logger``, which imports
+``logging`` on the first ``get_logger()`` call, not before).
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 import time
-import traceback
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar, Token
 from itertools import islice
-from typing import Any
 
 from . import codec
 from .trace import current_record, record_in_scope
+
+TYPE_CHECKING = False  # typing and logging are not imported at run time (cold start)
+if TYPE_CHECKING:
+    import logging
+    from typing import Any
 
 MAX_VALUE_CHARS = 8_192
 MAX_LINE_CHARS = 64 * 1024  # bytes of UTF-8, newline not counted
@@ -79,12 +82,17 @@ def set_level(level: str | int) -> None:
     """Set the level below which lambda_kit's own lines (and ``get_logger`` loggers) are dropped."""
     global _threshold
     _threshold = LEVELS[level.upper()] if isinstance(level, str) else int(level)
-    for logger in _loggers:
+    for logger in loggers:
         logger.setLevel(_threshold)
 
 
 def enabled(levelno: int) -> bool:
     return levelno >= _threshold
+
+
+def threshold() -> int:
+    """The level below which lines are dropped (``set_level``, else the environment's)."""
+    return _threshold
 
 
 # --- the sink ------------------------------------------------------------------------------
@@ -363,6 +371,8 @@ def carry_record_keys(on: bool = True) -> None:
 
 
 def error_fields(exc: BaseException) -> dict[str, Any]:
+    import traceback  # only for a failure: not paid on a cold start
+
     return {
         "error_type": type(exc).__name__,
         "error": clean(safe_str(exc)),
@@ -377,28 +387,36 @@ def safe_str(exc: BaseException) -> str:
         return f"<unprintable {type(exc).__name__}>"
 
 
-# --- the logging.Logger face ----------------------------------------------------------------
+# --- the lines of get_logger's loggers (lambda_kit.logger) ----------------------------------------
 
-_STANDARD_ATTRS = frozenset(
-    vars(logging.LogRecord("", 0, "", 0, "", None, None)).keys() | {"message", "asctime", "taskName"}
-)
-_RECORD_FACTORY = logging.getLogRecordFactory()
+loggers: list[Any] = []  # every logger get_logger made: set_level sets them all
 
 
-def _fields(name: str, extra: Any, current: Any) -> dict[str, Any]:
+def get_logger(name: str | None = None) -> logging.Logger:
+    """A standard ``logging.Logger`` writing lambda_kit JSON lines with the current trace id
+    (``logging`` is imported on the first call, not by ``from lambda_kit import get_logger``)."""
+    from .logger import json_logger
+
+    return json_logger(name)
+
+
+RENAMED = frozenset(("logger", *_BASE)) - {"trace_id"}  # extra keys written as extra_<key>, and trace_id in a record
+
+
+def logger_fields(name: str, extra: Any, current: Any) -> dict[str, Any]:
     """The fields of a ``logging`` line: ``logger`` (its name) and the ``extra=`` items, cleaned;
     an extra never replaces the line's own keys (it is written as ``extra_<key>``)."""
     fields: dict[str, Any] = {"logger": name}
     for key, value in extra:
         if type(key) is not str:
             key = _key_text(key)
-        if key == "logger" or (key in _BASE and (key != "trace_id" or current is not None)):
+        if key in RENAMED or (key == "trace_id" and current is not None):
             key = f"extra_{key}"
         fields[key] = MASK if is_secret_key(key) else clean(value)
     return fields
 
 
-def _message(msg: Any, args: Any) -> str:
+def message_text(msg: Any, args: Any) -> str:
     """The line's message: ``msg % args`` as ``LogRecord.getMessage`` makes it, cleaned; a message
     that cannot be formatted must not cost the line (its ``msg`` then)."""
     try:
@@ -417,110 +435,23 @@ def _exception(exc_info: Any) -> BaseException | None:
     return sys.exc_info()[1]
 
 
-class JsonLogHandler(logging.Handler):
-    """Formats ``logging`` records as lambda_kit JSON lines (trace id included).
-
-    On a logger a Powertools ``Logger`` configured too (the same name as its service), it leaves
-    the line to Powertools' handler: one line per call, never two."""
-
-    def __init__(self, logger: logging.Logger | None = None) -> None:
-        super().__init__()
-        self.logger = logger
-
-    def emit(self, record: logging.LogRecord) -> None:
-        logger = self.logger
-        if logger is not None and getattr(logger, "powertools_handler", None) in logger.handlers:
-            return
-        try:
-            current = current_record()
-            fields = _fields(record.name, [(k, v) for k, v in record.__dict__.items() if k not in _STANDARD_ATTRS], current)
-            if record.exc_info and record.exc_info[1] is not None:
-                fields.update(error_fields(record.exc_info[1]))
-            emit(
-                record.levelname,
-                _message(record.msg, record.args),
-                current.trace_id if current is not None else None,
-                fields,
-                now=record.created,
-            )
-        except Exception:
-            self.handleError(record)
-
-
-class JsonLogger(logging.Logger):
-    """The ``logging.Logger`` ``get_logger`` returns: a standard logger whose lines take a short
-    path when lambda_kit's handler is the only thing that would see them (its one handler, no
-    filters, not propagating, the standard ``LogRecord`` factory, no ``stack_info``): the line is
-    written directly, with no ``LogRecord`` and no ``findCaller`` walking the stack. Anything else
-    (a handler or filter added, ``propagate`` set ...) takes the standard ``logging`` path, which
-    writes the same line."""
-
-    def _log(  # type: ignore[override]
-        self,
-        level: int,
-        msg: Any,
-        args: Any,
-        exc_info: Any = None,
-        extra: Any = None,
-        stack_info: bool = False,
-        stacklevel: int = 1,
-    ) -> None:
-        handlers = self.handlers
-        if (
-            len(handlers) == 1
-            and type(handler := handlers[0]) is JsonLogHandler
-            and level >= handler.level
-            and not (self.filters or handler.filters or self.propagate or stack_info)
-            and (not extra or _STANDARD_ATTRS.isdisjoint(extra))
-            and logging.getLogRecordFactory() is _RECORD_FACTORY
-        ):
-            try:
-                _sink(_logger_line(self.name, level, msg, args, exc_info, extra))
-                return
-            except Exception:  # the standard path writes the line, or reports why it cannot
-                pass
-        super()._log(level, msg, args, exc_info, extra, stack_info, stacklevel + 1)
-
-    # The level methods, with their keywords spelled out (no ``**kwargs`` to pack and unpack).
-
-    def debug(self, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None, stack_info: bool = False,
-              stacklevel: int = 1) -> None:
-        if self.isEnabledFor(10):
-            self._log(10, msg, args, exc_info, extra, stack_info, stacklevel + 1)
-
-    def info(self, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None, stack_info: bool = False,
-             stacklevel: int = 1) -> None:
-        if self.isEnabledFor(20):
-            self._log(20, msg, args, exc_info, extra, stack_info, stacklevel + 1)
-
-    def warning(self, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None, stack_info: bool = False,
-                stacklevel: int = 1) -> None:
-        if self.isEnabledFor(30):
-            self._log(30, msg, args, exc_info, extra, stack_info, stacklevel + 1)
-
-    def error(self, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None, stack_info: bool = False,
-              stacklevel: int = 1) -> None:
-        if self.isEnabledFor(40):
-            self._log(40, msg, args, exc_info, extra, stack_info, stacklevel + 1)
-
-
-_RENAMED = frozenset(("logger", *_BASE)) - {"trace_id"}  # extra keys written as extra_<key>
 _INT_RANGE = range(-(2**63), 2**64)  # ints every codec writes as they are
 
 
-def _logger_line(name: str, level: int, msg: Any, args: Any, exc_info: Any, extra: Any) -> str:
-    """The line ``JsonLogHandler`` writes for this ``logging`` call, made without a ``LogRecord``
-    (``emit``'s steps, inline: this is the hot path of a user's line)."""
+def write_logger_line(name: str, level: str, msg: Any, args: Any, exc_info: Any, extra: Any) -> None:
+    """Write the line ``JsonLogHandler`` writes for this ``logging`` call, made without a
+    ``LogRecord`` (``emit``'s steps and ``logger_fields``' rules, inline: this is the hot path of a
+    user's line)."""
     if args or type(msg) is not str:
         if args and len(args) == 1 and isinstance(args[0], Mapping) and args[0]:
             args = args[0]  # as LogRecord reads log.info("%(a)s", {"a": 1})
-        message = _message(msg, args)
+        message = message_text(msg, args)
     else:
         message = msg if len(msg) <= MAX_VALUE_CHARS else cut(msg)
     function_name, request_id = _invocation.get()
     line: dict[str, Any] = {
         "timestamp": _timestamp(time.time()),
-        "level": logging.getLevelName(level),
+        "level": level,
         "message": message,
         "function_name": function_name,
         "request_id": request_id,
@@ -536,7 +467,7 @@ def _logger_line(name: str, level: int, msg: Any, args: Any, exc_info: Any, extr
         for key, value in extra.items():
             if type(key) is not str:
                 key = _key_text(key)
-            if key in _RENAMED or (key == "trace_id" and current is not None):
+            if key in RENAMED or (key == "trace_id" and current is not None):
                 key = f"extra_{key}"  # extra fields never replace the line's own keys
             if (secret := secret_of(key)) or (secret is None and is_secret_key(key)):
                 value = MASK
@@ -553,24 +484,4 @@ def _logger_line(name: str, level: int, msg: Any, args: Any, exc_info: Any, extr
             line[key] = value
     if exc_info and (exc := _exception(exc_info)) is not None:
         line.update(error_fields(exc))
-    return encode(line)
-
-
-_loggers: list[logging.Logger] = []
-
-
-def get_logger(name: str | None = None) -> logging.Logger:
-    """A standard ``logging.Logger`` writing lambda_kit JSON lines with the current trace id.
-
-    A logger of the standard class becomes a ``JsonLogger`` (the same logger, with the short path);
-    one of another class (``logging.setLoggerClass``) keeps it and takes the standard path."""
-    logger = logging.getLogger(name)
-    if type(logger) is logging.Logger:
-        logger.__class__ = JsonLogger
-    if not any(isinstance(h, JsonLogHandler) for h in logger.handlers):
-        logger.addHandler(JsonLogHandler(logger))
-        logger.propagate = False
-        if logger.level == logging.NOTSET:
-            logger.setLevel(_threshold)
-        _loggers.append(logger)
-    return logger
+    _sink(encode(line))

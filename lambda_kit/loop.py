@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from time import perf_counter
-from typing import Any, NoReturn
 
 from . import log, metrics, otel
 from .errors import InvalidPayload, UnsupportedEvent
@@ -25,6 +24,10 @@ from .record import Outcome, Record
 from .sources.base import Source
 from .trace import reset_current_record, set_current_record
 from .validation import Validator
+
+TYPE_CHECKING = False  # typing is not imported at run time (cold start)
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 
 class UndecodableRecord(ValueError):
@@ -67,7 +70,8 @@ class Options:
         self.max_concurrency = max_concurrency
 
 
-Loop = Callable[[list[Record], Callable[[Any, Any], Any], Any, Options, Any], Outcome]
+if TYPE_CHECKING:
+    Loop = Callable[[list[Record], Callable[[Any, Any], Any], Any, Options, Any], Outcome]
 
 
 # --- one invocation -------------------------------------------------------------------------------

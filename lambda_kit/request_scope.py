@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from time import perf_counter
-from typing import Any
 
 from . import codec, log, metrics, otel
 from .errors import HTTPError, InvalidPayload
@@ -18,6 +17,10 @@ from .record import Record
 from .sources import api as api_source
 from .sources.base import Source
 from .trace import reset_current_record, set_current_record
+
+TYPE_CHECKING = False  # typing is not imported at run time (cold start)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def run_request(

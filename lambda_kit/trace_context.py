@@ -23,9 +23,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from . import codec
+
+TYPE_CHECKING = False  # typing is not imported at run time (cold start)
+if TYPE_CHECKING:
+    from typing import Any
 
 TRACEPARENT = "traceparent"
 TRACESTATE = "tracestate"
@@ -44,12 +47,14 @@ log-trace correlation (decimal, the low 64 bits) and X-Ray's (as Powertools Logg
 
 MAX_U64 = 2**64 - 1
 LOW_64 = MAX_U64
-_TRACEPARENT = re.compile(r"^[ \t]*([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?[ \t]*$")  # OpenTelemetry's
-_XRAY_ROOT = re.compile(r"1-([0-9a-f]{8})-([0-9a-f]{24})")
-_HEX16 = re.compile(r"[0-9a-f]{16}")
-_TRACESTATE = re.compile(r"[\x20-\x7e]{0,512}")
+# patterns, compiled on first use by re's own cache (nothing compiled at import: cold start)
+_TRACEPARENT = r"^[ \t]*([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?[ \t]*$"  # OpenTelemetry's
+_XRAY_ROOT = r"1-([0-9a-f]{8})-([0-9a-f]{24})"
+_HEX16 = r"[0-9a-f]{16}"
+_TRACESTATE = r"[\x20-\x7e]{0,512}"
 
-Read = Callable[[Any], Any]
+if TYPE_CHECKING:
+    Read = Callable[[Any], Any]
 """How a carrier's value reads: into text, bytes, a dict (a ``_datadog`` object) or None."""
 
 
@@ -180,13 +185,13 @@ def parse_traceparent(value: str | None, tracestate: str | None = None) -> Trace
     version ``00`` with nothing after the flags."""
     if value is None or len(value) > 512:
         return None
-    match = _TRACEPARENT.search(value)
+    match = re.search(_TRACEPARENT, value)
     if match is None:
         return None
     version, trace_id, span_id, flags, rest = match.groups()
     if version == "ff" or (version == "00" and rest) or trace_id == "0" * 32 or span_id == "0" * 16:
         return None
-    state = tracestate if tracestate is not None and _TRACESTATE.fullmatch(tracestate) else None
+    state = tracestate if tracestate is not None and re.fullmatch(_TRACESTATE, tracestate) else None
     return TraceContext("w3c", int(trace_id, 16), int(span_id, 16), bool(int(flags, 16) & 1), state or None)
 
 
@@ -200,11 +205,11 @@ def parse_xray(value: str | None) -> TraceContext | None:
         key, sep, item = part.strip().partition("=")
         if sep:
             fields.setdefault(key, item.strip())
-    root = _XRAY_ROOT.fullmatch(fields.get("Root", ""))
+    root = re.fullmatch(_XRAY_ROOT, fields.get("Root", ""))
     if root is None:
         return None
     parent = fields.get("Parent")
-    if parent is not None and (_HEX16.fullmatch(parent) is None or parent == "0" * 16):
+    if parent is not None and (re.fullmatch(_HEX16, parent) is None or parent == "0" * 16):
         return None
     sampled = {"1": True, "0": False}.get(fields.get("Sampled", ""))
     return TraceContext("xray", int(root.group(1) + root.group(2), 16), None if parent is None else int(parent, 16), sampled)
@@ -247,7 +252,7 @@ def _high_bits(tags: str) -> int | None:
         key, _, item = tag.partition("=")
         if key.strip() == "_dd.p.tid":
             item = item.strip()
-            if _HEX16.fullmatch(item) is None or item == "0" * 16:
+            if re.fullmatch(_HEX16, item) is None or item == "0" * 16:
                 return None
             return int(item, 16)
     return 0
@@ -291,7 +296,7 @@ def derived_ids(trace_id: str) -> tuple[int, int]:
     span = int.from_bytes(digest[16:], "big") or 1
     if len(trace_id) == 32 and _is_hex(trace_id) and trace_id != "0" * 32:
         return int(trace_id, 16), span
-    root = _XRAY_ROOT.fullmatch(trace_id)
+    root = re.fullmatch(_XRAY_ROOT, trace_id)
     if root is not None:
         return int(root.group(1) + root.group(2), 16) or 1, span
     return int.from_bytes(digest[:16], "big") or 1, span

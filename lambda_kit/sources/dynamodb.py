@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from ..record import Record
 from ..window import Window, Windowed
 from .base import Source, malformed, pick_trace, pick_trace_id, reason
 
+TYPE_CHECKING = False  # typing is not imported at run time (cold start)
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..validation import Validator
 
 

@@ -26,13 +26,15 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import TYPE_CHECKING, Any
 
 from .. import codec
 from ..record import Outcome, Record
 from .base import Source, failure_report, malformed, pick_trace, raise_first_failure, reason
 
+TYPE_CHECKING = False  # typing is not imported at run time (cold start)
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..validation import Validator
 
 EVENT_SOURCES = ("aws:kafka", "SelfManagedKafka", "aws:SelfManagedKafka")

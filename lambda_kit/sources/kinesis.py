@@ -22,13 +22,16 @@ import base64
 import binascii
 import os
 from collections.abc import Callable
-from typing import Any
 
 from .. import aws, awslogs, codec, kpl
 from ..record import Record
 from ..trace import is_valid_id
 from ..window import Window, Windowed
 from .base import Source, malformed, pick_trace, pick_trace_id, reason
+
+TYPE_CHECKING = False  # typing is not imported at run time (cold start)
+if TYPE_CHECKING:
+    from typing import Any
 
 REQUEUE_KEY = "lambda_kit_requeue"
 

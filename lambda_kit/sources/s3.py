@@ -23,7 +23,6 @@ fallback is a digest of the record (stable across retries).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_plus
 
 from .. import codec, log
@@ -31,7 +30,10 @@ from ..record import Outcome, Record
 from ..trace import stable_id
 from .base import Source, malformed, pick_trace_id, raise_first_failure, reason, records_claimed
 
+TYPE_CHECKING = False  # typing is not imported at run time (cold start)
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..validation import Validator
 
 FIELDS = ("bucket", "key", "size", "etag", "version_id", "event_name", "event_time")
@@ -45,7 +47,7 @@ CREATED_BY = {  # EventBridge ``reason`` -> the notification's eventName
 }
 
 
-class S3Object(Mapping[str, Any]):
+class S3Object(Mapping):  # type: ignore[type-arg]  # Mapping[str, Any]: typing is not imported at run time
     """The object of one S3 event record.
 
     ``bucket``, ``key`` (decoded: the key to pass to ``get_object``), ``size`` (bytes; None for a
