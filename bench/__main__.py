@@ -14,6 +14,8 @@ from typing import Any
 
 SECTIONS = (
     ("core", "lambda_kit vs Powertools vs the floor; cold start", True),
+    ("api", "one request: api_handler vs Powertools' APIGatewayHttpResolver", True),
+    ("memory", "peak RSS of a 10,000-record batch; growth over warm invocations", True),
     ("async_io", "async def with max_concurrency vs Powertools' AsyncBatchProcessor", True),
     ("cost", "DynamoDB counter costs", False),
     ("local", "end to end on the local stack", False),

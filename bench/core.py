@@ -40,6 +40,7 @@ TARGET_POWERTOOLS_RATIO = 10.0  # (b)/(a) at least
 TARGET_FLOOR_RATIO = 1.5  # (a)/(c) at most
 TARGET_USER_LINE_US = 2.0  # one get_logger().info line, CPU µs
 TARGET_IMPORT_MS = 15.0  # import lambda_kit adds at most
+TARGET_DECORATE_MS = 5.0  # from lambda_kit import <decorator>, get_logger + decorating one function adds at most
 
 Target = tuple[str, bool, str]
 
@@ -47,7 +48,7 @@ Target = tuple[str, bool, str]
 # --- helpers --------------------------------------------------------------------------------
 
 @contextmanager
-def _stdout_to_devnull() -> Any:
+def stdout_to_devnull() -> Any:
     devnull = open(os.devnull, "w")  # noqa: SIM115
     saved = sys.stdout
     sys.stdout = devnull
@@ -67,7 +68,7 @@ def _use_codec(name: str) -> None:
         raise RuntimeError(f"bench: could not select the {name} codec (is it installed?)")
 
 
-def _time_per_record(run: Callable[[], Any], calls: int, records: int) -> float:
+def time_per_record(run: Callable[[], Any], calls: int, records: int) -> float:
     """CPU µs per record for ``calls`` invocations of a batch of ``records``.
 
     CPU time of this process (user + system, so the writes count), not wall time: on two shared
@@ -80,7 +81,7 @@ def _time_per_record(run: Callable[[], Any], calls: int, records: int) -> float:
     return (process_time() - started) * 1e6 / (calls * records)
 
 
-def _table(title: str, header: list[str], rows: list[list[str]]) -> None:
+def table(title: str, header: list[str], rows: list[list[str]]) -> None:
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
     print(f"\n{title}")
     print("  " + "  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths, strict=True))))
@@ -243,7 +244,7 @@ def _speed() -> tuple[list[Target], dict[tuple[str, str | None, int, int], float
 
     Key = tuple[str, str | None, int, int]  # (variant, codec, batch size, user lines)
     samples: dict[Key, list[float]] = {}
-    with _stdout_to_devnull() as devnull:
+    with stdout_to_devnull() as devnull:
         for size, lines in CASES:
             variants: list[tuple[str, str | None, Callable[[Any, Any], Any]]] = []
             for name in CODECS:
@@ -262,7 +263,7 @@ def _speed() -> tuple[list[Target], dict[tuple[str, str | None, int, int], float
                 for kind, codec_name, handler in order:
                     if codec_name:
                         _use_codec(codec_name)
-                    micros = _time_per_record(lambda h=handler, e=event: h(e, context), calls, size)
+                    micros = time_per_record(lambda h=handler, e=event: h(e, context), calls, size)
                     samples.setdefault((kind, codec_name, size, lines), []).append(micros)
 
     if saved_choice is None:
@@ -296,7 +297,7 @@ def _speed() -> tuple[list[Target], dict[tuple[str, str | None, int, int], float
     for name in CODECS:
         rows.append([f"(a)/(c) {name}  (target <= {TARGET_FLOOR_RATIO:g})",
                      *(f"{ratio(('a', name), ('c', name), case):.2f}x" for case in CASES)])
-    _table(
+    table(
         f"SQS batch, CPU µs per record: median (min-max) of {ROUNDS} interleaved rounds, ~{RECORDS_PER_RUN} records "
         f"per variant per round;\n  the decorator's 2 log lines + N user lines per record "
         f"(log.info(\"counting\", extra={{...}})), to /dev/null;\n  ratios: median of per-round ratios; "
@@ -358,7 +359,7 @@ def _codec_micro() -> None:
                 fn()
             samples.setdefault(label, []).append((process_time() - started) * 1e6 / n)
     rows = [[label, f"{statistics.median(v):.3f}"] for label, v in samples.items()]
-    _table(f"Codec micro (CPU µs per call, median of {ROUNDS} rounds; includes a lambda call)", ["operation", "µs"], rows)
+    table(f"Codec micro (CPU µs per call, median of {ROUNDS} rounds; includes a lambda call)", ["operation", "µs"], rows)
 
 
 # --- cold start -----------------------------------------------------------------------------
@@ -367,11 +368,20 @@ _FIRST_CALL = (
     "import sys\nfrom lambda_kit import sqs_handler\nfrom lambda_kit.testing import sqs_event\n"
     "sqs_handler(lambda m, c: None)(sqs_event(" + repr(BODY) + ", trace_id='t'), None)"
 )
+DECORATORS = ("sqs_handler", "sns_handler", "stream_handler", "api_handler", "kafka_handler", "eventbridge_handler",
+              "s3_handler", "cloudwatch_logs_handler")
+
+
+def _decorating(decorator: str) -> str:
+    """What a handler module pays: the decorator and get_logger imported, one function decorated."""
+    return f"from lambda_kit import {decorator}, get_logger\n@{decorator}\ndef handler(event, context):\n    return None"
+
+
 # label -> (code, LAMBDA_KIT_JSON or None)
 COLD_VARIANTS: dict[str, tuple[str, str | None]] = {
     "bare interpreter (pass)": ("pass", None),
     "import lambda_kit": ("import lambda_kit", None),
-    "from lambda_kit import sqs_handler, get_logger": ("from lambda_kit import sqs_handler, get_logger", None),
+    **{f"{decorator} + get_logger, one function decorated": (_decorating(decorator), None) for decorator in DECORATORS},
     "from aws_lambda_powertools import Logger": ("from aws_lambda_powertools import Logger", None),
     "first SQS invocation (1 record), orjson": (_FIRST_CALL, "orjson"),
     "first SQS invocation (1 record), ujson": (_FIRST_CALL, "ujson"),
@@ -429,7 +439,7 @@ def _cold_start() -> tuple[list[Target], dict[str, float]]:
     )
     loaded = subprocess.run([sys.executable, "-c", probe], check=True, cwd=ROOT, env=base_env,
                             capture_output=True, text=True).stdout.strip()
-    _table(f"Cold start, fresh processes (median of {COLD_RUNS}, interleaved; .pyc compiled ahead; "
+    table(f"Cold start, fresh processes (median of {COLD_RUNS}, interleaved; .pyc compiled ahead; "
            "CPU = user + system of the child)",
            ["python -c ...", "wall ms", "added", "CPU ms", "added"], rows)
     print(f"  heavy modules in sys.modules after `from lambda_kit import sqs_handler, get_logger`: "
@@ -437,11 +447,14 @@ def _cold_start() -> tuple[list[Target], dict[str, float]]:
 
     added_cpu = cpu["import lambda_kit"] - cpu[BARE]
     added_wall = wall["import lambda_kit"] - wall[BARE]
-    real = "from lambda_kit import sqs_handler, get_logger"
+    decorating = {decorator: cpu[f"{decorator} + get_logger, one function decorated"] - cpu[BARE] for decorator in DECORATORS}
+    worst = max(decorating, key=decorating.__getitem__)
     return [
         (f"import lambda_kit adds <= {TARGET_IMPORT_MS:g} ms (CPU)", added_cpu <= TARGET_IMPORT_MS,
-         f"{added_cpu:+.1f} ms CPU, {added_wall:+.1f} ms wall; sqs_handler + get_logger: "
-         f"{cpu[real] - cpu[BARE]:+.1f} ms CPU, {wall[real] - wall[BARE]:+.1f} ms wall"),
+         f"{added_cpu:+.1f} ms CPU, {added_wall:+.1f} ms wall"),
+        (f"each decorator + get_logger + decorating adds <= {TARGET_DECORATE_MS:g} ms (CPU)",
+         decorating[worst] <= TARGET_DECORATE_MS,
+         f"worst {worst} {decorating[worst]:+.1f} ms; best {min(decorating.values()):+.1f} ms (median of {COLD_RUNS})"),
         ("no boto3/botocore/datadog/powertools/orjson at import", not loaded, loaded or "none loaded"),
     ], cpu
 
@@ -491,7 +504,7 @@ def _tracing() -> list[Target]:
     }
     handler = _lambda_kit_handler()
     samples: dict[str, list[float]] = {label: [] for label in variants}
-    with _stdout_to_devnull():
+    with stdout_to_devnull():
         for event, seen in variants.values():
             log.carry_record_keys(seen)
             handler(event, context)
@@ -499,15 +512,47 @@ def _tracing() -> list[Target]:
             items = list(variants.items())
             for label, (event, seen) in items if round_ % 2 == 0 else items[::-1]:
                 log.carry_record_keys(seen)
-                samples[label].append(_time_per_record(lambda e=event: handler(e, context), calls, size))
+                samples[label].append(time_per_record(lambda e=event: handler(e, context), calls, size))
     log.carry_record_keys(False)
     base = "(t0) own trace id only, no tracer seen"
     rows = [[label, f"{statistics.median(values):.2f}",
              f"{statistics.median(v / b for v, b in zip(values, samples[base], strict=True)):.2f}x"]
             for label, values in samples.items()]
-    _table(f"Tracing: SQS batch of {size}, CPU µs per record (median of {ROUNDS} interleaved rounds; "
+    table(f"Tracing: SQS batch of {size}, CPU µs per record (median of {ROUNDS} interleaved rounds; "
            f"codec {codec.name}; vs (t0): median of per-round ratios)", ["variant", "µs", "vs (t0)"], rows)
     return []
+
+
+def _same_name_logger() -> list[Target]:
+    """``get_logger(name)`` next to a Powertools ``Logger(service=name)`` (made before it, and
+    after): lines written for one ``info`` call through each, counted."""
+    import io
+
+    from aws_lambda_powertools import Logger
+
+    from lambda_kit import get_logger
+
+    counts = []
+    for powertools_first in (True, False):
+        name = f"bench.same-name.{powertools_first}"
+        buffer = io.StringIO()
+        saved, sys.stdout = sys.stdout, buffer
+        try:
+            if powertools_first:
+                powertools = Logger(service=name, stream=buffer)
+                ours = get_logger(name)
+            else:
+                ours = get_logger(name)
+                powertools = Logger(service=name, stream=buffer)
+            ours.info("from get_logger")
+            powertools.info("from powertools")
+        finally:
+            sys.stdout = saved
+        counts.append(len(buffer.getvalue().splitlines()))
+    print(f"\n  same-name loggers: 2 calls wrote {counts[0]} lines (Powertools' Logger made first), "
+          f"{counts[1]} (get_logger first)")
+    return [("a same-name Powertools Logger: each line written once", counts == [2, 2],
+             f"{counts[0]} and {counts[1]} lines for 2 calls")]
 
 
 def run() -> list[Target]:
@@ -515,6 +560,7 @@ def run() -> list[Target]:
     print("== core: lambda_kit vs Powertools vs the floor ==")
     targets, per_record = _speed()
     targets += _tracing()
+    targets += _same_name_logger()
     _codec_micro()
     cold_targets, cold_cpu = _cold_start()
     targets += cold_targets
