@@ -322,6 +322,8 @@ _MILLIS = tuple(f".{ms:03d}Z" for ms in range(1000))  # ".000Z" ... ".999Z", no 
 
 
 def _timestamp(now: float) -> str:
+    """``now`` as ISO 8601 UTC text, the date part cached per second (the lines inline the
+    cached case: same second, ``_ts_cache[1]`` plus the milliseconds)."""
     second = int(now)
     if second != _ts_cache[0]:
         _ts_cache[0] = second
@@ -342,8 +344,10 @@ def emit(
     """Write one line. ``fields`` must already be cleaned (``clean``) by the caller: the line goes to
     ``codec.dumps_plain``, which writes plain data the same under every codec, not any value."""
     function_name, request_id = _invocation.get()
+    if now is None:
+        now = time.time()
     line: dict[str, Any] = {
-        "timestamp": _timestamp(time.time() if now is None else now),
+        "timestamp": _ts_cache[1] + _MILLIS[int((now - _ts_cache[0]) * 1000)] if int(now) == _ts_cache[0] else _timestamp(now),
         "level": level,
         "message": message,
         "function_name": function_name,
@@ -357,7 +361,23 @@ def emit(
                 line.update(record.log_keys)
     if fields:
         line.update(fields)
-    _sink(encode(line))
+    _write(line)
+
+
+def _write(line: dict[str, Any]) -> None:
+    """``_sink(encode(line))``, with encode's hot path and standard output's write inline."""
+    try:
+        text = codec.dumps_plain(line)
+    except Exception:
+        text = None
+    if text is not None and len(text) <= _FAST_LINE_CHARS and text.isascii():
+        text += "\n"
+    else:
+        text = encode(line)
+    if _sink is _stdout_write:
+        sys.stdout.write(text)
+    else:
+        _sink(text)
 
 
 _record_keys = False  # no record carried tracer keys yet: ``emit`` does not look for them
@@ -449,8 +469,9 @@ def write_logger_line(name: str, level: str, msg: Any, args: Any, exc_info: Any,
     else:
         message = msg if len(msg) <= MAX_VALUE_CHARS else cut(msg)
     function_name, request_id = _invocation.get()
+    now = time.time()
     line: dict[str, Any] = {
-        "timestamp": _timestamp(time.time()),
+        "timestamp": _ts_cache[1] + _MILLIS[int((now - _ts_cache[0]) * 1000)] if int(now) == _ts_cache[0] else _timestamp(now),
         "level": level,
         "message": message,
         "function_name": function_name,
@@ -484,4 +505,4 @@ def write_logger_line(name: str, level: str, msg: Any, args: Any, exc_info: Any,
             line[key] = value
     if exc_info and (exc := _exception(exc_info)) is not None:
         line.update(error_fields(exc))
-    _sink(encode(line))
+    _write(line)
