@@ -36,6 +36,10 @@ if TYPE_CHECKING:
 
     from ..validation import Validator
 
+    ObjectFields = Mapping[str, Any]
+else:
+    ObjectFields = Mapping  # its subscript needs typing's Any: for the type checker only
+
 FIELDS = ("bucket", "key", "size", "etag", "version_id", "event_name", "event_time")
 TEST_EVENT = "s3:TestEvent"
 EVENTBRIDGE_TYPES = ("Object Created", "Object Deleted")
@@ -47,7 +51,7 @@ CREATED_BY = {  # EventBridge ``reason`` -> the notification's eventName
 }
 
 
-class S3Object(Mapping):  # type: ignore[type-arg]  # Mapping[str, Any]: typing is not imported at run time
+class S3Object(ObjectFields):
     """The object of one S3 event record.
 
     ``bucket``, ``key`` (decoded: the key to pass to ``get_object``), ``size`` (bytes; None for a
