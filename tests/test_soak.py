@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lambda_kit.local.soak import FAULT_KINDS, SoakOptions, run_soak, summary
+from loads.soak import FAULT_KINDS, SoakOptions, run_soak, summary
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,5 +1,6 @@
-"""The fault soak (``lambda-kit soak``, ``make soak``): the view-stats service on the local stack,
-driven with view events while faults are injected, then every count checked.
+"""The view-stats service's fault soak, which ``lambda-kit soak`` (``make soak``) runs because
+serverless.yml names it (``custom.lambdaKit.soak``): the service on the local stack, driven with
+view events while faults are injected, then every count checked.
 
 With a fixed seed it plans ``events`` deliveries of valid view events and injects:
 
@@ -36,6 +37,7 @@ local API; any other host is refused in the functions' clients).
 
 from __future__ import annotations
 
+import argparse
 import base64
 import http.client
 import itertools
@@ -55,9 +57,10 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
-from .logfile import DEFAULT_PATH
-from .poller import Timing
-from .runtime import Invocation
+from lambda_kit.cli import COUNT, SEED, bounded
+from lambda_kit.local.logfile import DEFAULT_PATH
+from lambda_kit.local.poller import Timing
+from lambda_kit.local.runtime import Invocation
 
 DEFAULT_EVENTS = 5000
 DEFAULT_SEED = 20240521
@@ -505,7 +508,7 @@ class _Deadline:
 
 def run_soak(options: SoakOptions | None = None, out: TextIO | None = None) -> SoakResult:
     """Run the soak; never raises for a failed check (see ``SoakResult.checks``)."""
-    from .stack import LocalStack
+    from lambda_kit.local.stack import LocalStack
 
     options = options or SoakOptions()
     out = out or sys.stdout
@@ -709,8 +712,7 @@ def _read_table(stack: Any, plan: Plan, result: SoakResult) -> None:
         site_day_key,
     )
     from handlers.views import article_key, day_key, parse_view
-
-    from ..counters import Counter, marker_sk, shard_pk
+    from lambda_kit.counters import Counter, marker_sk, shard_pk
 
     table = _table_name(stack)
     client = stack.clients("dynamodb")
@@ -772,8 +774,8 @@ def _read_table(stack: Any, plan: Plan, result: SoakResult) -> None:
 
 
 def _read_dead_letters(stack: Any, plan: Plan, result: SoakResult) -> None:
-    from ..sources.sqs import SqsSource
-    from .sqs_source import lambda_record
+    from lambda_kit.local.sqs_source import lambda_record
+    from lambda_kit.sources.sqs import SqsSource
 
     source = SqsSource(json=False)
     poison_ids = {p.trace_id for p in plan.poisons if p.trace_id}
@@ -908,3 +910,33 @@ def summary(result: SoakResult) -> str:
     rows.append("")
     rows.append("  RESULT: " + ("all checks passed" if not failed else "FAILED: " + "; ".join(f"{c.name} ({c.detail})" for c in failed)))
     return "\n".join(rows) + "\n"
+
+
+# --- lambda-kit soak --------------------------------------------------------------------------
+
+
+def options(parser: Any) -> None:
+    """The soak's options on ``lambda-kit soak`` (which gives ``-c``, ``--stage``, ``--logs``,
+    ``--timeout`` and ``--json``)."""
+    share = bounded(float, 0, 0.5, "a share")
+    parser.add_argument("--events", type=COUNT, default=DEFAULT_EVENTS, help="view events to deliver, duplicates included (default: %(default)s)")
+    parser.add_argument("--seed", type=SEED, default=DEFAULT_SEED, help="random seed (default: %(default)s)")
+    parser.add_argument("--articles", type=COUNT, default=40, help="distinct articles (default: %(default)s)")
+    parser.add_argument("--duplicates", type=share, default=0.2, help="share of unique events delivered more than once, 0..0.5 (default: %(default)s)")
+    parser.add_argument("--fault-rate", type=share, default=0.1, help="share of the functions' DynamoDB calls that fail, 0..0.5 (default: %(default)s)")
+    parser.add_argument("--crash-rate", type=share, default=0.1, help="share of committed first tries that crash before the ack, 0..0.5 (default: %(default)s)")
+
+
+def soak(args: argparse.Namespace, out: TextIO) -> list[str]:
+    """``lambda-kit soak``: the soak, its summary (and ``--json`` figures) on ``out``; the names of
+    the checks that failed."""
+    result = run_soak(SoakOptions(
+        events=args.events, seed=args.seed, articles=args.articles, duplicate_share=args.duplicates,
+        fault_rate=args.fault_rate, crash_rate=args.crash_rate, timeout=args.timeout,
+        config=args.config, stage=args.stage, log_path=args.logs,
+    ), out=out)
+    out.write(summary(result) + "\n")
+    if args.json:
+        out.write(json.dumps({k: v for k, v in result.as_dict().items() if k != "per_article"}, ensure_ascii=False) + "\n")
+    out.flush()
+    return [check.name for check in result.failed]
