@@ -25,7 +25,12 @@ With a fixed seed it plans ``events`` deliveries of valid view events and inject
   now accept up to 1 MiB) messages on the views queue, and a clickstream Kinesis record that
   always fails (requeued by the function, then dead-lettered).
 
-It then reads the table with the stack's own clients and checks: counted == unique, per article
+Every AWS call each function makes is recorded (``lambda_kit.local.aws_calls``) as the IAM action
+and resource it needs (``SoakResult.aws_calls``; ``tests/test_soak.py`` checks them against each
+function's role in the packaged template).
+
+It then reads the counts back over the API (``GET /views``, ``GET /stats``), reads the table with
+the stack's own clients and checks: counted == unique, per article
 and per day; no article counted above or below its unique events; every unique event's marker
 present; each poison message in a DLQ exactly once and nothing else there, each with its trace id
 on an ERROR line of the log file; site total ``AGG#VIEWS`` == sum of article totals (and per day);
@@ -428,6 +433,11 @@ class SoakResult:
     sqs_batches_failed: int = 0
     stream_batches_failed: int = 0
     refused_hosts: list[str] = field(default_factory=list)
+    aws_calls: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+    """{function: {IAM action: {resource ARN: calls}}}: every AWS call the functions made."""
+    resource_ids: dict[str, str] = field(default_factory=dict)
+    """{resource ARN: "LogicalId.Arn"} of the stack's tables, queues, topics and streams."""
+    api_reads: dict[str, Any] = field(default_factory=dict)
     drained: bool = False
     timed_out: bool = False
     seconds: float = 0.0
@@ -482,6 +492,8 @@ class SoakResult:
             "sqs_batches_failed": self.sqs_batches_failed,
             "stream_batches_failed": self.stream_batches_failed,
             "refused_non_loopback": list(self.refused_hosts),
+            "aws_calls": self.aws_calls,
+            "api_reads": dict(self.api_reads),
             "drained": self.drained,
             "seconds": round(self.seconds, 1),
             "phases": {k: round(v, 1) for k, v in self.phases.items()},
@@ -508,6 +520,7 @@ class _Deadline:
 
 def run_soak(options: SoakOptions | None = None, out: TextIO | None = None) -> SoakResult:
     """Run the soak; never raises for a failed check (see ``SoakResult.checks``)."""
+    from lambda_kit.local.aws_calls import CallRecorder, resource_ids
     from lambda_kit.local.stack import LocalStack
 
     options = options or SoakOptions()
@@ -522,6 +535,7 @@ def run_soak(options: SoakOptions | None = None, out: TextIO | None = None) -> S
 
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("AWS_ENDPOINT_URL_")}
     faults = ClientFaults(options.fault_rate, options.seed).install()
+    recorder = CallRecorder().install()
     crashes = CrashAfterCommit(options.crash_rate, options.seed)
     stack = LocalStack(
         options.config,
@@ -532,7 +546,7 @@ def run_soak(options: SoakOptions | None = None, out: TextIO | None = None) -> S
         log_path=options.log_path,
         timing=Timing(),
         ttl=False,  # nothing expires within a soak; the sweep would scan the whole table every 2 s
-        hooks=[crashes],
+        hooks=[recorder, crashes],
     )
     try:
         stack.start()
@@ -564,6 +578,9 @@ def run_soak(options: SoakOptions | None = None, out: TextIO | None = None) -> S
         result.pairs = len(sender.pair_ids)
         result.pairs_in_one_batch = _pairs_in_one_batch(stack, sender.pair_ids)
         phase = time.monotonic()
+        result.resource_ids = resource_ids(stack.resources, stack.region)
+        faults.enabled = False  # the reads after the load: nothing left to retry them
+        _read_api(sender, plan, result)
         _read_table(stack, plan, result)
         _read_dead_letters(stack, plan, result)
         failed_batches = stack.journal.events("sqs.batch")
@@ -573,12 +590,14 @@ def run_soak(options: SoakOptions | None = None, out: TextIO | None = None) -> S
     finally:
         stack.stop()
         faults.uninstall()
+        recorder.uninstall()
         os.environ.update(saved)
     result.dynamodb_calls = dict(faults.calls)
     result.faults = {kind: faults.injected.get(kind, 0) for kind in FAULT_KINDS}
     result.writes_applied_before_500 = faults.applied_before_500
     result.crashes = dict(crashes.crashes)
     result.refused_hosts = sorted(set(faults.refused))
+    result.aws_calls = recorder.by_function()
     result.log_path = str(options.log_path) if options.log_path is not None else None
     _read_log(result)
     result.seconds = time.monotonic() - started
@@ -650,6 +669,16 @@ class _Sender:
         elif delivery.kind == "poison-kinesis":
             kinesis.put_record(StreamName=self.stream_name, Data=(delivery.body or "").encode(), PartitionKey=delivery.trace_id)
 
+    def get(self, path: str) -> tuple[int, Any]:
+        connection = http.client.HTTPConnection(self.base.hostname, self.base.port, timeout=60)
+        try:
+            connection.request("GET", path)
+            response = connection.getresponse()
+            body = response.read()
+            return response.status, json.loads(body) if body else None
+        finally:
+            connection.close()
+
     def _post(self, view: Any, trace_id: str) -> int:
         for attempt in range(3):
             connection = getattr(self.local, "connection", None)
@@ -701,6 +730,17 @@ def _batch_get(client: Any, table: str, keys: list[dict[str, Any]]) -> list[dict
         found.extend(response.get("Responses", {}).get(table, []))
         queue = response.get("UnprocessedKeys", {}).get(table, {}).get("Keys", []) + queue
     return found
+
+
+def _read_api(sender: _Sender, plan: Plan, result: SoakResult) -> None:
+    """The counts as a reader gets them: GET /views of the most viewed article, GET /stats."""
+    from urllib.parse import quote
+
+    top = Tally(view["url"] for view in plan.unique).most_common(1)[0][0]
+    status, body = sender.get(f"/views?url={quote(top, safe='')}")
+    result.api_reads["views"] = {"url": top, "status": status, "views": (body or {}).get("views") if isinstance(body, dict) else None}
+    status, body = sender.get("/stats")
+    result.api_reads["stats"] = {"status": status, "views": (body or {}).get("views") if isinstance(body, dict) else None}
 
 
 def _read_table(stack: Any, plan: Plan, result: SoakResult) -> None:
@@ -848,6 +888,13 @@ def _judge(result: SoakResult) -> None:
     checks.append(Check("day buckets exact", result.day_buckets_wrong == 0, f"{result.day_buckets_wrong} article-days wrong"))
     checks.append(Check("site total == sum of article totals", result.site_total == result.counted,
                         f"AGG#VIEWS {result.site_total}, articles {result.counted}"))
+    views, stats = result.api_reads.get("views") or {}, result.api_reads.get("stats") or {}
+    article = result.per_article.get(views.get("url") or "", {})
+    checks.append(Check("the API reads the counts back",
+                        views.get("status") == 200 and views.get("views") == article.get("expected")
+                        and stats.get("status") == 200 and stats.get("views") == result.site_total,
+                        f"GET /views {views.get('status')}: {views.get('views')} of {article.get('expected')}; "
+                        f"GET /stats {stats.get('status')}: {stats.get('views')} of {result.site_total}"))
     checks.append(Check("site day totals", result.site_days_wrong == 0, f"{result.site_days_wrong} days wrong"))
     checks.append(Check("distinct articles", result.distinct_articles == result.articles,
                         f"AGG#ARTICLES {result.distinct_articles}, {result.articles} articles viewed"))
@@ -904,6 +951,9 @@ def summary(result: SoakResult) -> str:
         f"                                   ({result.writes_applied_before_500} of the 500s-after came after a write that was applied)",
         f"  crashes after commit   {sum(result.crashes.values()):>7}   " + ", ".join(f"{k} {v}" for k, v in sorted(result.crashes.items()))
         + f"  (failed batches redelivered: sqs {result.sqs_batches_failed}, stream {result.stream_batches_failed})",
+        f"  API reads              {flag('the API reads the counts back')}         GET /views and GET /stats agree with the table",
+        f"  AWS calls by function  {sum(n for f in result.aws_calls.values() for a in f.values() for n in a.values()):>7}   "
+        + "; ".join(f"{function} " + ", ".join(sorted(actions)) for function, actions in sorted(result.aws_calls.items())),
         f"  time                   {result.seconds:>6.1f}s   " + ", ".join(f"{k} {v:.1f} s" for k, v in result.phases.items()),
     ]
     failed = result.failed

@@ -6,7 +6,8 @@ Depends on the rest of lambda_kit; nothing in the core depends on it. Modules:
   ``resources`` (creates them on the endpoint; ``intrinsics`` resolves Ref / GetAtt / Sub),
   ``endpoint`` (moto's server in-process), ``dynamodb_local`` (AWS's DynamoDB Local, the
   DynamoDB where Java can run it), ``clients``;
-- ``runtime`` (a function in-process, its context, timeouts, invocation hooks);
+- ``runtime`` (a function in-process, its context, timeouts, invocation hooks), ``aws_calls``
+  (the AWS calls each function makes, as the IAM actions and resources they need);
 - event sources: ``sqs_source``, ``stream_source`` (Kinesis + DynamoDB Streams),
   ``sns_source`` (SNS + async invocation), ``ttl`` (TTL emulation), ``filters``
   (filterPatterns), ``destinations`` (failure records), ``poller`` (threads, timing, journal);
