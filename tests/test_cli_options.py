@@ -100,6 +100,8 @@ BAD_VALUES = [
     (["local", "--logs", "/"], "argument --logs: / is a directory"),
     (["soak", "--logs", "/"], "argument --logs: / is a directory"),
     (["check", "a.yml", "b.yml"], "unrecognized arguments: b.yml"),
+    (["invoke", "worker", "--event", "sqs", "--port", "99999"], "unrecognized arguments: --port 99999"),
+    (["soak", "--events", "10", "--port", "1"], "unrecognized arguments: --port 1"),
 ]
 
 
