@@ -22,7 +22,7 @@ run: $(VENV)/.installed node_modules/.installed
 	$(VENV)/bin/lambda-kit run
 
 test: $(VENV)/.installed node_modules/.installed
-	$(VENV)/bin/ruff check lambda_kit handlers tests bench mutate
+	$(VENV)/bin/ruff check lambda_kit handlers loads tests bench mutate
 	$(VENV)/bin/lambda-kit check serverless.yml
 	$(PY) -m pytest -n 2 -p no:cacheprovider
 

@@ -22,8 +22,8 @@ ARTICLES = 20
 
 
 def run(events: int = EVENTS) -> list[tuple[str, bool, str]]:
-    from lambda_kit.local.demo import run_demo
     from lambda_kit.local.stack import LocalStack
+    from loads.demo import run_demo
 
     print("\n== local: end to end on the local stack (POST /views -> SQS -> counter -> stream -> aggregator) ==")
     if not (ROOT / "handlers" / "ingest.py").exists():

@@ -1,11 +1,15 @@
 """``lambda-kit``: run the service locally, trace a request, invoke a function, check the config.
 
-    lambda-kit run      start the local stack, drive a demo load over HTTP, print the summary
+    lambda-kit run      start the local stack, drive the service's own load, print its summary
     lambda-kit local    start the local stack and serve until Ctrl-C
     lambda-kit trace    every log line of one trace id, across functions, as a timeline
     lambda-kit invoke   one local invocation with a generated event
     lambda-kit check    the serverless.yml mistakes that lose or repeat work
-    lambda-kit soak     the fault soak (make soak): duplicates, DynamoDB faults, crashes, poison
+    lambda-kit soak     the service's own fault soak (make soak)
+
+``run`` and ``soak`` drive a load that belongs to the service, not to lambda_kit: the module its
+serverless.yml names under ``custom.lambdaKit`` (``lambda_kit.local.service_load``), which may add
+options of its own (listed by ``lambda-kit run --help`` in the service's directory).
 
 Mistakes a user makes (unknown function, bad JSON, a bad option value, port in use,
 serverless.yml missing or invalid, an extra not installed ...) print one line on stderr and exit
@@ -48,8 +52,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
-def _number(kind: Callable[[str], Any], low: float | None = None, high: float | None = None, what: str = "") -> Callable[[str], Any]:
-    """An argparse type: ``kind`` (int or float) within [low, high]."""
+def bounded(kind: Callable[[str], Any], low: float | None = None, high: float | None = None, what: str = "") -> Callable[[str], Any]:
+    """An argparse type: ``kind`` (int or float) within [low, high]; a value out of range or not a
+    number is one error line naming ``what`` it must be (services' load options use it too)."""
 
     def parse(text: str) -> Any:
         try:
@@ -69,9 +74,9 @@ def _number(kind: Callable[[str], Any], low: float | None = None, high: float | 
     return parse
 
 
-PORT = _number(int, 0, 65535, "a TCP port (0: any free port)")
-COUNT = _number(int, 1, what="a count")
-SEED = _number(int)
+PORT = bounded(int, 0, 65535, "a TCP port (0: any free port)")
+COUNT = bounded(int, 1, what="a count")
+SEED = bounded(int)
 
 
 def _log_file(text: str) -> str:
@@ -104,19 +109,40 @@ def _stack_options(parser: argparse.ArgumentParser, port: int) -> None:
     parser.add_argument("--echo", action="store_true", help="also print each log line (short form) on the terminal")
 
 
+LOAD_EPILOG = (
+    "The load is the service's own module, named in its serverless.yml under custom.lambdaKit.{command} "
+    "(see docs/local-stack.md); its options are listed here when serverless.yml names one."
+)
+
+
+def _run_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-h", "--help", action="store_true", help="show this help message and exit")
+    _stack_options(parser, port=0)
+    parser.add_argument("--keep", action="store_true", help="keep the stack up and serving after the summary, until Ctrl-C")
+    parser.epilog = LOAD_EPILOG.format(command="run")
+
+
+def _soak_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-h", "--help", action="store_true", help="show this help message and exit")
+    _config_option(parser)
+    parser.add_argument("--stage", default="soak", help="stage the soak's resources are named with (default: %(default)s)")
+    parser.add_argument("--logs", default=DEFAULT_LOGS, type=_log_file, metavar="FILE", help="JSON-lines file for every function log line (default: %(default)s)")
+    parser.add_argument("--timeout", type=bounded(float, 1, what="a number of seconds"), default=1200.0, help="seconds for the whole soak (default: %(default)s)")
+    parser.add_argument("--json", action="store_true", help="also print the figures as one JSON object")
+    parser.epilog = LOAD_EPILOG.format(command="soak")
+
+
+LOAD_COMMANDS = {"run": _run_options, "soak": _soak_options}
+"""The commands that drive the service's own load, with the options lambda_kit gives them."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="lambda-kit", description="Run, trace and check a lambda_kit service locally.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
 
-    run = commands.add_parser("run", help="start the local stack, send a demo load, print the summary")
-    _stack_options(run, port=0)
-    run.add_argument("--events", type=COUNT, default=300, help="view events to send (default: %(default)s)")
-    run.add_argument("--articles", type=COUNT, default=30, help="distinct articles (default: %(default)s)")
-    run.add_argument("--duplicates", type=_number(float, 0, 0.9, "a share of the events"), default=0.1, help="share of events delivered twice, 0..0.9 (default: %(default)s)")
-    run.add_argument("--poison", type=_number(int, 0, what="a count"), default=2, help="malformed messages put on the views queue (default: %(default)s)")
-    run.add_argument("--seed", type=SEED, default=7, help="random seed (default: %(default)s)")
-    run.add_argument("--keep", action="store_true", help="keep the stack up and serving after the summary, until Ctrl-C")
+    run = commands.add_parser("run", help="start the local stack, send the service's own load, print its summary", add_help=False)
+    _run_options(run)
 
     local = commands.add_parser("local", help="start the local stack and serve until Ctrl-C")
     _stack_options(local, port=3000)
@@ -145,19 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
     _config_option(invoke)
     invoke.add_argument("--stage", default=None, help="stage for ${sls:stage} / ${opt:stage} (default: the file's, else dev)")
 
-    soak = commands.add_parser("soak", help="fault soak: view events under duplicates, DynamoDB faults, crashes and poison; check every count")
-    share = _number(float, 0, 0.5, "a share")
-    soak.add_argument("--events", type=COUNT, default=5000, help="view events to deliver, duplicates included (default: %(default)s)")
-    soak.add_argument("--seed", type=SEED, default=20240521, help="random seed (default: %(default)s)")
-    soak.add_argument("--articles", type=COUNT, default=40, help="distinct articles (default: %(default)s)")
-    soak.add_argument("--duplicates", type=share, default=0.2, help="share of unique events delivered more than once, 0..0.5 (default: %(default)s)")
-    soak.add_argument("--fault-rate", type=share, default=0.1, help="share of the functions' DynamoDB calls that fail, 0..0.5 (default: %(default)s)")
-    soak.add_argument("--crash-rate", type=share, default=0.1, help="share of committed first tries that crash before the ack, 0..0.5 (default: %(default)s)")
-    soak.add_argument("--timeout", type=_number(float, 1, what="a number of seconds"), default=1200.0, help="seconds for the whole soak (default: %(default)s)")
-    soak.add_argument("--json", action="store_true", help="also print the figures as one JSON object")
-    _config_option(soak)
-    soak.add_argument("--stage", default="soak", help="stage the soak's resources are named with (default: %(default)s)")
-    soak.add_argument("--logs", default=DEFAULT_LOGS, type=_log_file, metavar="FILE", help="JSON-lines file for every function log line (default: %(default)s)")
+    soak = commands.add_parser("soak", help="the service's own fault soak: its load under injected faults, every count checked", add_help=False)
+    _soak_options(soak)
 
     check = commands.add_parser(
         "check",
@@ -200,8 +215,13 @@ def _query(text: str) -> dict[str, str | list[str]]:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command not in LOAD_COMMANDS:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
+        if args.command in LOAD_COMMANDS:
+            module = _load_arguments(args, argv[argv.index(args.command) + 1 :])
+            return COMMANDS[args.command](args, module)
         return COMMANDS[args.command](args)
     except KeyboardInterrupt:
         print("", file=sys.stderr)
@@ -216,14 +236,41 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+def _load_arguments(args: argparse.Namespace, rest: list[str]) -> Any:
+    """``run`` / ``soak``: the service's load module (``custom.lambdaKit``), and the command line
+    parsed again with the load's own options added to lambda_kit's (into ``args``)."""
+    from .local.config import load_service
+    from .local.service_load import load_module
+
+    command = args.command
+    parser = _Parser(prog=f"lambda-kit {command}", add_help=False)
+    LOAD_COMMANDS[command](parser)
+    try:
+        module = load_module(load_service(args.config, stage=args.stage), command)
+    except Exception:
+        if args.help:  # the help lambda_kit can give without the service
+            parser.print_help()
+            raise SystemExit(0) from None
+        raise
+    options = getattr(module, "options", None)
+    if callable(options):
+        options(parser.add_argument_group(f"options of {module.__name__} (the service's load)"))
+    if args.help:
+        parser.print_help()
+        raise SystemExit(0)
+    parser.parse_args(rest, namespace=args)
+    return module
+
+
 def _user_message(exc: BaseException) -> str | None:
     from .local.filters import FilterError
     from .local.gateway import PortInUse
     from .local.runtime import HandlerImportError
+    from .local.service_load import LoadError
     from .local.timeline import TraceError
     from .serverless_config import ConfigError
 
-    if isinstance(exc, UserError | ConfigError | PortInUse | HandlerImportError | TraceError | FilterError):
+    if isinstance(exc, UserError | ConfigError | PortInUse | HandlerImportError | TraceError | FilterError | LoadError):
         return _one_line(exc)
     name = type(exc).__name__
     if name in ("EndpointConnectionError", "ConnectionClosedError"):
@@ -355,39 +402,19 @@ def _serve_until_interrupted(stack: Any, out: TextIO) -> None:
 # --- commands --------------------------------------------------------------------------------------
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from .local.demo import run_demo, summary
-
+def cmd_run(args: argparse.Namespace, load: Any) -> int:
     out = sys.stdout
     stack = _start_stack(args, out)
     try:
-        if stack.gateway is None or not stack.sqs_sources:
-            raise UserError(f"{args.config}: `lambda-kit run` drives a service with an HTTP API and an SQS-fed counter (the view-stats service); use `lambda-kit local` for others")
         print("", file=out)
-        result = run_demo(
-            stack,
-            events=args.events,
-            articles=args.articles,
-            duplicates=args.duplicates,
-            poisons=args.poison,
-            seed=args.seed,
-            out=out,
-        )
-        print(summary(stack, result), file=out)
+        failed = load.run(stack, args, out)
         out.flush()
         if args.keep:
             _serve_until_interrupted(stack, out)
     finally:
         stack.stop()
-    if not result.ok:
-        reasons = []
-        if not result.drained:
-            reasons.append("the stack did not drain in time")
-        if result.counted != result.unique:
-            reasons.append(f"counted {result.counted} != unique {result.unique}")
-        if result.dlq.get(result.poison_dlq, 0) != result.poisons:
-            reasons.append(f"{result.dlq.get(result.poison_dlq, 0)} messages in the DLQ, expected the {result.poisons} poison messages")
-        print(f"lambda-kit run: FAILED: {'; '.join(reasons)}", file=sys.stderr)
+    if failed:
+        print(f"lambda-kit run: FAILED: {'; '.join(failed)}", file=sys.stderr)
         return 1
     return 0
 
@@ -597,30 +624,19 @@ def cmd_check(args: argparse.Namespace) -> int:
     return check_main([args.path or args.config or "serverless.yml"])
 
 
-def cmd_soak(args: argparse.Namespace) -> int:
+def cmd_soak(args: argparse.Namespace, load: Any) -> int:
     import threading
 
-    from .local.config import load_service
-    from .local.soak import SoakOptions, run_soak, summary
-
-    load_service(args.config, stage=args.stage)  # a missing or invalid serverless.yml: one line
     # The soak stops waiting at --timeout; should anything hang past it regardless, end the process.
     watchdog = threading.Timer(args.timeout + 120, _soak_overrun, args=(args.timeout + 120,))
     watchdog.daemon = True
     watchdog.start()
     try:
-        result = run_soak(SoakOptions(
-            events=args.events, seed=args.seed, articles=args.articles, duplicate_share=args.duplicates,
-            fault_rate=args.fault_rate, crash_rate=args.crash_rate, timeout=args.timeout,
-            config=args.config, stage=args.stage, log_path=args.logs,
-        ))
+        failed = load.soak(args, sys.stdout)
     finally:
         watchdog.cancel()
-    print(summary(result))
-    if args.json:
-        print(json.dumps({k: v for k, v in result.as_dict().items() if k != "per_article"}, ensure_ascii=False))
-    if not result.ok:
-        print(f"lambda-kit soak: FAILED: {'; '.join(c.name for c in result.failed)}", file=sys.stderr)
+    if failed:
+        print(f"lambda-kit soak: FAILED: {'; '.join(failed)}", file=sys.stderr)
         return 1
     return 0
 

@@ -110,3 +110,11 @@ def dynamodb(dynamodb_url):
 def counter_table(dynamodb, unique_name):
     """A fresh single-table-design table per test (small tables keep moto fast where it serves)."""
     return make_counter_table(dynamodb, unique_name("ViewStats"))
+
+
+@pytest.fixture(scope="session")
+def packaged(tmp_path_factory):
+    """`serverless package` of the example service, once per test run (tests/_packaging.py)."""
+    from _packaging import packaged as package_once
+
+    return package_once(tmp_path_factory.mktemp("packaged"))

@@ -202,12 +202,13 @@ def test_unreachable_aws_endpoint_url(project, monkeypatch, capsys):
     assert "AWS_ENDPOINT_URL=http://127.0.0.1:9 does not answer" in _one_error_line(capsys)
 
 
-def test_run_needs_an_http_api_and_a_queue(tmp_path, aws_endpoint, unique_name, capsys):
+def test_run_needs_the_services_own_load(tmp_path, aws_endpoint, unique_name, capsys):
     config = tmp_path / "serverless.yml"
     config.write_text(f"service: {unique_name('norun')}\nfunctions:\n  f:\n    handler: plain.handler\n", encoding="utf-8")
     (tmp_path / "plain.py").write_text("def handler(event, context):\n    return event\n", encoding="utf-8")
     assert main(["run", "-c", str(config), "--logs", str(tmp_path / "logs.jsonl")]) == 2
-    assert "use `lambda-kit local`" in _one_error_line(capsys)
+    line = _one_error_line(capsys)
+    assert "names no load for `lambda-kit run`: add custom.lambdaKit.run: MODULE" in line and "`lambda-kit local`" in line
 
 
 def test_bad_options_are_usage_errors(capsys):

@@ -4,6 +4,7 @@ takes ``-c`` like the other commands."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import textwrap
 
@@ -99,6 +100,8 @@ BAD_VALUES = [
     (["local", "--logs", "/"], "argument --logs: / is a directory"),
     (["soak", "--logs", "/"], "argument --logs: / is a directory"),
     (["check", "a.yml", "b.yml"], "unrecognized arguments: b.yml"),
+    (["invoke", "worker", "--event", "sqs", "--port", "99999"], "unrecognized arguments: --port 99999"),
+    (["soak", "--events", "10", "--port", "1"], "unrecognized arguments: --port 1"),
 ]
 
 
@@ -119,8 +122,15 @@ def test_good_option_values_at_the_bounds_pass(capsys):
     # parsing only: the bounds themselves are accepted
     from lambda_kit.cli import build_parser
 
-    args = build_parser().parse_args(["run", "--port", "65535", "--events", "1", "--duplicates", "0.9", "--poison", "0"])
-    assert (args.port, args.events, args.duplicates, args.poison) == (65535, 1, 0.9, 0)
+    args = build_parser().parse_args(["run", "--port", "65535"])
+    assert args.port == 65535
+    # the example service's demo options (loads.demo, added to `lambda-kit run` by serverless.yml)
+    from loads import demo
+
+    parser = argparse.ArgumentParser()
+    demo.options(parser)
+    args = parser.parse_args(["--events", "1", "--duplicates", "0.9", "--poison", "0"])
+    assert (args.events, args.duplicates, args.poison) == (1, 0.9, 0)
     args = build_parser().parse_args(["invoke", "api", "--event", "api", "--method", "post", "--query", "?a=1&a=2&b=x%20y&c="])
     assert args.method == "POST" and args.query == {"a": ["1", "2"], "b": "x y", "c": ""}
 

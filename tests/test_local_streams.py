@@ -257,3 +257,40 @@ def test_kinesis_checkpoints_at_the_first_failure_then_discards_it(tmp_path, aws
         [message] = stack.receive_all("ReaderDLQ")
         info = json.loads(message["Body"])["KinesisBatchInfo"]
         assert info["shardId"].startswith("shardId-") and info["batchSize"] == 2
+
+
+def test_concurrent_puts_on_a_kinesis_stream_are_all_kept(aws_endpoint, unique_name, monkeypatch):
+    """moto's Kinesis shard numbers records unsafely under concurrency (two PutRecord at once
+    can take one sequence number, one record overwriting the other): the embedded endpoint runs
+    Kinesis requests one at a time, so every record of racing producers is there, once. The
+    race window (between reading the shard's last number and storing the record) is widened
+    here so that without the lock the race is all but certain."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import boto3
+    from moto.kinesis.models import Shard
+
+    last_number = Shard.get_max_sequence_number
+
+    def slowly(self):
+        number = last_number(self)
+        time.sleep(0.005)
+        return number
+
+    monkeypatch.setattr(Shard, "get_max_sequence_number", slowly)
+    kinesis = boto3.client("kinesis", endpoint_url=aws_endpoint.url, region_name="us-east-1")
+    stream = unique_name("racing")
+    kinesis.create_stream(StreamName=stream, ShardCount=1)
+    wait_for(lambda: kinesis.describe_stream_summary(StreamName=stream)["StreamDescriptionSummary"]["StreamStatus"] == "ACTIVE")
+
+    def produce(producer: int) -> list[str]:
+        client = boto3.client("kinesis", endpoint_url=aws_endpoint.url, region_name="us-east-1")
+        return [client.put_record(StreamName=stream, Data=f"{producer}-{n}".encode(), PartitionKey="k")["SequenceNumber"] for n in range(10)]
+
+    with ThreadPoolExecutor(8) as pool:
+        sequences = [s for produced in pool.map(produce, range(8)) for s in produced]
+    shard = kinesis.list_shards(StreamName=stream)["Shards"][0]["ShardId"]
+    iterator = kinesis.get_shard_iterator(StreamName=stream, ShardId=shard, ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+    page = kinesis.get_records(ShardIterator=iterator, Limit=1000)
+    assert len(set(sequences)) == 80
+    assert sorted(r["Data"] for r in page["Records"]) == sorted(f"{p}-{n}".encode() for p in range(8) for n in range(10))

@@ -8,8 +8,9 @@ import os
 from pathlib import Path
 
 import pytest
+from _iam import check
 
-from lambda_kit.local.soak import FAULT_KINDS, SoakOptions, run_soak, summary
+from loads.soak import FAULT_KINDS, SoakOptions, run_soak, summary
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -94,3 +95,23 @@ def test_figures_as_a_dict(soak):
                 "site_total", "distinct_articles", "faults", "crashes_after_commit", "seconds"):
         assert key in figures
     assert figures["ok"] is True and figures["double_counted"] == 0 and figures["lost"] == 0
+
+
+FUNCTIONS = ["ingest", "counter", "aggregator", "milestones", "clickstream"]
+
+
+def test_every_aws_call_is_granted_and_every_grant_is_needed(soak, packaged):
+    """IAM proven by the calls: each AWS call a function made during the soak against its role in
+    the packaged template, and each grant of the role used by a call, by Lambda's side of the
+    wiring, or justified by a comment naming it in serverless.yml."""
+    findings = check(packaged["template"], (ROOT / "serverless.yml").read_text(encoding="utf-8"), soak.aws_calls, soak.resource_ids, FUNCTIONS)
+    for finding in findings:
+        print(f"{finding.function}: used {sorted(finding.used)}; Lambda's {sorted(finding.by_lambda)}; justified {sorted(finding.justified)}")
+    assert {f.function: f.not_granted for f in findings if f.not_granted} == {}
+    assert {f.function: f.unjustified for f in findings if f.unjustified} == {}
+    assert all(f.used for f in findings), [f.function for f in findings if not f.used]  # every function called AWS
+    # the calls are mapped to IAM as IAM authorises them: a transaction as its item actions
+    used = {f.function: {action for action, _ in f.used} for f in findings}
+    assert {"dynamodb:PutItem", "dynamodb:UpdateItem"} <= used["counter"] and "dynamodb:TransactWriteItems" not in used["counter"]
+    assert {"sqs:SendMessage", "dynamodb:BatchGetItem", "dynamodb:Query"} <= used["ingest"]
+    assert {"kinesis:PutRecord", "sqs:SendMessage"} <= used["clickstream"]

@@ -1,4 +1,4 @@
-"""The local stack: the view-stats service (or any serverless.yml) on one machine.
+"""The local stack: any service's serverless.yml on one machine.
 
 Depends on the rest of lambda_kit; nothing in the core depends on it. Modules:
 
@@ -6,13 +6,14 @@ Depends on the rest of lambda_kit; nothing in the core depends on it. Modules:
   ``resources`` (creates them on the endpoint; ``intrinsics`` resolves Ref / GetAtt / Sub),
   ``endpoint`` (moto's server in-process), ``dynamodb_local`` (AWS's DynamoDB Local, the
   DynamoDB where Java can run it), ``clients``;
-- ``runtime`` (a function in-process, its context, timeouts, invocation hooks);
+- ``runtime`` (a function in-process, its context, timeouts, invocation hooks), ``aws_calls``
+  (the AWS calls each function makes, as the IAM actions and resources they need);
 - event sources: ``sqs_source``, ``stream_source`` (Kinesis + DynamoDB Streams),
   ``sns_source`` (SNS + async invocation), ``ttl`` (TTL emulation), ``filters``
   (filterPatterns), ``destinations`` (failure records), ``poller`` (threads, timing, journal);
 - ``gateway`` (HTTP API v2 on 127.0.0.1), ``logfile`` (the JSON-lines log file);
-- ``stack`` (all of it together: ``LocalStack``), ``demo`` and ``timeline`` (``lambda-kit run``
-  and ``lambda-kit trace``).
+- ``stack`` (all of it together: ``LocalStack``), ``timeline`` (``lambda-kit trace``) and
+  ``service_load`` (the service's own load module that ``lambda-kit run`` and ``soak`` drive).
 """
 
 from __future__ import annotations

@@ -66,6 +66,7 @@ class ServiceConfig:
     resources: dict[str, dict[str, Any]]  # logical id -> {"Type": ..., "Properties": ...}
     outputs: dict[str, Any] = field(default_factory=dict)
     unresolved: list[tuple[str, str]] = field(default_factory=list)
+    custom: dict[str, Any] = field(default_factory=dict)  # the file's `custom:` section
 
     @property
     def project_dir(self) -> Path:
@@ -173,6 +174,7 @@ def load_service(path: str | os.PathLike[str] = "serverless.yml", stage: str | N
         resources=resources,
         outputs=resources_section.get("Outputs") or {},
         unresolved=variables.unresolved,
+        custom=resolved.get("custom") if isinstance(resolved.get("custom"), dict) else {},
     )
 
 

@@ -19,9 +19,12 @@ the items the transaction names plus the stream's length, restored the same way 
 moto's SQS queues are not thread-safe either: ``DeleteMessage`` rebuilds a queue's message list
 while ``SendMessage`` (and SNS delivering to a queue) appends to it, so a message sent at that
 moment is lost; two receives redriving the same message to its DLQ answer 500, hiding the rest of
-that receive for the visibility timeout. ``serialize_queues`` runs moto's SQS and SNS requests one
-at a time (a long poll waits with the lock released), and EventBridge's and S3's too: their
-``PutEvents`` and object writes deliver to queues in-process (rules' targets, bucket notifications).
+that receive for the visibility timeout. moto's Kinesis shards are not either ("not safe for
+concurrency", its ``put_record`` says): two ``PutRecord`` at once can take the same sequence number,
+and one record overwrites the other, lost before any reader sees it (the soak lost a view that
+way). ``serialize_queues`` runs moto's SQS, SNS and Kinesis requests one at a time (a long poll
+waits with the lock released), and EventBridge's and S3's too: their ``PutEvents`` and object
+writes deliver to queues in-process (rules' targets, bucket notifications).
 """
 
 from __future__ import annotations
@@ -63,18 +66,19 @@ _queues_serialized = False
 
 
 def serialize_queues() -> None:
-    """Run moto's SQS, SNS, EventBridge and S3 request handlers one at a time (idempotent); a
-    long poll (``WaitTimeSeconds``) releases the lock while it waits for messages."""
+    """Run moto's SQS, SNS, Kinesis, EventBridge and S3 request handlers one at a time
+    (idempotent); a long poll (``WaitTimeSeconds``) releases the lock while it waits for messages."""
     global _queues_serialized
     if _queues_serialized:
         return
     from moto.events.responses import EventsHandler
+    from moto.kinesis.responses import KinesisResponse
     from moto.s3.responses import S3Response
     from moto.sns.responses import SNSResponse
     from moto.sqs.models import Queue
     from moto.sqs.responses import SQSResponse
 
-    handlers = [(SQSResponse, "call_action"), (SNSResponse, "call_action"), (EventsHandler, "call_action")]
+    handlers = [(SQSResponse, "call_action"), (SNSResponse, "call_action"), (KinesisResponse, "call_action"), (EventsHandler, "call_action")]
     handlers += [(S3Response, "_bucket_response"), (S3Response, "_key_response")]
     for handler, method in handlers:
         original = getattr(handler, method)

@@ -2,7 +2,7 @@
 
 ``LogFile`` is the sink given to ``lambda_kit.log.set_sink``: it is called from every poller and
 gateway thread, so writes are serialized. It can echo a short form of each line to the terminal
-and notify subscribers (the demo measures latency with one; the soak can count ERROR lines).
+and notify subscribers (a service's load can measure latency with one, or count ERROR lines).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ class Timing:
     """Seconds between polls of an empty queue or shard (Lambda: ~1 s for streams, long polling for SQS)."""
     sqs_retry_delay: float | None = 1.0
     """Failed SQS messages become visible again after this many seconds. ``None`` = as on AWS:
-    after the queue's VisibilityTimeout (180 s for the views queue: a demo would wait minutes)."""
+    after the queue's VisibilityTimeout (often minutes: a demo would wait that long)."""
     stream_retry_delay: float = 0.2
     """Pause before a failed stream batch is retried (Lambda backs off exponentially)."""
     async_retry_delays: tuple[float, ...] = (1.0, 2.0)

@@ -1,5 +1,6 @@
-"""The fault soak (``lambda-kit soak``, ``make soak``): the view-stats service on the local stack,
-driven with view events while faults are injected, then every count checked.
+"""The view-stats service's fault soak, which ``lambda-kit soak`` (``make soak``) runs because
+serverless.yml names it (``custom.lambdaKit.soak``): the service on the local stack, driven with
+view events while faults are injected, then every count checked.
 
 With a fixed seed it plans ``events`` deliveries of valid view events and injects:
 
@@ -24,7 +25,12 @@ With a fixed seed it plans ``events`` deliveries of valid view events and inject
   now accept up to 1 MiB) messages on the views queue, and a clickstream Kinesis record that
   always fails (requeued by the function, then dead-lettered).
 
-It then reads the table with the stack's own clients and checks: counted == unique, per article
+Every AWS call each function makes is recorded (``lambda_kit.local.aws_calls``) as the IAM action
+and resource it needs (``SoakResult.aws_calls``; ``tests/test_soak.py`` checks them against each
+function's role in the packaged template).
+
+It then reads the counts back over the API (``GET /views``, ``GET /stats``), reads the table with
+the stack's own clients and checks: counted == unique, per article
 and per day; no article counted above or below its unique events; every unique event's marker
 present; each poison message in a DLQ exactly once and nothing else there, each with its trace id
 on an ERROR line of the log file; site total ``AGG#VIEWS`` == sum of article totals (and per day);
@@ -36,6 +42,7 @@ local API; any other host is refused in the functions' clients).
 
 from __future__ import annotations
 
+import argparse
 import base64
 import http.client
 import itertools
@@ -55,9 +62,10 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
-from .logfile import DEFAULT_PATH
-from .poller import Timing
-from .runtime import Invocation
+from lambda_kit.cli import COUNT, SEED, bounded
+from lambda_kit.local.logfile import DEFAULT_PATH
+from lambda_kit.local.poller import Timing
+from lambda_kit.local.runtime import Invocation
 
 DEFAULT_EVENTS = 5000
 DEFAULT_SEED = 20240521
@@ -425,6 +433,11 @@ class SoakResult:
     sqs_batches_failed: int = 0
     stream_batches_failed: int = 0
     refused_hosts: list[str] = field(default_factory=list)
+    aws_calls: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+    """{function: {IAM action: {resource ARN: calls}}}: every AWS call the functions made."""
+    resource_ids: dict[str, str] = field(default_factory=dict)
+    """{resource ARN: "LogicalId.Arn"} of the stack's tables, queues, topics and streams."""
+    api_reads: dict[str, Any] = field(default_factory=dict)
     drained: bool = False
     timed_out: bool = False
     seconds: float = 0.0
@@ -479,6 +492,8 @@ class SoakResult:
             "sqs_batches_failed": self.sqs_batches_failed,
             "stream_batches_failed": self.stream_batches_failed,
             "refused_non_loopback": list(self.refused_hosts),
+            "aws_calls": self.aws_calls,
+            "api_reads": dict(self.api_reads),
             "drained": self.drained,
             "seconds": round(self.seconds, 1),
             "phases": {k: round(v, 1) for k, v in self.phases.items()},
@@ -505,7 +520,8 @@ class _Deadline:
 
 def run_soak(options: SoakOptions | None = None, out: TextIO | None = None) -> SoakResult:
     """Run the soak; never raises for a failed check (see ``SoakResult.checks``)."""
-    from .stack import LocalStack
+    from lambda_kit.local.aws_calls import CallRecorder, resource_ids
+    from lambda_kit.local.stack import LocalStack
 
     options = options or SoakOptions()
     out = out or sys.stdout
@@ -519,6 +535,7 @@ def run_soak(options: SoakOptions | None = None, out: TextIO | None = None) -> S
 
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("AWS_ENDPOINT_URL_")}
     faults = ClientFaults(options.fault_rate, options.seed).install()
+    recorder = CallRecorder().install()
     crashes = CrashAfterCommit(options.crash_rate, options.seed)
     stack = LocalStack(
         options.config,
@@ -529,7 +546,7 @@ def run_soak(options: SoakOptions | None = None, out: TextIO | None = None) -> S
         log_path=options.log_path,
         timing=Timing(),
         ttl=False,  # nothing expires within a soak; the sweep would scan the whole table every 2 s
-        hooks=[crashes],
+        hooks=[recorder, crashes],
     )
     try:
         stack.start()
@@ -561,6 +578,9 @@ def run_soak(options: SoakOptions | None = None, out: TextIO | None = None) -> S
         result.pairs = len(sender.pair_ids)
         result.pairs_in_one_batch = _pairs_in_one_batch(stack, sender.pair_ids)
         phase = time.monotonic()
+        result.resource_ids = resource_ids(stack.resources, stack.region)
+        faults.enabled = False  # the reads after the load: nothing left to retry them
+        _read_api(sender, plan, result)
         _read_table(stack, plan, result)
         _read_dead_letters(stack, plan, result)
         failed_batches = stack.journal.events("sqs.batch")
@@ -570,12 +590,14 @@ def run_soak(options: SoakOptions | None = None, out: TextIO | None = None) -> S
     finally:
         stack.stop()
         faults.uninstall()
+        recorder.uninstall()
         os.environ.update(saved)
     result.dynamodb_calls = dict(faults.calls)
     result.faults = {kind: faults.injected.get(kind, 0) for kind in FAULT_KINDS}
     result.writes_applied_before_500 = faults.applied_before_500
     result.crashes = dict(crashes.crashes)
     result.refused_hosts = sorted(set(faults.refused))
+    result.aws_calls = recorder.by_function()
     result.log_path = str(options.log_path) if options.log_path is not None else None
     _read_log(result)
     result.seconds = time.monotonic() - started
@@ -647,6 +669,16 @@ class _Sender:
         elif delivery.kind == "poison-kinesis":
             kinesis.put_record(StreamName=self.stream_name, Data=(delivery.body or "").encode(), PartitionKey=delivery.trace_id)
 
+    def get(self, path: str) -> tuple[int, Any]:
+        connection = http.client.HTTPConnection(self.base.hostname, self.base.port, timeout=60)
+        try:
+            connection.request("GET", path)
+            response = connection.getresponse()
+            body = response.read()
+            return response.status, json.loads(body) if body else None
+        finally:
+            connection.close()
+
     def _post(self, view: Any, trace_id: str) -> int:
         for attempt in range(3):
             connection = getattr(self.local, "connection", None)
@@ -700,6 +732,17 @@ def _batch_get(client: Any, table: str, keys: list[dict[str, Any]]) -> list[dict
     return found
 
 
+def _read_api(sender: _Sender, plan: Plan, result: SoakResult) -> None:
+    """The counts as a reader gets them: GET /views of the most viewed article, GET /stats."""
+    from urllib.parse import quote
+
+    top = Tally(view["url"] for view in plan.unique).most_common(1)[0][0]
+    status, body = sender.get(f"/views?url={quote(top, safe='')}")
+    result.api_reads["views"] = {"url": top, "status": status, "views": (body or {}).get("views") if isinstance(body, dict) else None}
+    status, body = sender.get("/stats")
+    result.api_reads["stats"] = {"status": status, "views": (body or {}).get("views") if isinstance(body, dict) else None}
+
+
 def _read_table(stack: Any, plan: Plan, result: SoakResult) -> None:
     from handlers.aggregates import (
         DISTINCT_ARTICLES,
@@ -709,8 +752,7 @@ def _read_table(stack: Any, plan: Plan, result: SoakResult) -> None:
         site_day_key,
     )
     from handlers.views import article_key, day_key, parse_view
-
-    from ..counters import Counter, marker_sk, shard_pk
+    from lambda_kit.counters import Counter, marker_sk, shard_pk
 
     table = _table_name(stack)
     client = stack.clients("dynamodb")
@@ -772,8 +814,8 @@ def _read_table(stack: Any, plan: Plan, result: SoakResult) -> None:
 
 
 def _read_dead_letters(stack: Any, plan: Plan, result: SoakResult) -> None:
-    from ..sources.sqs import SqsSource
-    from .sqs_source import lambda_record
+    from lambda_kit.local.sqs_source import lambda_record
+    from lambda_kit.sources.sqs import SqsSource
 
     source = SqsSource(json=False)
     poison_ids = {p.trace_id for p in plan.poisons if p.trace_id}
@@ -846,6 +888,13 @@ def _judge(result: SoakResult) -> None:
     checks.append(Check("day buckets exact", result.day_buckets_wrong == 0, f"{result.day_buckets_wrong} article-days wrong"))
     checks.append(Check("site total == sum of article totals", result.site_total == result.counted,
                         f"AGG#VIEWS {result.site_total}, articles {result.counted}"))
+    views, stats = result.api_reads.get("views") or {}, result.api_reads.get("stats") or {}
+    article = result.per_article.get(views.get("url") or "", {})
+    checks.append(Check("the API reads the counts back",
+                        views.get("status") == 200 and views.get("views") == article.get("expected")
+                        and stats.get("status") == 200 and stats.get("views") == result.site_total,
+                        f"GET /views {views.get('status')}: {views.get('views')} of {article.get('expected')}; "
+                        f"GET /stats {stats.get('status')}: {stats.get('views')} of {result.site_total}"))
     checks.append(Check("site day totals", result.site_days_wrong == 0, f"{result.site_days_wrong} days wrong"))
     checks.append(Check("distinct articles", result.distinct_articles == result.articles,
                         f"AGG#ARTICLES {result.distinct_articles}, {result.articles} articles viewed"))
@@ -902,9 +951,42 @@ def summary(result: SoakResult) -> str:
         f"                                   ({result.writes_applied_before_500} of the 500s-after came after a write that was applied)",
         f"  crashes after commit   {sum(result.crashes.values()):>7}   " + ", ".join(f"{k} {v}" for k, v in sorted(result.crashes.items()))
         + f"  (failed batches redelivered: sqs {result.sqs_batches_failed}, stream {result.stream_batches_failed})",
+        f"  API reads              {flag('the API reads the counts back')}         GET /views and GET /stats agree with the table",
+        f"  AWS calls by function  {sum(n for f in result.aws_calls.values() for a in f.values() for n in a.values()):>7}   "
+        + "; ".join(f"{function} " + ", ".join(sorted(actions)) for function, actions in sorted(result.aws_calls.items())),
         f"  time                   {result.seconds:>6.1f}s   " + ", ".join(f"{k} {v:.1f} s" for k, v in result.phases.items()),
     ]
     failed = result.failed
     rows.append("")
     rows.append("  RESULT: " + ("all checks passed" if not failed else "FAILED: " + "; ".join(f"{c.name} ({c.detail})" for c in failed)))
     return "\n".join(rows) + "\n"
+
+
+# --- lambda-kit soak --------------------------------------------------------------------------
+
+
+def options(parser: Any) -> None:
+    """The soak's options on ``lambda-kit soak`` (which gives ``-c``, ``--stage``, ``--logs``,
+    ``--timeout`` and ``--json``)."""
+    share = bounded(float, 0, 0.5, "a share")
+    parser.add_argument("--events", type=COUNT, default=DEFAULT_EVENTS, help="view events to deliver, duplicates included (default: %(default)s)")
+    parser.add_argument("--seed", type=SEED, default=DEFAULT_SEED, help="random seed (default: %(default)s)")
+    parser.add_argument("--articles", type=COUNT, default=40, help="distinct articles (default: %(default)s)")
+    parser.add_argument("--duplicates", type=share, default=0.2, help="share of unique events delivered more than once, 0..0.5 (default: %(default)s)")
+    parser.add_argument("--fault-rate", type=share, default=0.1, help="share of the functions' DynamoDB calls that fail, 0..0.5 (default: %(default)s)")
+    parser.add_argument("--crash-rate", type=share, default=0.1, help="share of committed first tries that crash before the ack, 0..0.5 (default: %(default)s)")
+
+
+def soak(args: argparse.Namespace, out: TextIO) -> list[str]:
+    """``lambda-kit soak``: the soak, its summary (and ``--json`` figures) on ``out``; the names of
+    the checks that failed."""
+    result = run_soak(SoakOptions(
+        events=args.events, seed=args.seed, articles=args.articles, duplicate_share=args.duplicates,
+        fault_rate=args.fault_rate, crash_rate=args.crash_rate, timeout=args.timeout,
+        config=args.config, stage=args.stage, log_path=args.logs,
+    ), out=out)
+    out.write(summary(result) + "\n")
+    if args.json:
+        out.write(json.dumps({k: v for k, v in result.as_dict().items() if k != "per_article"}, ensure_ascii=False) + "\n")
+    out.flush()
+    return [check.name for check in result.failed]

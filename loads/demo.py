@@ -1,4 +1,5 @@
-"""The demo load of ``lambda-kit run``: view events over real HTTP, then the figures.
+"""The view-stats service's demo load, which ``lambda-kit run`` (``make run``) drives because
+serverless.yml names it (``custom.lambdaKit.run``): view events over real HTTP, then the figures.
 
 Sends ``events`` view events (over ``articles`` articles, a few popular ones crossing
 milestones) to ``POST /views`` with an ``X-Trace-Id`` each, re-sends a share of them
@@ -10,6 +11,7 @@ processed" line for that trace id (the moment the view was counted).
 
 from __future__ import annotations
 
+import argparse
 import http.client
 import json
 import random
@@ -24,8 +26,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO
 from urllib.parse import quote, urlsplit
 
-from . import timeline
-from .stack import LocalStack
+from lambda_kit.cli import COUNT, SEED, bounded
+from lambda_kit.local import timeline
+from lambda_kit.local.stack import LocalStack
 
 
 @dataclass
@@ -301,3 +304,32 @@ def summary(stack: LocalStack, result: DemoResult) -> str:
         rows.append(f"  trace {result.trace_id}: {' → '.join(crossed_functions)}   (lambda-kit trace {result.trace_id})")
         rows.append(timeline.render(result.trace_id, result.trace_lines, prefix, indent="    "))
     return "\n".join(rows) + "\n"
+
+
+# --- lambda-kit run ---------------------------------------------------------------------------
+
+
+def options(parser: Any) -> None:
+    """The demo's options on ``lambda-kit run``."""
+    parser.add_argument("--events", type=COUNT, default=300, help="view events to send (default: %(default)s)")
+    parser.add_argument("--articles", type=COUNT, default=30, help="distinct articles (default: %(default)s)")
+    parser.add_argument("--duplicates", type=bounded(float, 0, 0.9, "a share of the events"), default=0.1,
+                        help="share of events delivered twice, 0..0.9 (default: %(default)s)")
+    parser.add_argument("--poison", type=bounded(int, 0, what="a count"), default=2,
+                        help="malformed messages put on the views queue (default: %(default)s)")
+    parser.add_argument("--seed", type=SEED, default=7, help="random seed (default: %(default)s)")
+
+
+def run(stack: LocalStack, args: argparse.Namespace, out: TextIO) -> list[str]:
+    """``lambda-kit run``: the demo on the started stack, its summary on ``out``; what failed."""
+    result = run_demo(stack, events=args.events, articles=args.articles, duplicates=args.duplicates,
+                      poisons=args.poison, seed=args.seed, out=out)
+    out.write(summary(stack, result) + "\n")
+    failed = []
+    if not result.drained:
+        failed.append("the stack did not drain in time")
+    if result.counted != result.unique:
+        failed.append(f"counted {result.counted} != unique {result.unique}")
+    if result.dlq.get(result.poison_dlq, 0) != result.poisons:
+        failed.append(f"{result.dlq.get(result.poison_dlq, 0)} messages in the DLQ, expected the {result.poisons} poison messages")
+    return failed
