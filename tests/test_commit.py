@@ -6,6 +6,8 @@ an error)."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from _logs import of_level, read_lines, with_message
 
@@ -170,3 +172,24 @@ def test_a_stream_commit_that_refuses_a_record_reports_it_by_sequence_number(cap
     lines = read_lines(capfd)
     assert [line["source"] for line in with_message(lines, "record failed at commit")] == ["kinesis"]
     assert [line["record_id"] for line in with_message(lines, "record processed")] == [numbers[0]]
+
+
+@pytest.mark.parametrize("commit", [None, lambda items: None, lambda items: [items[0][0]]],
+                         ids=["no commit", "commit accepts", "commit refuses"])
+@pytest.mark.parametrize("fails", [False, True], ids=["returns", "raises"])
+def test_each_records_line_gives_its_duration_in_milliseconds(capfd, commit, fails):
+    """``duration_ms``: from the record's start to its line, in milliseconds to the microsecond (a
+    function that sleeps 20 ms takes at least 20; no invocation runs over Lambda's 15 minutes)."""
+
+    def fn(message, context):
+        time.sleep(0.02)
+        if fails:
+            raise ValueError("failed after 20 ms")
+        return message
+
+    handler = sqs_handler(commit=commit)(fn)
+    handler(sqs_event({"n": 1}), lambda_context())
+    [line] = [line for line in read_lines(capfd) if "duration_ms" in line]
+    duration = line["duration_ms"]
+    assert type(duration) is float and round(duration, 3) == duration
+    assert 20 <= duration <= 15 * 60 * 1000
