@@ -177,7 +177,8 @@ def test_a_stream_commit_that_refuses_a_record_reports_it_by_sequence_number(cap
 @pytest.mark.parametrize("commit", [None, lambda items: None, lambda items: [items[0][0]]],
                          ids=["no commit", "commit accepts", "commit refuses"])
 @pytest.mark.parametrize("fails", [False, True], ids=["returns", "raises"])
-def test_each_records_line_gives_its_duration_in_milliseconds(capfd, commit, fails):
+@pytest.mark.parametrize("kind", ["def", "async def"])
+def test_each_records_line_gives_its_duration_in_milliseconds(capfd, commit, fails, kind):
     """``duration_ms``: from the record's start to its line, in milliseconds to the microsecond (a
     function that sleeps 20 ms takes at least 20; no invocation runs over Lambda's 15 minutes)."""
 
@@ -187,7 +188,10 @@ def test_each_records_line_gives_its_duration_in_milliseconds(capfd, commit, fai
             raise ValueError("failed after 20 ms")
         return message
 
-    handler = sqs_handler(commit=commit)(fn)
+    async def async_fn(message, context):
+        return fn(message, context)
+
+    handler = sqs_handler(commit=commit)(fn if kind == "def" else async_fn)
     handler(sqs_event({"n": 1}), lambda_context())
     [line] = [line for line in read_lines(capfd) if "duration_ms" in line]
     duration = line["duration_ms"]

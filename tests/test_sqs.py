@@ -251,3 +251,18 @@ def test_fifo_failure_holds_back_the_rest_of_its_group_and_other_groups_go_on(ca
     assert len(of_level(lines, "ERROR")) == 1  # only A1 failed by itself
     held = of_level(lines, "WARNING")
     assert len(held) == 2 and all(line["group"] == "A" for line in held)
+
+
+def test_a_held_back_message_gets_one_warning_naming_it_and_its_group(capfd):
+    @sqs_handler(log_event=False, log_result=False)
+    def handler(message, context):
+        raise ValueError("the first of the group fails")
+
+    event = sqs_event({"n": 1}, {"n": 2}, queue="views.fifo", trace_id=["t-1", "t-2"])
+    for record in event["Records"]:
+        record["attributes"]["MessageGroupId"] = "g-1"
+    ids = [record["messageId"] for record in event["Records"]]
+    assert handler(event, None) == {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in ids]}
+    [held] = of_level(read_lines(capfd), "WARNING")
+    assert held["message"] == "not processed: an earlier record of its group failed; it is retried in order"
+    assert (held["source"], held["record_id"], held["trace_id"], held["group"]) == ("sqs", ids[1], "t-2", "g-1")
