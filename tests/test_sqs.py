@@ -177,6 +177,7 @@ def test_malicious_trace_id_is_not_used_and_is_logged_escaped(capfd, bad):
     warnings = of_level(lines, "WARNING")
     assert len(warnings) == 1
     assert warnings[0]["source"] == "sqs"
+    assert warnings[0]["message"] == "ignored an invalid trace id; using the fallback id"
     assert_escaped(warnings[0]["rejected_trace_id"], bad)
 
 
