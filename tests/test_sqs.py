@@ -187,6 +187,14 @@ def assert_escaped(rejected, bad):
     assert rejected == ascii(bad)
 
 
+def test_a_huge_rejected_trace_id_is_logged_cut_to_256_characters(capfd):
+    handler = sqs_handler(lambda message, context: None)
+    handler(sqs_event({"x": 1}, trace_id="\n" * 1000), None)
+    [warning] = of_level(read_lines(capfd), "WARNING")
+    assert warning["rejected_trace_id"] == ascii("\n" * 1000)[:256]
+    assert len(warning["rejected_trace_id"]) == 256
+
+
 def test_current_record_exposes_the_source_record_and_is_none_outside():
     captured = []
 
