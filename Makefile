@@ -33,9 +33,10 @@ soak: $(VENV)/.installed node_modules/.installed
 	$(VENV)/bin/lambda-kit soak
 
 # Mutation testing (mutmut), not part of `make test`: every target, or one (a module or a folder):
-# `make mutate MODULE=lambda_kit/codec.py`. Prints each surviving mutant and the score per module.
+# `make mutate MODULE=lambda_kit/codec.py`; CHILDREN=1 runs one mutant at a time (default: one per core).
+# Prints each surviving mutant and the score per module.
 mutate: $(VENV)/.installed
-	$(PY) -m mutate $(MODULE)
+	$(PY) -m mutate $(if $(CHILDREN),--children=$(CHILDREN)) $(MODULE)
 
 # The wheel and sdist of lambda_kit (the distribution lambda-event-kit) in dist/.
 dist: $(VENV)/.installed

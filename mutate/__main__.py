@@ -8,7 +8,8 @@ forked from a server that has collected the tests but run none of them: nothing 
 codec's converters, the chosen codec) survives into a mutant's run. Then this prints every
 surviving mutant's diff and the score per module.
 
-Not part of ``make test``: a full run takes tens of minutes on two cores.
+Not part of ``make test``: a full run takes tens of minutes on two cores. ``--children=N`` (``make
+mutate CHILDREN=1``) caps how many mutants run at once (default: one per core), for a shared machine.
 """
 
 from __future__ import annotations
@@ -31,9 +32,14 @@ TARGETS: dict[str, list[str]] = {
     "lambda_kit/log.py": ["tests/test_logging.py", "tests/test_hostile_logs.py", "tests/test_codec_parity.py",
                           "tests/test_api.py"],
     "lambda_kit/loop.py": ["tests/test_sqs.py", "tests/test_sns.py", "tests/test_streams.py", "tests/test_decorators.py",
-                           "tests/test_hostile_events.py"],
+                           "tests/test_hostile_events.py", "tests/test_event_boundary.py", "tests/test_async.py",
+                           "tests/test_model.py", "tests/test_metrics.py", "tests/test_commit.py",
+                           "tests/test_logging.py"],
     "lambda_kit/sources/": ["tests/test_sqs.py", "tests/test_sns.py", "tests/test_streams.py", "tests/test_api.py",
-                            "tests/test_decorators.py", "tests/test_hostile_events.py", "tests/test_hostile_api.py"],
+                            "tests/test_decorators.py", "tests/test_hostile_events.py", "tests/test_hostile_api.py",
+                            "tests/test_event_boundary.py", "tests/test_kafka.py", "tests/test_eventbridge.py",
+                            "tests/test_s3.py", "tests/test_pipes.py", "tests/test_kpl.py",
+                            "tests/test_cloudwatch_logs.py", "tests/test_async.py", "tests/test_model.py"],
     "lambda_kit/counters/": ["tests/test_counters.py"],
 }
 # Tests that look at what a fresh interpreter imports: mutmut's instrumented copy imports more.
@@ -43,12 +49,13 @@ DESELECT = [
 # The scratch copy's own conftest. Each test starts from a cold lambda_kit: a cache an earlier test
 # filled would hide a path from mutmut's record of which tests reach it (and so from the tests it
 # runs against that path's mutants). mutmut adds three frames to every call: the nesting tests
-# (254 levels) need more stack.
+# (254 levels) need more stack, but not so much that a 5,000-level DynamoDB image
+# (tests/test_hostile_events.py), which must fail on the recursion limit, decodes.
 CONFTEST = '''import sys
 
 import pytest
 
-sys.setrecursionlimit(20_000)
+sys.setrecursionlimit(4_000)
 
 
 @pytest.fixture(autouse=True)
@@ -109,6 +116,10 @@ def _mutmut(place: Path, *args: str, log: Path | None = None) -> str:
     mutmut = Path(sys.executable).parent / "mutmut"
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("LAMBDA_KIT_JSON", None)
+    # moto's DynamoDB (the counters' tests run on both; DynamoDB Local's own cases are left to make
+    # test): each mutant's run is a new test session, and a Java server started for each costs
+    # more than its tests (loop.py's run went ~8x faster without it).
+    env["LAMBDA_KIT_DYNAMODB_LOCAL"] = "off"
     if log is None:
         return subprocess.run([mutmut, *args], cwd=place, env=env, capture_output=True, text=True, check=True).stdout
     with log.open("w") as out:  # the progress spinner, kept out of the report
@@ -120,11 +131,11 @@ def _module_of(mutant: str) -> str:
     return re.split(r"\.x_|\.xǁ", mutant, maxsplit=1)[0]
 
 
-def run(module: str) -> dict[str, Counter[str]]:
+def run(module: str, children: int) -> dict[str, Counter[str]]:
     module, tests = _target_of(module)
     print(f"== mutate {module} (tests: {' '.join(tests)}) ==", flush=True)
     place = _prepare(module, tests)
-    _mutmut(place, "run", "--max-children", str(os.cpu_count() or 2), log=place / "run.log")
+    _mutmut(place, "run", "--max-children", str(children), log=place / "run.log")
     statuses: dict[str, Counter[str]] = defaultdict(Counter)
     survivors: list[str] = []
     for line in _mutmut(place, "results", "--all", "true").splitlines():
@@ -155,10 +166,19 @@ def _report(scores: dict[str, Counter[str]]) -> bool:
 
 
 def main(argv: list[str]) -> int:
-    modules = argv or list(TARGETS)
+    children = os.cpu_count() or 2
+    modules = []
+    for arg in argv:
+        if arg.startswith("--children="):
+            value = arg.removeprefix("--children=")
+            if not value.isdigit() or int(value) < 1:
+                raise SystemExit(f"make mutate: CHILDREN={value} is not a positive whole number")
+            children = int(value)
+        else:
+            modules.append(arg)
     scores: dict[str, Counter[str]] = {}
-    for module in modules:
-        scores.update(run(module))
+    for module in modules or list(TARGETS):
+        scores.update(run(module, children))
     return 0 if _report(scores) else 1
 
 

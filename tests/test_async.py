@@ -96,6 +96,41 @@ def fifo_event(*groups_and_bodies: tuple[str, dict]) -> dict:
 
 # --- SQS -------------------------------------------------------------------------------------------
 
+def test_an_async_function_gets_the_context_and_an_undecodable_body_fails_alone_saying_why(capfd):
+    calls = []
+    context = lambda_context("async-views")
+
+    @sqs_handler
+    async def handler(message, given):
+        calls.append((message, given))
+
+    event = sqs_event({"ok": 1}, "{not json", trace_id=[None, "bad-body"])
+    bad_id = event["Records"][1]["messageId"]
+    assert handler(event, context) == {"batchItemFailures": [{"itemIdentifier": bad_id}]}
+    assert calls == [({"ok": 1}, context)]
+    [error] = of_level(read_lines(capfd), "ERROR")
+    assert (error["message"], error["error_type"], error["trace_id"]) == ("record could not be decoded", "UndecodableRecord", "bad-body")
+    assert "not valid JSON" in error["error"] and error["payload"] == "{not json"
+
+
+def test_each_record_of_an_async_function_is_logged_as_received_then_processed(capfd):
+    @sqs_handler
+    async def handler(message, context):
+        return message["n"] * 10
+
+    event = sqs_event({"n": 1}, {"n": 2}, trace_id=["t-1", "t-2"])
+    assert handler(event, lambda_context()) == {"batchItemFailures": []}
+    lines = read_lines(capfd)
+    expected = list(zip(event["Records"], ["t-1", "t-2"], [1, 2], strict=True))
+    received = with_message(lines, "record received")
+    assert [(line["level"], line["source"], line["record_id"], line["trace_id"], line["payload"]) for line in received] == [
+        ("INFO", "sqs", raw["messageId"], trace_id, {"n": n}) for raw, trace_id, n in expected
+    ]
+    processed = with_message(lines, "record processed")
+    assert [(line["level"], line["source"], line["record_id"], line["trace_id"], line["outcome"], line["result"])
+            for line in processed] == [("INFO", "sqs", raw["messageId"], trace_id, "ok", n * 10) for raw, trace_id, n in expected]
+
+
 def test_sqs_runs_up_to_max_concurrency_messages_at_once(capfd):
     timeline = Timeline()
 

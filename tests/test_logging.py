@@ -160,6 +160,7 @@ def test_powertools_logger_gets_the_correlation_id_per_record(capfd):
     ours = [line for line in lines if "function_name" in line and "service" not in line]
     theirs = [line for line in lines if line.get("message") == "from powertools"]
     assert [line["correlation_id"] for line in theirs] == ["pt-1", "pt-2"]
+    assert [line.get("trace_id") for line in theirs] == ["pt-1", "pt-2"]  # and the key our lines use
     assert {line["trace_id"] for line in ours} == {"pt-1", "pt-2"}
 
 

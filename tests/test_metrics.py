@@ -75,6 +75,15 @@ def test_sqs_counts_processed_failed_and_retried(statsd):
     assert metrics[("lambda_kit.records.retried", t)] == 1
 
 
+def test_records_refused_at_commit_count_as_failed_the_others_as_processed(statsd):
+    handler = sqs_handler(metrics=True, commit=lambda items: [items[1][0]])(lambda message, context: message)
+    handler(sqs_event({"n": 1}, {"n": 2}, {"n": 3}), lambda_context("commit-views"))
+    metrics = statsd()
+    t = tags("commit-views", "sqs")
+    assert metrics[("lambda_kit.records.processed", t)] == 2
+    assert metrics[("lambda_kit.records.failed", t)] == 1
+
+
 def test_stream_sources_and_api_are_tagged_by_source(statsd):
     @stream_handler(metrics=True)
     def stream(payload, context):

@@ -129,6 +129,21 @@ def test_the_function_receives_the_validated_model(source, capfd):
 
 
 @pytest.mark.parametrize("source", sorted(SOURCES))
+def test_the_function_receives_the_lambda_context_beside_the_model(source, capfd):
+    decorator, _ = SOURCES[source]
+    context = lambda_context("typed")
+    contexts = []
+
+    @decorator(model=Order)
+    def handler(received, given):
+        contexts.append(given)
+
+    built = event(source, {"id": 1, "items": []}, method="POST") if source == "api" else event(source, {"id": 1, "items": []})
+    handler(built, context)
+    assert contexts == [context]
+
+
+@pytest.mark.parametrize("source", sorted(SOURCES))
 def test_a_payload_that_does_not_fit_never_reaches_the_function(source, capfd):
     calls, outcome, response = run(source, Order, {"id": "x", "items": [{"sku": "a", "qty": 0}], "password": SECRET})
     assert (calls, outcome) == ([], "failed")

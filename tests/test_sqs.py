@@ -177,6 +177,7 @@ def test_malicious_trace_id_is_not_used_and_is_logged_escaped(capfd, bad):
     warnings = of_level(lines, "WARNING")
     assert len(warnings) == 1
     assert warnings[0]["source"] == "sqs"
+    assert warnings[0]["message"] == "ignored an invalid trace id; using the fallback id"
     assert_escaped(warnings[0]["rejected_trace_id"], bad)
 
 
@@ -184,6 +185,14 @@ def assert_escaped(rejected, bad):
     """The rejected value is logged visibly escaped: printable ASCII that still shows what came."""
     assert rejected.isascii() and rejected.isprintable(), rejected
     assert rejected == ascii(bad)
+
+
+def test_a_huge_rejected_trace_id_is_logged_cut_to_256_characters(capfd):
+    handler = sqs_handler(lambda message, context: None)
+    handler(sqs_event({"x": 1}, trace_id="\n" * 1000), None)
+    [warning] = of_level(read_lines(capfd), "WARNING")
+    assert warning["rejected_trace_id"] == ascii("\n" * 1000)[:256]
+    assert len(warning["rejected_trace_id"]) == 256
 
 
 def test_current_record_exposes_the_source_record_and_is_none_outside():
@@ -251,3 +260,18 @@ def test_fifo_failure_holds_back_the_rest_of_its_group_and_other_groups_go_on(ca
     assert len(of_level(lines, "ERROR")) == 1  # only A1 failed by itself
     held = of_level(lines, "WARNING")
     assert len(held) == 2 and all(line["group"] == "A" for line in held)
+
+
+def test_a_held_back_message_gets_one_warning_naming_it_and_its_group(capfd):
+    @sqs_handler(log_event=False, log_result=False)
+    def handler(message, context):
+        raise ValueError("the first of the group fails")
+
+    event = sqs_event({"n": 1}, {"n": 2}, queue="views.fifo", trace_id=["t-1", "t-2"])
+    for record in event["Records"]:
+        record["attributes"]["MessageGroupId"] = "g-1"
+    ids = [record["messageId"] for record in event["Records"]]
+    assert handler(event, None) == {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in ids]}
+    [held] = of_level(read_lines(capfd), "WARNING")
+    assert held["message"] == "not processed: an earlier record of its group failed; it is retried in order"
+    assert (held["source"], held["record_id"], held["trace_id"], held["group"]) == ("sqs", ids[1], "t-2", "g-1")

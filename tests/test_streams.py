@@ -56,7 +56,9 @@ def test_kinesis_stops_at_the_first_failure_and_does_not_call_later_records(capf
     lines = read_lines(capfd)
     errors = of_level(lines, "ERROR")
     assert len(errors) == 1 and errors[0]["trace_id"] == "k-2" and errors[0]["error_type"] == "ValueError"
-    assert [line["not_processed"] for line in of_level(lines, "WARNING")] == [2]
+    [stopped] = of_level(lines, "WARNING")
+    assert stopped["message"] == "stopped the batch at the failed record; Lambda retries from it, in order"
+    assert (stopped["source"], stopped["record_id"], stopped["trace_id"], stopped["not_processed"]) == ("kinesis", failed, "k-2", 2)
 
 
 def test_kinesis_all_failing_reports_the_first_record_only():
