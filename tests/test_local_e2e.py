@@ -9,11 +9,12 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests._local_process import start_local
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,23 +67,8 @@ def test_local_serves_until_interrupted(tmp_path):
     (tmp_path / "served_echo.py").write_text(textwrap.dedent(ECHO), encoding="utf-8")
     env = _env()
     env["PYTHONPATH"] = str(ROOT)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "lambda_kit.cli", "local", "--port", "0"],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
+    process, url = start_local(tmp_path, env)
     try:
-        url = None
-        deadline = time.monotonic() + 60
-        assert process.stdout is not None
-        while time.monotonic() < deadline:
-            line = process.stdout.readline()
-            if not line:
-                break
-            if line.strip().startswith("HTTP API"):
-                url = line.split()[2]
-            if "serving until Ctrl-C" in line:
-                break
-        assert url, process.stderr.read() if process.stderr else ""
         request = urllib.request.Request(url + "/echo", data=b'{"a": 1}', method="POST", headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=10) as response:
             assert json.loads(response.read()) == {"echo": {"a": 1}}

@@ -25,6 +25,16 @@ and one record overwrites the other, lost before any reader sees it (the soak lo
 way). ``serialize_queues`` runs moto's SQS, SNS and Kinesis requests one at a time (a long poll
 waits with the lock released), and EventBridge's and S3's too: their ``PutEvents`` and object
 writes deliver to queues in-process (rules' targets, bucket notifications).
+
+Some of moto's costs grow with the load rather than with the work, and ``fast_requests`` removes
+them (same answers): for every message a receive returns, moto checks the retention period by
+building all of the queue's attributes three times, each counting every message in the queue
+(a receive of 10 from a queue holding 1,000 messages walked 30,000 of them, holding the queue
+lock that ``SendMessage`` waits on), and every message it walks asks the clock through two
+datetime conversions; it also finds the service of every request by listing its own package
+folder on disk and trying hundreds of URL patterns, under one lock. The retention check now reads
+the queue's retention period, a message compares its times with ``time.time()``, and the service
+lookup is remembered per host.
 """
 
 from __future__ import annotations
@@ -110,6 +120,40 @@ def serialize_queues() -> None:
 
     Queue.wait_for_messages = wait_unlocked  # type: ignore[method-assign]
     _queues_serialized = True
+
+
+_fast_requests = False
+
+
+def fast_requests() -> None:
+    """Make moto's SQS receive and its per-request service lookup cost O(1) (idempotent)."""
+    global _fast_requests
+    if _fast_requests:
+        return
+    import time
+
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication
+    from moto.sqs.models import Message, SQSBackend
+
+    def is_message_valid_based_on_retention_period(self: SQSBackend, queue_name: str, message: Message) -> bool:
+        retention = self.get_queue(queue_name).message_retention_period
+        return int(retention) + message.sent_timestamp / 1000 > time.time()  # type: ignore[operator]
+
+    SQSBackend.is_message_valid_based_on_retention_period = is_message_valid_based_on_retention_period  # type: ignore[method-assign]
+    Message.visible = property(lambda self: time.time() * 1000 > self.visible_at)  # type: ignore[method-assign,assignment]
+    Message.delayed = property(lambda self: time.time() * 1000 < self.delayed_until)  # type: ignore[method-assign,assignment]
+
+    lookup = DomainDispatcherApplication.get_backend_for_host
+    known: dict[str | None, Any] = {}
+
+    @functools.wraps(lookup)
+    def get_backend_for_host(self: DomainDispatcherApplication, host: str | None) -> Any:
+        if host not in known:
+            known[host] = lookup(self, host)
+        return known[host]
+
+    DomainDispatcherApplication.get_backend_for_host = get_backend_for_host  # type: ignore[method-assign]
+    _fast_requests = True
 
 
 _fast = False
@@ -208,6 +252,7 @@ class Endpoint:
         if dynamodb:
             fast_transactions()
         serialize_queues()
+        fast_requests()
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         self._server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
         self.url = ""

@@ -10,6 +10,12 @@ with ``statusCode`` gives status, headers, ``multiValueHeaders``, ``cookies`` an
 (base64-decoded when ``isBase64Encoded``); anything else is a 200 JSON body. Bodies of binary
 content types go base64-encoded to REST routes too (a REST API does that only for its
 ``binaryMediaTypes``).
+
+The server is the standard library's threaded HTTP/1.1 server (one thread per connection,
+keep-alive), with a listen backlog of ``BACKLOG`` instead of its default 5: a burst of clients
+connecting at once waits in the kernel's queue to be accepted, as API Gateway would accept them,
+instead of being refused or reset. It keeps what a WSGI server would lose: the headers as sent,
+with their case, order and repeats (a REST route's ``multiValueHeaders``).
 """
 
 from __future__ import annotations
@@ -30,8 +36,17 @@ from .runtime import FunctionRuntime
 TEXT_TYPES = ("text/", "application/json", "application/xml", "application/javascript", "application/x-www-form-urlencoded", "+json", "+xml")
 
 
+BACKLOG = 1024
+"""Connections the kernel queues before they are accepted (capped by ``net.core.somaxconn``)."""
+
+
 class PortInUse(Exception):
     pass
+
+
+class GatewayServer(ThreadingHTTPServer):
+    request_queue_size = BACKLOG
+    daemon_threads = True
 
 
 @dataclass
@@ -103,10 +118,9 @@ class HttpGateway:
 
         Handler.gateway = gateway
         try:
-            self.server = ThreadingHTTPServer((host, port), Handler)
+            self.server = GatewayServer((host, port), Handler)
         except OSError as exc:
             raise PortInUse(f"port {port} on {host} is in use: pass --port with a free port (or 0 for any free port)") from exc
-        self.server.daemon_threads = True
         self.host, self.port = self.server.server_address[:2]
         self.url = f"http://{self.host}:{self.port}"
         self._thread: threading.Thread | None = None

@@ -1,0 +1,33 @@
+"""``lambda-kit local`` started in its own process, as a user runs it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+
+def start_local(cwd: Path, env: dict[str, str], *options: str) -> tuple[subprocess.Popen[str], str]:
+    """``lambda-kit local --port 0`` in its own process, once it serves: (the process, its HTTP API URL)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lambda_kit.cli", "local", "--port", "0", *options],
+        cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    url = ""
+    deadline = time.monotonic() + 120
+    assert process.stdout is not None
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        if line.strip().startswith("HTTP API"):
+            url = line.split()[2]
+        if "serving until Ctrl-C" in line:
+            break
+    if not url:
+        process.kill()
+        raise AssertionError(process.stderr.read() if process.stderr else "lambda-kit local did not start")
+    threading.Thread(target=process.stdout.read, daemon=True).start()  # keep its output pipe drained
+    return process, url

@@ -1,0 +1,48 @@
+"""moto's SQS with ``fast_requests`` (``lambda_kit/local/endpoint.py``) answers as moto did: delays,
+visibility and the retention period still decide what a receive returns and what the queue counts."""
+
+from __future__ import annotations
+
+import time
+
+import boto3
+
+
+def _queue(unique_name, **attributes):
+    sqs = boto3.client("sqs")
+    url = sqs.create_queue(QueueName=unique_name("patched"), Attributes={k: str(v) for k, v in attributes.items()})["QueueUrl"]
+    return sqs, url
+
+
+def _counts(sqs, url):
+    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"]
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+    return tuple(int(attributes[name]) for name in names)
+
+
+def test_delayed_and_invisible_messages_are_neither_received_nor_counted_as_visible(aws_endpoint, unique_name):
+    sqs, url = _queue(unique_name)
+    sqs.send_message(QueueUrl=url, MessageBody="later", DelaySeconds=1)
+    sqs.send_message(QueueUrl=url, MessageBody="now")
+    assert _counts(sqs, url) == (1, 0, 1)
+    received = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=1)["Messages"]
+    assert [m["Body"] for m in received] == ["now"]
+    assert _counts(sqs, url) == (0, 1, 1)
+    assert "Messages" not in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)
+    time.sleep(1.2)
+    again = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=30)["Messages"]
+    assert sorted(m["Body"] for m in again) == ["later", "now"]
+    assert _counts(sqs, url) == (0, 2, 0)
+
+
+def test_a_message_past_the_retention_period_is_not_received(aws_endpoint, unique_name):
+    from moto.sqs.models import sqs_backends
+
+    sqs, url = _queue(unique_name, MessageRetentionPeriod=60)
+    sqs.send_message(QueueUrl=url, MessageBody="old")
+    sqs.send_message(QueueUrl=url, MessageBody="fresh")
+    queue = sqs_backends["123456789012"]["us-east-1"].get_queue(url.rsplit("/", 1)[-1])
+    old = next(m for m in queue._messages if m.body == "old")
+    old.sent_timestamp -= 61_000  # sent 61 s earlier than it was: past the 60 s retention
+    bodies = [m["Body"] for m in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])]
+    assert "old" not in bodies
