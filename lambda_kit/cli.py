@@ -265,12 +265,13 @@ def _load_arguments(args: argparse.Namespace, rest: list[str]) -> Any:
 def _user_message(exc: BaseException) -> str | None:
     from .local.filters import FilterError
     from .local.gateway import PortInUse
+    from .local.moto_process import EndpointUnavailable
     from .local.runtime import HandlerImportError
     from .local.service_load import LoadError
     from .local.timeline import TraceError
     from .serverless_config import ConfigError
 
-    if isinstance(exc, UserError | ConfigError | PortInUse | HandlerImportError | TraceError | FilterError | LoadError):
+    if isinstance(exc, UserError | ConfigError | PortInUse | HandlerImportError | TraceError | FilterError | LoadError | EndpointUnavailable):
         return _one_line(exc)
     name = type(exc).__name__
     if name in ("EndpointConnectionError", "ConnectionClosedError"):
@@ -324,7 +325,7 @@ def _start_stack(args: argparse.Namespace, out: TextIO, **options: Any) -> Any:
     out.flush()
     stack = LocalStack(config, api_port=args.port, log_path=args.logs, echo=sys.stderr if args.echo else False, **options)
     stack.start()
-    endpoint = f"moto in-process on {stack.endpoint_url}" if stack.endpoint is not None else f"{stack.endpoint_url} (AWS_ENDPOINT_URL)"
+    endpoint = f"moto (own process) on {stack.endpoint_url}" if stack.endpoint is not None else f"{stack.endpoint_url} (AWS_ENDPOINT_URL)"
     print(f"  AWS endpoint   {endpoint}", file=out)
     print(f"  DynamoDB       {stack.dynamodb_description}", file=out)
     if stack.gateway is not None:

@@ -4,7 +4,8 @@ Depends on the rest of lambda_kit; nothing in the core depends on it. Modules:
 
 - ``config`` (serverless.yml: functions, events, resources; ``variables`` resolves ``${...}``),
   ``resources`` (creates them on the endpoint; ``intrinsics`` resolves Ref / GetAtt / Sub),
-  ``endpoint`` (moto's server in-process), ``dynamodb_local`` (AWS's DynamoDB Local, the
+  ``endpoint`` (moto's server, patched), ``moto_process`` (it in a process of its own, the
+  stack's), ``dynamodb_local`` (AWS's DynamoDB Local, the
   DynamoDB where Java can run it), ``clients``;
 - ``runtime`` (a function in-process, its context, timeouts, invocation hooks), ``aws_calls``
   (the AWS calls each function makes, as the IAM actions and resources they need);

@@ -1,9 +1,10 @@
-"""The embedded AWS endpoint: moto's server in-process on 127.0.0.1, on a free port.
+"""The embedded AWS endpoint: moto's server on 127.0.0.1, on a free port, in the process that
+starts it (the tests' session endpoint) or in one of its own (``moto_process.py``: the stack's).
 
 moto serves SQS, SNS, Kinesis and the rest; DynamoDB and DynamoDB Streams are served by AWS's
 DynamoDB Local (``dynamodb_local.py``) wherever it can run, and by moto only where it cannot
-(``Endpoint(dynamodb=True)``). The DynamoDB patches below are installed only then: DynamoDB Local
-needs neither a lock nor a patch.
+(``Endpoint(dynamodb=True)``). The DynamoDB patches below serve only moto's DynamoDB: DynamoDB
+Local needs neither a lock nor a patch.
 
 moto does not isolate concurrent DynamoDB transactions (a cancelled one restores a table
 snapshot and can erase another request's write), while DynamoDB's are serializable. Wherever

@@ -38,10 +38,11 @@ from .clients import Clients
 from .config import ServiceConfig, load_service
 from .destinations import Destinations, target_arn
 from .dynamodb_local import DynamoDBLocal, DynamoDBLocalUnavailable, find_installation
-from .endpoint import Endpoint, aws_environment
+from .endpoint import aws_environment
 from .eventbridge_source import EventBridgeEventSource
 from .gateway import HttpGateway, Route, routes_for
 from .logfile import DEFAULT_PATH, LogFile
+from .moto_process import EndpointProcess
 from .poller import Journal, Poller, Timing
 from .relay import QueueRelay
 from .resources import Resources
@@ -94,7 +95,7 @@ class LocalStack:
         self.ttl_enabled = ttl
         self.hooks: list[Hook] = list(hooks)
         self.journal = Journal()
-        self.endpoint: Endpoint | None = None
+        self.endpoint: EndpointProcess | None = None
         self.endpoint_url = ""
         self.dynamodb_local: DynamoDBLocal | None = None
         self.dynamodb_url = ""
@@ -138,10 +139,10 @@ class LocalStack:
         if self._endpoint_url:
             self.endpoint_url = self._endpoint_url.rstrip("/")
         else:
+            self.endpoint = EndpointProcess().launch()  # moto starts while DynamoDB Local does
             if not dynamodb_url:
                 dynamodb_url = self._start_dynamodb_local()
-            self.endpoint = Endpoint(dynamodb=not dynamodb_url).start()
-            self.endpoint_url = self.endpoint.url
+            self.endpoint_url = self.endpoint.wait_ready().url
             if self.dynamodb_local is not None:
                 dynamodb_url = self._wait_dynamodb_local()
         self.dynamodb_url = dynamodb_url or self.endpoint_url
@@ -257,10 +258,7 @@ class LocalStack:
             self.dynamodb_local.stop()
             self.dynamodb_local = None
             self.dynamodb_fallback = str(reason)
-            from .endpoint import fast_transactions
-
-            fast_transactions()  # moto serves DynamoDB after all
-            return ""
+            return ""  # moto serves DynamoDB after all (its process has the DynamoDB patches)
 
     @property
     def dynamodb_description(self) -> str:
