@@ -27,8 +27,8 @@ class Timing:
     """Pauses before the async retries of an SNS-invoked function (Lambda: ~1 min, then ~2 min)."""
     ttl_interval: float = 2.0
     """Seconds between TTL sweeps (DynamoDB: best effort, typically within 48 hours)."""
-    sqs_concurrency: int = 2
-    """Concurrent pollers per SQS event source (capped by maximumConcurrency; Lambda starts at 5)."""
+    sqs_concurrency: int = 5
+    """Concurrent pollers per SQS event source (capped by maximumConcurrency), as Lambda starts with."""
     async_concurrency: int = 4
     """Concurrent asynchronous (SNS) invocations across the stack."""
 
