@@ -245,27 +245,47 @@ class Endpoint:
 
     ``dynamodb``: whether moto's DynamoDB will be used (then its transactions are made isolated and
     fast, see above); False when DynamoDB Local serves DynamoDB.
+
+    moto's WSGI application is served by waitress, not by moto's own werkzeug server: werkzeug's
+    development server closes the connection after every response, so each boto3 call opened a
+    TCP connection and a server thread (15-20 ms a call under load); waitress keeps connections
+    alive and answers from a pool of ``THREADS`` threads (a long poll holds one while it waits).
+    Like werkzeug, it drops request headers with an underscore in their name.
     """
 
+    THREADS = 32
+
     def __init__(self, port: int = 0, host: str = "127.0.0.1", *, dynamodb: bool = True) -> None:
-        from moto.server import ThreadedMotoServer
+        import waitress
+        from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
         if dynamodb:
             fast_transactions()
         serialize_queues()
         fast_requests()
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)
-        self._server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
+        logging.getLogger("waitress").setLevel(logging.ERROR)
+        self._server = waitress.create_server(
+            DomainDispatcherApplication(create_backend_app),
+            host=host,
+            port=port,
+            threads=self.THREADS,
+            backlog=1024,
+            connection_limit=1000,
+            asyncore_use_poll=True,
+            ident="moto",
+        )
         self.url = ""
+        self._thread: threading.Thread | None = None
 
     def start(self) -> Endpoint:
-        self._server.start()
-        host, port = self._server.get_host_and_port()
-        self.url = f"http://{host}:{port}"
+        self._thread = threading.Thread(target=self._server.run, name="moto", daemon=True)
+        self._thread.start()
+        self.url = f"http://{self._server.effective_host}:{self._server.effective_port}"
         return self
 
     def stop(self) -> None:
-        self._server.stop()
+        self._server.task_dispatcher.shutdown()
+        self._server.close()
 
     def reset(self) -> None:
         """Forget every resource (moto's ``/moto-api/reset``)."""
