@@ -11,8 +11,7 @@ messages are skipped with an INFO line.
 
 from __future__ import annotations
 
-import base64
-import binascii
+import binascii  # base64's functions, without importing base64 and struct (cold start)
 import zlib
 
 from . import codec, log
@@ -50,7 +49,7 @@ def unpack(data: Any) -> dict[str, Any]:
     if not isinstance(data, str | bytes):
         raise ValueError("is not base64 text")
     try:
-        packed = base64.b64decode(data, validate=True)
+        packed = binascii.a2b_base64(data, strict_mode=True)
     except (binascii.Error, ValueError) as exc:
         raise ValueError(f"is not valid base64 ({reason(exc)})") from None
     inflater = zlib.decompressobj(zlib.MAX_WBITS | 32)  # a gzip or a zlib header

@@ -15,13 +15,13 @@ from .loop import Options, run_batch
 from .record import Record
 from .sources import get
 from .sources.base import Source
-from .window import Window, guarded
 
 TYPE_CHECKING = False  # typing is not imported at run time (cold start)
 if TYPE_CHECKING:
     from typing import Any, TypeVar
 
     from .loop import Loop
+    from .window import Window
 
     F = TypeVar("F", bound=Callable[..., Any])
     Commit = Callable[[list[tuple[Record, Any]]], Any]
@@ -218,6 +218,8 @@ def stream_handler(
         "json": json, "on_failure": on_failure, "max_attempts": max_attempts, "commit": commit is not None,
         "on_window_end": on_window_end is not None, "model": model_name(model),
     }
+    from .window import guarded  # tumbling windows: loaded by stream_handler only (cold start)
+
     return batch_decorator("stream_handler", fn, adapters, options, marks, wrap=guarded)
 
 

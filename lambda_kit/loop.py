@@ -23,11 +23,12 @@ from .errors import InvalidPayload, UnsupportedEvent
 from .record import Outcome, Record
 from .sources.base import Source
 from .trace import reset_current_record, set_current_record
-from .validation import Validator
 
 TYPE_CHECKING = False  # typing is not imported at run time (cold start)
 if TYPE_CHECKING:
     from typing import Any, NoReturn
+
+    from .validation import Validator
 
 
 class UndecodableRecord(ValueError):
@@ -66,7 +67,11 @@ class Options:
         self.logger = logger
         self.metrics = metrics
         self.commit = commit
-        self.validate = None if model is None else Validator(model, from_json=not json)
+        self.validate: Validator | None = None
+        if model is not None:  # validation (and its extras) is imported only for a model (cold start)
+            from .validation import Validator
+
+            self.validate = Validator(model, from_json=not json)
         self.max_concurrency = max_concurrency
 
 

@@ -24,8 +24,7 @@ generated; every response carries it. Error bodies are ``{"error": message,
 
 from __future__ import annotations
 
-import base64
-import binascii
+import binascii  # base64's functions, without importing base64 and struct (cold start)
 import os
 
 from .. import codec
@@ -240,7 +239,7 @@ class Request:
         if self._body_bytes is _UNSET:
             if self._base64:
                 try:
-                    self._body_bytes = base64.b64decode(self._raw_body, validate=True)
+                    self._body_bytes = binascii.a2b_base64(self._raw_body, strict_mode=True)
                 except (binascii.Error, ValueError):
                     raise HTTPError(400, "request body is not valid base64") from None
             else:
@@ -469,7 +468,7 @@ def shape_response(request: Request, result: Any, trace_id: str, trace_header: s
     """
     if type(result) is not dict or "statusCode" not in result:
         if isinstance(result, bytes | bytearray | memoryview):
-            return _ok(request, "application/octet-stream", trace_header, trace_id, base64.b64encode(result).decode("ascii"), True)
+            return _ok(request, "application/octet-stream", trace_header, trace_id, binascii.b2a_base64(result, newline=False).decode("ascii"), True)
         return _ok(request, "application/json", trace_header, trace_id, codec.dumps(result), False)
     status = _status(result["statusCode"])
     pairs = _without(_header_pairs(result), trace_header)
@@ -479,7 +478,7 @@ def shape_response(request: Request, result: Any, trace_id: str, trace_header: s
     if body is None:
         body = ""
     elif isinstance(body, bytes | bytearray | memoryview):
-        body, is_base64, default_type = base64.b64encode(body).decode("ascii"), True, "application/octet-stream"
+        body, is_base64, default_type = binascii.b2a_base64(body, newline=False).decode("ascii"), True, "application/octet-stream"
     elif type(body) is not str:
         body, default_type = codec.dumps(body), "application/json"
     if default_type is not None and not any(name.lower() == "content-type" for name, _ in pairs):
