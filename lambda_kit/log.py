@@ -382,6 +382,54 @@ def _write(line: dict[str, Any]) -> None:
         _sink(text)
 
 
+def record_received(record: Any) -> None:
+    """The loop's ``record received`` line for ``record``: ``emit``'s line, built as one dict (the
+    per-record hot path)."""
+    if _record_keys and record.log_keys is not None:  # a tracer's keys go between trace_id and the fields
+        emit("INFO", "record received", record.trace_id,
+             {"source": record.source, "record_id": record.id, "payload": clean(record.payload)})
+        return
+    function_name, request_id = _invocation.get()
+    now = time.time()
+    _write({
+        "timestamp": _ts_cache[1] + _MILLIS[int((now - _ts_cache[0]) * 1000)] if int(now) == _ts_cache[0] else _timestamp(now),
+        "level": "INFO",
+        "message": "record received",
+        "function_name": function_name,
+        "request_id": request_id,
+        "trace_id": record.trace_id,
+        "source": record.source,
+        "record_id": record.id,
+        "payload": _clean_dict(payload, 0) if type(payload := record.payload) is dict else clean(payload),
+    })
+
+
+def record_processed(record: Any, result: Any, duration_ms: float) -> None:
+    """The loop's ``record processed`` line: ``record``'s function returned ``result`` after
+    ``duration_ms`` (one dict, as ``record_received``)."""
+    if _record_keys and record.log_keys is not None:
+        emit("INFO", "record processed", record.trace_id, {
+            "source": record.source, "record_id": record.id, "outcome": "ok", "duration_ms": duration_ms,
+            "result": clean(result),
+        })
+        return
+    function_name, request_id = _invocation.get()
+    now = time.time()
+    _write({
+        "timestamp": _ts_cache[1] + _MILLIS[int((now - _ts_cache[0]) * 1000)] if int(now) == _ts_cache[0] else _timestamp(now),
+        "level": "INFO",
+        "message": "record processed",
+        "function_name": function_name,
+        "request_id": request_id,
+        "trace_id": record.trace_id,
+        "source": record.source,
+        "record_id": record.id,
+        "outcome": "ok",
+        "duration_ms": duration_ms,
+        "result": clean(result),
+    })
+
+
 _record_keys = False  # no record carried tracer keys yet: ``emit`` does not look for them
 
 

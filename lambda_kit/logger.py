@@ -18,6 +18,7 @@ _STANDARD_ATTRS = frozenset(
     vars(logging.LogRecord("", 0, "", 0, "", None, None)).keys() | {"message", "asctime", "taskName"}
 )
 _RECORD_FACTORY = logging.getLogRecordFactory()
+_record_factory = logging.getLogRecordFactory
 
 
 class JsonLogHandler(logging.Handler):
@@ -58,7 +59,11 @@ class JsonLogger(logging.Logger):
     filters, not propagating, the standard ``LogRecord`` factory, no ``stack_info``): the line is
     written directly, with no ``LogRecord`` and no ``findCaller`` walking the stack. Anything else
     (a handler or filter added, ``propagate`` set ...) takes the standard ``logging`` path, which
-    writes the same line."""
+    writes the same line.
+
+    The level methods (``debug`` ... ``error``, made by ``_level_method``) take the short path
+    themselves: a user's line is one call into ``log.write_logger_line``. ``log()``, ``exception()``
+    and ``critical()`` reach it through ``_log``."""
 
     def _log(  # type: ignore[override]
         self,
@@ -70,15 +75,7 @@ class JsonLogger(logging.Logger):
         stack_info: bool = False,
         stacklevel: int = 1,
     ) -> None:
-        handlers = self.handlers
-        if (
-            len(handlers) == 1
-            and type(handler := handlers[0]) is JsonLogHandler
-            and level >= handler.level
-            and not (self.filters or handler.filters or self.propagate or stack_info)
-            and (not extra or _STANDARD_ATTRS.isdisjoint(extra))
-            and logging.getLogRecordFactory() is _RECORD_FACTORY
-        ):
+        if short_path(self, level, extra, stack_info):
             try:
                 log.write_logger_line(self.name, logging.getLevelName(level), msg, args, exc_info, extra)
                 return
@@ -86,28 +83,46 @@ class JsonLogger(logging.Logger):
                 pass
         super()._log(level, msg, args, exc_info, extra, stack_info, stacklevel + 1)
 
-    # The level methods, with their keywords spelled out (no ``**kwargs`` to pack and unpack); each
-    # is one frame more for the standard path's ``findCaller`` to skip.
 
-    def debug(self, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None, stack_info: bool = False,
-              stacklevel: int = 1) -> None:
-        if self.isEnabledFor(10):
-            self._log(10, msg, args, exc_info, extra, stack_info, stacklevel + 1)
+def short_path(logger: logging.Logger, level: int, extra: Any, stack_info: bool) -> bool:
+    """Whether a line of ``logger`` at ``level`` can skip ``logging``'s machinery: lambda_kit's
+    handler is the only thing that would see it."""
+    handlers = logger.handlers
+    return (
+        len(handlers) == 1
+        and type(handler := handlers[0]) is JsonLogHandler
+        and level >= handler.level
+        and not (logger.filters or handler.filters or logger.propagate or stack_info)
+        and (not extra or _STANDARD_ATTRS.isdisjoint(extra))
+        and _record_factory() is _RECORD_FACTORY
+    )
 
-    def info(self, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None, stack_info: bool = False,
-             stacklevel: int = 1) -> None:
-        if self.isEnabledFor(20):
-            self._log(20, msg, args, exc_info, extra, stack_info, stacklevel + 1)
 
-    def warning(self, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None, stack_info: bool = False,
-                stacklevel: int = 1) -> None:
-        if self.isEnabledFor(30):
-            self._log(30, msg, args, exc_info, extra, stack_info, stacklevel + 1)
+def _level_method(level: int, name: str) -> Any:
+    """``JsonLogger``'s method for ``level``: the short path (this is the hot path of a user's
+    line), else ``logging``'s own ``_log``. Its keywords are spelled out (no
+    ``**kwargs`` to pack and unpack); on the standard path it is the one frame ``findCaller`` skips."""
 
-    def error(self, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None, stack_info: bool = False,
-              stacklevel: int = 1) -> None:
-        if self.isEnabledFor(40):
-            self._log(40, msg, args, exc_info, extra, stack_info, stacklevel + 1)
+    def method(self: JsonLogger, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None,
+               stack_info: bool = False, stacklevel: int = 1) -> None:
+        if not self.isEnabledFor(level):
+            return
+        if short_path(self, level, extra, stack_info):
+            try:
+                log.write_logger_line(self.name, name, msg, args, exc_info, extra)
+                return
+            except Exception:  # the standard path writes the line, or reports why it cannot
+                pass
+        logging.Logger._log(self, level, msg, args, exc_info, extra, stack_info, stacklevel + 1)
+
+    method.__name__ = method.__qualname__ = name.lower()
+    return method
+
+
+JsonLogger.debug = _level_method(logging.DEBUG, "DEBUG")  # type: ignore[method-assign]
+JsonLogger.info = _level_method(logging.INFO, "INFO")  # type: ignore[method-assign]
+JsonLogger.warning = _level_method(logging.WARNING, "WARNING")  # type: ignore[method-assign]
+JsonLogger.error = _level_method(logging.ERROR, "ERROR")  # type: ignore[method-assign]
 
 
 def json_logger(name: str | None = None) -> logging.Logger:

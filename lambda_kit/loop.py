@@ -188,12 +188,11 @@ class RecordSteps:
         """Call the function with the record's payload; the error it failed with, or None. An
         awaitable it returns (a plain def handing back a coroutine) is run to its end.
 
-        The hot path of a plain function: ``received`` and ``accepted`` written out, no calls."""
+        The hot path of a plain function: ``accepted`` written out."""
         if record.error is not None:
             return UndecodableRecord(record.error)
         if self.log_event:
-            log.emit("INFO", "record received", record.trace_id,
-                     {"source": record.source, "record_id": record.id, "payload": log.clean(record.payload)})
+            log.record_received(record)
         try:
             result = self.fn(record.payload, self.context)
             if result is not None and hasattr(result, "__await__"):
@@ -207,13 +206,7 @@ class RecordSteps:
             return None
         self.outcome.processed += 1
         if self.log_result:
-            log.emit("INFO", "record processed", record.trace_id, {
-                "source": record.source,
-                "record_id": record.id,
-                "outcome": "ok",
-                "duration_ms": round((perf_counter() - started) * 1000, 3),
-                "result": log.clean(result),
-            })
+            log.record_processed(record, result, round((perf_counter() - started) * 1000, 3))
         return None
 
     async def run_async(self, record: Record, started: float) -> BaseException | None:
@@ -221,7 +214,7 @@ class RecordSteps:
         if record.error is not None:
             return UndecodableRecord(record.error)
         if self.log_event:
-            self.received(record)
+            log.record_received(record)
         try:
             result = self.fn(record.payload, self.context)
             if result is not None and hasattr(result, "__await__"):
@@ -230,10 +223,6 @@ class RecordSteps:
             return exc
         return self.accepted(record, result, started)
 
-    def received(self, record: Record) -> None:
-        log.emit("INFO", "record received", record.trace_id,
-                 {"source": record.source, "record_id": record.id, "payload": log.clean(record.payload)})
-
     def accepted(self, record: Record, result: Any, started: float) -> None:
         """The function returned: the record waits for the commit, or is processed."""
         if self.commit_batch is not None:
@@ -241,13 +230,7 @@ class RecordSteps:
             return None
         self.outcome.processed += 1
         if self.log_result:
-            log.emit("INFO", "record processed", record.trace_id, {
-                "source": record.source,
-                "record_id": record.id,
-                "outcome": "ok",
-                "duration_ms": round((perf_counter() - started) * 1000, 3),
-                "result": log.clean(result),
-            })
+            log.record_processed(record, result, round((perf_counter() - started) * 1000, 3))
         return None
 
     def fail(self, record: Record, error: BaseException, started: float) -> bool:
@@ -333,19 +316,15 @@ class RecordSteps:
         for record, result, started in self.pending:
             token = set_current_record(record)
             try:
-                fields: dict[str, Any] = {
-                    "source": record.source,
-                    "record_id": record.id,
-                    "duration_ms": round((perf_counter() - started) * 1000, 3),
-                }
+                duration_ms = round((perf_counter() - started) * 1000, 3)
                 if error is None and (failed_ids is None or record.id not in failed_ids):
                     self.outcome.processed += 1
                     if self.log_result:
-                        fields.update(outcome="ok", result=log.clean(result))
-                        log.emit("INFO", "record processed", record.trace_id, fields)
+                        log.record_processed(record, result, duration_ms)
                     continue
                 record_error = error or CommitFailed("the batch commit reported this record as failed")
-                fields.update(outcome="failed", attempt=record.attempt + 1, **log.error_fields(record_error))
+                fields = {"source": record.source, "record_id": record.id, "outcome": "failed", "duration_ms": duration_ms,
+                          "attempt": record.attempt + 1, **log.error_fields(record_error)}
                 log.emit("ERROR", "record failed at commit", record.trace_id, fields)
                 self.outcome.failures.append((record, record_error))
             finally:
