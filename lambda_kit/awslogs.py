@@ -12,7 +12,6 @@ messages are skipped with an INFO line.
 from __future__ import annotations
 
 import binascii  # base64's functions, without importing base64 and struct (cold start)
-import zlib
 
 from . import codec, log
 from .record import Record
@@ -52,6 +51,8 @@ def unpack(data: Any) -> dict[str, Any]:
         packed = binascii.a2b_base64(data, strict_mode=True)
     except (binascii.Error, ValueError) as exc:
         raise ValueError(f"is not valid base64 ({reason(exc)})") from None
+    import zlib  # only for a subscription message (cold start)
+
     inflater = zlib.decompressobj(zlib.MAX_WBITS | 32)  # a gzip or a zlib header
     try:
         text = inflater.decompress(packed, MAX_UNPACKED_BYTES)
@@ -72,6 +73,8 @@ def unpack(data: Any) -> dict[str, Any]:
 
 def pack(message: dict[str, Any]) -> bytes:
     """``message`` as CloudWatch Logs sends it, before base64: gzip-compressed JSON."""
+    import zlib
+
     compressor = zlib.compressobj(6, zlib.DEFLATED, zlib.MAX_WBITS | 16)  # | 16: a gzip header
     return compressor.compress(codec.dumps(message).encode()) + compressor.flush()
 

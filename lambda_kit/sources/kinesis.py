@@ -18,8 +18,7 @@ back alone. With a tumbling window the window's state goes in and out (``lambda_
 
 from __future__ import annotations
 
-import base64
-import binascii
+import binascii  # base64's functions, without importing base64 and struct (cold start)
 import os
 from collections.abc import Callable
 
@@ -80,7 +79,7 @@ class KinesisSource(Windowed, Source):
         """The user records of a KPL aggregate (the record itself when it is none); an aggregate
         that cannot be split fails whole, with the reason."""
         try:
-            users = kpl.split(base64.b64decode(kinesis["data"], validate=True))
+            users = kpl.split(binascii.a2b_base64(kinesis["data"], strict_mode=True))
         except binascii.Error:
             users = None  # not base64: the record fails as any would
         except kpl.AggregateError as exc:
@@ -97,7 +96,7 @@ class KinesisSource(Windowed, Source):
                 **kinesis,
                 "partitionKey": user.partition_key,
                 "explicitHashKey": user.explicit_hash_key,
-                "data": base64.b64encode(user.data).decode(),
+                "data": binascii.b2a_base64(user.data, newline=False).decode("ascii"),
                 "subSequenceNumber": number,
                 "aggregated": True,
             }
@@ -138,7 +137,7 @@ class KinesisSource(Windowed, Source):
         attempt = 0
         found = None
         try:
-            data = base64.b64decode(kinesis.get("data"), validate=True)
+            data = binascii.a2b_base64(kinesis.get("data"), strict_mode=True)
         except (binascii.Error, TypeError, ValueError) as exc:
             data, error = None, f"kinesis.data is not valid base64 ({reason(exc)})"
         if data is not None:
@@ -168,7 +167,7 @@ class KinesisSource(Windowed, Source):
         meta = envelope[REQUEUE_KEY]
         attempt = meta.get("attempt") if type(meta.get("attempt")) is int else 1
         try:
-            original = base64.b64decode(envelope.get("data"), validate=True)
+            original = binascii.a2b_base64(envelope.get("data"), strict_mode=True)
         except (binascii.Error, TypeError, ValueError) as exc:
             return None, attempt, f"requeued record's data is not valid base64 ({reason(exc)})"
         if not self.json:
@@ -197,7 +196,7 @@ class KinesisSource(Windowed, Source):
         raw = record.raw
         original_data = kinesis_fields(raw)["data"]
         try:  # a record requeued before: put back what the producer sent, not our wrapper
-            outer = codec.loads(base64.b64decode(original_data))
+            outer = codec.loads(binascii.a2b_base64(original_data))
             if type(outer) is dict and type(outer.get(REQUEUE_KEY)) is dict:
                 original_data = outer.get("data")
         except Exception:
@@ -224,7 +223,7 @@ class KinesisSource(Windowed, Source):
         alone = {**record.document, "logEvents": [record.log_event]}
         attempt = record.attempt + 1
         if attempt >= self.max_attempts:
-            self._dead_letter_send(record, error, base64.b64encode(awslogs.pack(alone)).decode(), attempt)
+            self._dead_letter_send(record, error, binascii.b2a_base64(awslogs.pack(alone), newline=False).decode("ascii"), attempt)
             return "dead_lettered"
         retry = {**alone, REQUEUE_KEY: {"attempt": attempt, "error_type": type(error).__name__}}
         aws.client("kinesis").put_record(
