@@ -91,7 +91,7 @@ class SoakOptions:
     """Share of committed (first-try) invocations that crash before their batch is acknowledged."""
     clickstream_share: float = 0.1
     """Share of first deliveries sent through the clickstream Kinesis stream instead of POST /views."""
-    concurrency: int = 4
+    concurrency: int = 16
     timeout: float = 1200.0
     """Seconds for the whole soak; past it the soak stops waiting and fails."""
     config: str | os.PathLike[str] = "serverless.yml"

@@ -27,8 +27,9 @@ class Timing:
     """Pauses before the async retries of an SNS-invoked function (Lambda: ~1 min, then ~2 min)."""
     ttl_interval: float = 2.0
     """Seconds between TTL sweeps (DynamoDB: best effort, typically within 48 hours)."""
-    sqs_concurrency: int = 5
-    """Concurrent pollers per SQS event source (capped by maximumConcurrency), as Lambda starts with."""
+    sqs_concurrency: int = 10
+    """Concurrent pollers per SQS event source (capped by maximumConcurrency). Lambda starts with 5
+    and adds more while the queue backs up; a local stack under load is always backed up."""
     async_concurrency: int = 4
     """Concurrent asynchronous (SNS) invocations across the stack."""
 
