@@ -318,6 +318,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
     gateway: HttpGateway
     protocol_version = "HTTP/1.1"
     server_version = "lambda-kit"
+    # The headers and the body go out in two writes: with Nagle's algorithm the body waits for the
+    # client's (delayed, up to 40 ms) ACK of the headers, on every keep-alive response.
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet: the functions log
         pass

@@ -113,11 +113,11 @@ class SqsEventSource(Poller):
 
     # --- one batch ----------------------------------------------------------------------------
 
-    def _receive(self, count: int) -> list[dict[str, Any]]:
+    def _receive(self, count: int, wait: int) -> list[dict[str, Any]]:
         response = self.clients("sqs").receive_message(
             QueueUrl=self.queue_url,
             MaxNumberOfMessages=max(1, min(10, count)),
-            WaitTimeSeconds=0,
+            WaitTimeSeconds=wait,
             AttributeNames=["All"],
             MessageSystemAttributeNames=["All"],
             MessageAttributeNames=["All"],
@@ -125,21 +125,23 @@ class SqsEventSource(Poller):
         return response.get("Messages", [])
 
     def poll_once(self) -> bool:
-        messages = self._receive(self.batch_size)
+        long_poll = self.timing.sqs_wait_seconds
+        messages = self._receive(self.batch_size, long_poll)
         if not messages:
             return False
         self.mark_busy()
         try:
             deadline = time.monotonic() + self.window
             while len(messages) < self.batch_size and self.window > 0 and not self.stopping:
-                more = self._receive(self.batch_size - len(messages))
-                if more:
-                    messages.extend(more)
-                    continue
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
-                self.sleep(min(self.timing.poll_interval, remaining))
+                wait = min(long_poll, int(remaining))  # the batching window: wait for more, within it
+                more = self._receive(self.batch_size - len(messages), wait)
+                if more:
+                    messages.extend(more)
+                elif not wait:
+                    self.sleep(min(self.timing.poll_interval, remaining))
             self._process(messages)
         finally:
             self.mark_done()
