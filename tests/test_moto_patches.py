@@ -46,3 +46,34 @@ def test_a_message_past_the_retention_period_is_not_received(aws_endpoint, uniqu
     old.sent_timestamp -= 61_000  # sent 61 s earlier than it was: past the 60 s retention
     bodies = [m["Body"] for m in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])]
     assert "old" not in bodies
+
+
+def test_a_send_does_not_walk_the_queue_and_a_fifo_queue_still_deduplicates_by_content(aws_endpoint, unique_name, monkeypatch):
+    from moto.sqs.models import Queue
+
+    sqs, url = _queue(unique_name)
+    for n in range(3):
+        sqs.send_message(QueueUrl=url, MessageBody=f"backlog {n}")
+    walks = []
+    for name in ("approximate_number_of_messages", "approximate_number_of_messages_not_visible", "approximate_number_of_messages_delayed"):
+        original = getattr(Queue, name)
+        monkeypatch.setattr(Queue, name, property(lambda self, _o=original, _n=name: walks.append(_n) or _o.fget(self)))
+    sqs.send_message(QueueUrl=url, MessageBody="one more")
+    sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": "a", "MessageBody": "x"}, {"Id": "b", "MessageBody": "y"}])
+    assert walks == []
+    assert _counts(sqs, url) == (6, 0, 0)  # a read of the attributes still counts them
+    assert walks
+
+    fifo = sqs.create_queue(QueueName=unique_name("patched") + ".fifo",
+                            Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true"})["QueueUrl"]
+    for _ in range(2):
+        sqs.send_message(QueueUrl=fifo, MessageBody="same", MessageGroupId="g")
+    sqs.send_message(QueueUrl=fifo, MessageBody="other", MessageGroupId="g")
+    assert [m["Body"] for m in sqs.receive_message(QueueUrl=fifo, MaxNumberOfMessages=10)["Messages"]] == ["same", "other"]
+    explicit = sqs.create_queue(QueueName=unique_name("explicit") + ".fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    try:
+        sqs.send_message(QueueUrl=explicit, MessageBody="no id", MessageGroupId="g")
+    except sqs.exceptions.ClientError as error:
+        assert "ContentBasedDeduplication" in str(error) or "deduplication" in str(error).lower()
+    else:
+        raise AssertionError("a FIFO queue without content-based deduplication took a message with no deduplication id")

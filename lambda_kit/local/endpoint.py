@@ -127,14 +127,14 @@ _fast_requests = False
 
 
 def fast_requests() -> None:
-    """Make moto's SQS receive and its per-request service lookup cost O(1) (idempotent)."""
+    """Make moto's SQS send, receive and its per-request service lookup cost O(1) (idempotent)."""
     global _fast_requests
     if _fast_requests:
         return
     import time
 
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication
-    from moto.sqs.models import Message, SQSBackend
+    from moto.sqs.models import Message, Queue, SQSBackend
 
     def is_message_valid_based_on_retention_period(self: SQSBackend, queue_name: str, message: Message) -> bool:
         retention = self.get_queue(queue_name).message_retention_period
@@ -143,6 +143,30 @@ def fast_requests() -> None:
     SQSBackend.is_message_valid_based_on_retention_period = is_message_valid_based_on_retention_period  # type: ignore[method-assign]
     Message.visible = property(lambda self: time.time() * 1000 > self.visible_at)  # type: ignore[method-assign,assignment]
     Message.delayed = property(lambda self: time.time() * 1000 < self.delayed_until)  # type: ignore[method-assign,assignment]
+
+    # A send reads one queue attribute, ContentBasedDeduplication, through ``Queue.attributes``,
+    # which builds every attribute: three walks over all of the queue's messages, under the lock
+    # every other SQS request waits on, so a send cost more the longer the queue's backlog.
+    all_attributes = Queue.attributes.fget
+    sending = threading.local()
+
+    def attributes(self: Queue) -> dict[str, Any]:
+        if getattr(sending, "depth", 0):  # what moto's own reads: ContentBasedDeduplication of a FIFO queue
+            return {"ContentBasedDeduplication": str(self.content_based_deduplication).lower()} if self.fifo_queue else {}
+        return all_attributes(self)  # type: ignore[no-any-return]
+
+    send = SQSBackend.send_message
+
+    @functools.wraps(send)
+    def send_message(self: SQSBackend, *args: Any, **kwargs: Any) -> Any:
+        sending.depth = getattr(sending, "depth", 0) + 1
+        try:
+            return send(self, *args, **kwargs)
+        finally:
+            sending.depth -= 1
+
+    Queue.attributes = property(attributes)  # type: ignore[method-assign,assignment]
+    SQSBackend.send_message = send_message  # type: ignore[method-assign]
 
     lookup = DomainDispatcherApplication.get_backend_for_host
     known: dict[str | None, Any] = {}
