@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .. import codec
 from ..record import Record
+from ..trace import is_valid_id
 from ..trace_context import has_context
 from .base import Source, attribute_text, malformed, pick_trace, reason
 
@@ -62,7 +63,7 @@ class SqsSource(Source):
             if type(attribute) is dict:
                 found = attribute.get("stringValue")
         attempt = 0
-        group = None
+        group = xray = None
         system = raw.get("attributes")
         if type(system) is dict:
             count = system.get("ApproximateReceiveCount")
@@ -70,6 +71,7 @@ class SqsSource(Source):
                 attempt = max(int(count) - 1, 0)
             if "MessageGroupId" in system:  # FIFO queue: keep each group in order
                 group = str(system["MessageGroupId"])
+            xray = system.get("AWSTraceHeader")
         body = raw.get("body")
         payload: Any = body
         error = None
@@ -93,10 +95,11 @@ class SqsSource(Source):
                         payload, error = None, f"SNS message in the body is not valid JSON ({reason(exc)})"
             elif self.json and error is None:
                 payload = doc
-        xray = system.get("AWSTraceHeader") if type(system) is dict else None
         carrier = attributes if type(attributes) is dict else None
+        if xray is None and type(found) is str and is_valid_id(found) and not has_context(carrier):  # the common case
+            return Record("sqs", message_id, found, body if error else payload, raw, error, attempt, None, group)
         trace_id, rejected, context = pick_trace("sqs", found, message_id, carrier, attribute_text, xray)
-        return Record("sqs", message_id, trace_id, body if error else payload, raw, error, attempt, rejected, group, context=context)
+        return Record("sqs", message_id, trace_id, body if error else payload, raw, error, attempt, rejected, group, None, context)
 
 
 SOURCE = SqsSource
