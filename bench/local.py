@@ -18,7 +18,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -36,28 +35,6 @@ COUNTER = "view-stats-dev-counter"  # the function whose "record processed" line
 DRAIN_TIMEOUT = 300.0
 TARGET_RATE = 100.0
 """Events per second counted end to end (issue 12)."""
-
-
-def _start_local(logs: Path) -> tuple[subprocess.Popen[str], str]:
-    """``lambda-kit local --port 0`` in its own process, once it serves: (the process, its API URL)."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "lambda_kit.cli", "local", "--port", "0", "--logs", str(logs)],
-        cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    assert process.stdout is not None
-    url = ""
-    shown: list[str] = []
-    for line in process.stdout:
-        shown.append(line)
-        if line.strip().startswith("HTTP API"):
-            url = line.split()[2]
-        if "serving until Ctrl-C" in line:
-            break
-    if not url:
-        process.kill()
-        raise RuntimeError("lambda-kit local did not start:\n" + "".join(shown[-20:]))
-    threading.Thread(target=process.stdout.read, daemon=True).start()  # keep its output pipe drained
-    return process, url
 
 
 class _Counted:
@@ -97,13 +74,14 @@ def _request(connection: http.client.HTTPConnection, method: str, path: str, bod
 
 def run(events: int = EVENTS) -> list[tuple[str, bool, str]]:
     from loads.demo import view_events
+    from tests._local_process import start_local  # as the load test starts it
 
     print("\n== local: end to end on `lambda-kit local` (POST /views -> SQS -> counter -> stream -> aggregator) ==")
     batch, unique = view_events(events, ARTICLES, 0.1, 7)
     with tempfile.TemporaryDirectory() as scratch:
         logs = Path(scratch) / "logs.jsonl"
         started = time.monotonic()
-        process, url = _start_local(logs)
+        process, url = start_local(ROOT, {**os.environ, "PYTHONUNBUFFERED": "1"}, "--logs", str(logs))
         boot = time.monotonic() - started
         try:
             host, port = urlsplit(url).hostname or "127.0.0.1", urlsplit(url).port or 80

@@ -13,21 +13,23 @@ def start_local(cwd: Path, env: dict[str, str], *options: str) -> tuple[subproce
     """``lambda-kit local --port 0`` in its own process, once it serves: (the process, its HTTP API URL)."""
     process = subprocess.Popen(
         [sys.executable, "-m", "lambda_kit.cli", "local", "--port", "0", *options],
-        cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,  # one pipe, drained below
     )
     url = ""
+    shown: list[str] = []
     deadline = time.monotonic() + 120
     assert process.stdout is not None
     while time.monotonic() < deadline:
         line = process.stdout.readline()
         if not line:
             break
+        shown.append(line)
         if line.strip().startswith("HTTP API"):
             url = line.split()[2]
         if "serving until Ctrl-C" in line:
             break
     if not url:
         process.kill()
-        raise AssertionError(process.stderr.read() if process.stderr else "lambda-kit local did not start")
+        raise AssertionError("lambda-kit local did not start:\n" + "".join(shown[-30:]))
     threading.Thread(target=process.stdout.read, daemon=True).start()  # keep its output pipe drained
     return process, url
