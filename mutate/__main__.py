@@ -41,7 +41,8 @@ TARGETS: dict[str, list[str]] = {
                             "tests/test_decorators.py", "tests/test_hostile_events.py", "tests/test_hostile_api.py",
                             "tests/test_event_boundary.py", "tests/test_kafka.py", "tests/test_eventbridge.py",
                             "tests/test_s3.py", "tests/test_pipes.py", "tests/test_kpl.py",
-                            "tests/test_cloudwatch_logs.py", "tests/test_async.py", "tests/test_model.py"],
+                            "tests/test_cloudwatch_logs.py", "tests/test_async.py", "tests/test_model.py",
+                            "tests/test_tracing_read.py", "tests/test_api_samples.py"],
     "lambda_kit/counters/": ["tests/test_counters.py"],
 }
 # Tests that look at what a fresh interpreter imports: mutmut's instrumented copy imports more.
