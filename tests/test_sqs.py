@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from _logs import of_level, read_lines, with_message
 
-from lambda_kit import UnsupportedEvent, current_record, current_trace_id, sqs_handler
+from lambda_kit import UnsupportedEvent, codec, current_record, current_trace_id, sqs_handler
 from lambda_kit.testing import lambda_context, sns_envelope, sqs_event, sqs_record
 
 MALICIOUS = {
@@ -275,3 +275,110 @@ def test_a_held_back_message_gets_one_warning_naming_it_and_its_group(capfd):
     [held] = of_level(read_lines(capfd), "WARNING")
     assert held["message"] == "not processed: an earlier record of its group failed; it is retried in order"
     assert (held["source"], held["record_id"], held["trace_id"], held["group"]) == ("sqs", ids[1], "t-2", "g-1")
+
+
+# --- what each record says about itself (the attempt, an unreadable record, an SNS envelope) -------
+
+@pytest.mark.parametrize(("receive_count", "attempt"), [(1, 1), (2, 2), (5, 5), ("x", 1), ("0", 1)])
+def test_a_failed_messages_error_line_says_which_attempt_it_was(capfd, receive_count, attempt):
+    @sqs_handler(metrics=False)
+    def handler(message, context):
+        raise ValueError("no")
+
+    event = sqs_event({"n": 1}, trace_id="t-attempt")
+    event["Records"][0]["attributes"]["ApproximateReceiveCount"] = str(receive_count)
+    handler(event, lambda_context())
+    (error,) = of_level(read_lines(capfd), "ERROR")
+    assert error["attempt"] == attempt
+
+
+@pytest.mark.parametrize(("raw", "why"), [
+    ("not a record", "record is not a JSON object"),
+    ({"body": "{}"}, "record has no messageId"),
+])
+def test_an_unreadable_record_fails_as_sqs_with_its_raw_form_and_the_reason(capfd, raw, why):
+    seen = []
+
+    @sqs_handler
+    def handler(message, context):
+        seen.append(message)
+
+    good = sqs_record({"n": 1})
+    assert handler({"Records": [good, raw]}, lambda_context()) == {"batchItemFailures": [{"itemIdentifier": ""}]}
+    assert seen == [{"n": 1}]
+    (error,) = of_level(read_lines(capfd), "ERROR")
+    assert (error["source"], error["payload"], error["error"]) == ("sqs", raw, why)
+
+
+def test_a_body_that_is_not_json_fails_with_the_decoders_reason(capfd):
+    @sqs_handler
+    def handler(message, context):
+        raise AssertionError("never called")
+
+    event = sqs_event("{not json", trace_id="t-bad")
+    assert handler(event, lambda_context()) == {"batchItemFailures": [{"itemIdentifier": event["Records"][0]["messageId"]}]}
+    (error,) = of_level(read_lines(capfd), "ERROR")
+    with pytest.raises(Exception) as decoding:
+        codec.loads("{not json")
+    assert error["error"] == f"message body is not valid JSON ({decoding.value})"
+    assert error["payload"] == "{not json"
+
+
+@pytest.mark.parametrize(("doc", "unwrapped"), [
+    ({"Type": "Notification", "TopicArn": "arn:aws:sns:us-east-1:1:t", "Message": '{"a": 1}'}, True),
+    ({"Type": "Notification", "Message": '{"a": 1}'}, False),  # no TopicArn: a plain body
+    ({"Type": "Notification", "TopicArn": "arn:aws:sns:us-east-1:1:t"}, False),  # no Message
+    ({"Type": "Other", "TopicArn": "arn:aws:sns:us-east-1:1:t", "Message": '{"a": 1}'}, False),
+    ({"TopicArn": "arn:aws:sns:us-east-1:1:t", "Message": '{"a": 1}'}, False),
+])
+def test_only_an_sns_notification_envelope_is_unwrapped(doc, unwrapped):
+    seen = []
+
+    @sqs_handler
+    def handler(message, context):
+        seen.append(message)
+
+    handler(sqs_event(doc), lambda_context())
+    assert seen == [{"a": 1} if unwrapped else doc]
+
+
+def test_an_sns_message_that_is_not_json_fails_with_the_decoders_reason(capfd):
+    @sqs_handler
+    def handler(message, context):
+        raise AssertionError("never called")
+
+    body = {"Type": "Notification", "TopicArn": "arn:aws:sns:us-east-1:1:t", "Message": "{not json"}
+    handler(sqs_event(body), lambda_context())
+    (error,) = of_level(read_lines(capfd), "ERROR")
+    with pytest.raises(Exception) as decoding:
+        codec.loads("{not json")
+    assert error["error"] == f"SNS message in the body is not valid JSON ({decoding.value})"
+
+
+def test_json_false_passes_an_undecodable_body_through_as_text():
+    seen = []
+
+    @sqs_handler(json=False)
+    def handler(message, context):
+        seen.append(message)
+
+    bodies = ["{not json", "plain", '{"TopicArn": "arn:aws:sns:us-east-1:1:t"}', '"TopicArn" {not json']
+    assert handler(sqs_event(*bodies), lambda_context()) == {"batchItemFailures": []}
+    assert seen == bodies  # only an SNS envelope's Message is taken out of a body; the rest is the text as sent
+
+
+def test_the_queues_own_traceparent_wins_over_the_one_in_an_sns_envelope():
+    seen = []
+
+    @sqs_handler
+    def handler(message, context):
+        seen.append(current_trace_id())
+
+    own, enveloped = "4bf92f3577b34da6a3ce929d0e0e4736", "0af7651916cd43dd8448eb211c80319c"
+    envelope = {"Type": "Notification", "TopicArn": "arn:aws:sns:us-east-1:1:t", "Message": '{"a": 1}',
+                "MessageAttributes": {"traceparent": {"Type": "String", "Value": f"00-{enveloped}-b7ad6b7169203331-01"}}}
+    event = sqs_event(envelope, message_attributes={"traceparent": f"00-{own}-00f067aa0ba902b7-01"})
+    handler(event, lambda_context())
+    del event["Records"][0]["messageAttributes"]["traceparent"]
+    handler(event, lambda_context())
+    assert len(seen) == 2 and own in seen[0] and enveloped in seen[1]
