@@ -348,8 +348,11 @@ def test_an_sns_message_that_is_not_json_fails_with_the_decoders_reason(capfd):
         raise AssertionError("never called")
 
     body = {"Type": "Notification", "TopicArn": "arn:aws:sns:us-east-1:1:t", "Message": "{not json"}
-    handler(sqs_event(body), lambda_context())
-    (error,) = of_level(read_lines(capfd), "ERROR")
+    event = sqs_event(body, body, trace_id=[None, "t-sns"])  # the fallback id, and a trace id
+    handler(event, lambda_context())
+    errors = of_level(read_lines(capfd), "ERROR")
+    assert [line["payload"] for line in errors] == [record["body"] for record in event["Records"]]  # the body as received
+    error = errors[0]
     with pytest.raises(Exception) as decoding:
         codec.loads("{not json")
     assert error["error"] == f"SNS message in the body is not valid JSON ({decoding.value})"
@@ -382,3 +385,17 @@ def test_the_queues_own_traceparent_wins_over_the_one_in_an_sns_envelope():
     del event["Records"][0]["messageAttributes"]["traceparent"]
     handler(event, lambda_context())
     assert len(seen) == 2 and own in seen[0] and enveloped in seen[1]
+
+
+def test_each_record_carries_its_raw_message_and_a_malformed_traceparent_is_warned_about_as_sqs(capfd):
+    raws = []
+
+    @sqs_handler
+    def handler(message, context):
+        raws.append(current_record().raw)
+
+    event = sqs_event({"n": 1}, {"n": 2}, trace_id=[None, "t-2"], message_attributes={"traceparent": "00-not-a-context"})
+    handler(event, lambda_context())
+    assert raws == event["Records"]
+    warnings = of_level(read_lines(capfd), "WARNING")
+    assert [line["source"] for line in warnings] == ["sqs", "sqs"]
