@@ -12,6 +12,7 @@ import itertools
 import json
 import time
 import uuid
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -29,6 +30,7 @@ from lambda_kit.counters import (
     CounterError,
     IncrementResult,
     InvalidKeyError,
+    shard_pk,
 )
 from lambda_kit.trace import reset_current_record, set_current_record
 
@@ -538,3 +540,16 @@ def test_the_default_client_leaves_every_retry_to_the_backoff(table, backend, mo
     with hook(counter.client, "before-send.dynamodb.TransactWriteItems", fail_twice):
         assert counter.increment("k", "e1") is True
     assert next(sends) == 3 and sleeps == [0.05, 0.1]  # botocore sent each once: both waits are the Backoff's
+
+
+def test_two_shards_split_events_by_a_stable_hash_of_their_id(table, dynamodb):
+    """The shard of an event is crc32(event id) % shards: fixed, so a retry meets its marker, also
+    after a deploy."""
+    counter = counter_on(table, dynamodb, shards=2)
+    ids = [f"e{i}" for i in range(12)]
+    counter.increment_many([("k", event_id) for event_id in ids])
+    expected = {event_id: shard_pk("k", zlib.crc32(event_id.encode()) % 2) for event_id in ids}
+    assert set(expected.values()) == {"k", "k#SHARD#1"}
+    for event_id, pk in expected.items():
+        assert item(dynamodb, table, pk, MARKER_PREFIX + event_id) is not None
+    assert counter.get("k") == 12
