@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import time
 
 # The tests read the INFO lines (record received/processed, masking): pinned before lambda_kit.log
 # reads its level, so a LOG_LEVEL=ERROR in the caller's environment cannot make them pass vacuously.
@@ -118,3 +119,18 @@ def packaged(tmp_path_factory):
     from _packaging import packaged as package_once
 
     return package_once(tmp_path_factory.mktemp("packaged"))
+
+
+@pytest.fixture
+def new_york_local_time():
+    """The process's local time zone set to America/New_York (UTC-4/-5) for one test: what the
+    counters store in UTC must not depend on it."""
+    saved = os.environ.get("TZ")
+    os.environ["TZ"] = "America/New_York"
+    time.tzset()
+    yield
+    if saved is None:
+        os.environ.pop("TZ")
+    else:
+        os.environ["TZ"] = saved
+    time.tzset()

@@ -37,7 +37,5 @@ class DuplicateShare:
     def read_first(self, events: float, actions: float) -> bool:
         """True when reading the markers of one transaction's ``events`` is expected to cost less than
         that transaction's cancellation (``actions``: its markers and counter updates)."""
-        if events <= 0 or self.value <= 0:
-            return False
         cancelled = 1 - (1 - self.value) ** events
         return cancelled * actions > READ_TO_WRITE_PRICE * events
