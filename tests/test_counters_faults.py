@@ -262,7 +262,8 @@ def test_a_write_the_role_may_not_make_names_the_operation(table, dynamodb):
         with pytest.raises(CounterError) as raised:
             counter.increment("k", "e1")
     assert str(raised.value) == (
-        f"DynamoDB denied TransactWriteItems on table {table!r}: the role needs dynamodb:TransactWriteItems"
+        f"DynamoDB denied TransactWriteItems on table {table!r}: the role needs dynamodb:PutItem and dynamodb:UpdateItem,"
+        " which IAM checks for a transaction's items"
         " (Counter reads with BatchGetItem and writes with PutItem and UpdateItem)"
     )
 

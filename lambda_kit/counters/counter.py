@@ -388,8 +388,11 @@ class Counter:
             return CounterError(f"DynamoDB table {self.table!r} not found: create it or fix the table name")
         if code == "AccessDeniedException":
             operation = getattr(error, "operation_name", "") or "the request"
+            needs = f"dynamodb:{operation}"
+            if operation == "TransactWriteItems":  # IAM has no such action: it authorises each item's action
+                needs = "dynamodb:PutItem and dynamodb:UpdateItem, which IAM checks for a transaction's items"
             return CounterError(
-                f"DynamoDB denied {operation} on table {self.table!r}: the role needs dynamodb:{operation}"
+                f"DynamoDB denied {operation} on table {self.table!r}: the role needs {needs}"
                 " (Counter reads with BatchGetItem and writes with PutItem and UpdateItem)"
             )
         if code == "ValidationException":
