@@ -13,6 +13,7 @@ import itertools
 import json
 import logging
 import math
+import time
 import traceback
 from decimal import Decimal
 from typing import Any
@@ -353,3 +354,95 @@ def test_every_shape_of_line_takes_the_short_path_and_writes_the_standard_line(c
     assert {key: errors[5][key] for key in failure} == {
         "error_type": "Unprintable", "error": "<unprintable Unprintable>",
         "traceback": "".join(traceback.format_exception(Unprintable()))}
+
+
+def lines_outside(write: Any) -> list[dict[str, Any]]:
+    """The lines ``write()`` logs with no record in scope."""
+    without_pytest_handlers()
+    with captured() as out:
+        write()
+    return [json.loads(text) for text in out]
+
+
+def test_outside_a_record_a_trace_id_extra_keeps_its_name_and_a_short_exc_info_tuple_costs_nothing(logger, records_made):
+    lines = lines_outside(lambda: (logger.info("mine", extra={"trace_id": "t-mine"}),
+                                   logger.error("a 1-tuple", exc_info=(ValueError,))))
+    assert records_made == []
+    for line in lines:
+        assert line.pop("timestamp").endswith("Z")
+    assert lines == [
+        {"level": "INFO", "message": "mine", "function_name": None, "request_id": None, "logger": logger.name,
+         "trace_id": "t-mine"},
+        # names no exception (logging's own handlers cannot format it): the line, without error fields
+        {"level": "ERROR", "message": "a 1-tuple", "function_name": None, "request_id": None, "logger": logger.name},
+    ]
+
+
+TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+def test_a_records_tracer_keys_go_on_the_short_paths_lines_and_only_that_records(logger, records_made, monkeypatch):
+    monkeypatch.setattr(log, "_record_keys", False)  # as in a process that never saw a tracer's record
+    event = sqs_event({"n": 1}, {"n": 2}, trace_id=["t-traced", "t-plain"])
+    event["Records"][0]["messageAttributes"]["traceparent"] = {"stringValue": TRACEPARENT, "dataType": "String"}
+
+    def run() -> list[dict[str, Any]]:
+        without_pytest_handlers()
+        with captured() as out:
+            sqs_handler(log_event=False, log_result=False)(
+                lambda payload, context: logger.info("n", extra={"n": payload["n"]}))(event, lambda_context("keys-fn"))
+        return [json.loads(text) for text in out]
+
+    short = run()
+    assert records_made == []
+    logger.addFilter(lambda record: True)
+    standard = run()
+    assert len(records_made) == 2
+    for lines in (short, standard):
+        for line in lines:
+            assert line.pop("timestamp").endswith("Z")
+            line.pop("request_id")
+    assert ordered(short) == ordered(standard)
+    keys = {"otelTraceID": "0af7651916cd43dd8448eb211c80319c", "otelSpanID": "b7ad6b7169203331",
+            "dd.trace_id": str(0x8448EB211C80319C), "dd.span_id": str(0xB7AD6B7169203331),
+            "xray_trace_id": "1-0af76519-16cd43dd8448eb211c80319c"}
+    assert ordered(short) == ordered([
+        {"level": "INFO", "message": "n", "function_name": "keys-fn", "trace_id": "t-traced", **keys,
+         "logger": logger.name, "n": 1},
+        {"level": "INFO", "message": "n", "function_name": "keys-fn", "trace_id": "t-plain", "logger": logger.name,
+         "n": 2},
+    ])
+
+
+class Clock:
+    """``lambda_kit.log``'s ``time`` module with the clock set by the test."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.strftime = time.strftime
+        self.gmtime = time.gmtime
+
+    def time(self) -> float:
+        return self.now
+
+
+def test_timestamps_are_the_clocks_utc_time_to_the_millisecond(logger, records_made, monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr(log, "time", clock)
+    stamps = []
+
+    def write(now: float) -> None:
+        clock.now = now
+        with captured() as out:
+            logger.info("now")
+            log.emit("INFO", "emitted")
+        stamps.extend(json.loads(text)["timestamp"] for text in out)
+
+    without_pytest_handlers()
+    second = 1_700_000_000  # 2023-11-14T22:13:20Z
+    for now in (second, second + 0.5555, second + 0.9996, second + 1.25, second + 1.001):
+        write(now)
+    assert records_made == []
+    assert stamps == [stamp for stamp in ("2023-11-14T22:13:20.000Z", "2023-11-14T22:13:20.555Z",
+                                          "2023-11-14T22:13:20.999Z", "2023-11-14T22:13:21.250Z",
+                                          "2023-11-14T22:13:21.000Z") for _ in range(2)]
