@@ -444,7 +444,7 @@ def error_fields(exc: BaseException) -> dict[str, Any]:
     return {
         "error_type": type(exc).__name__,
         "error": clean(safe_str(exc)),
-        "traceback": clean("".join(traceback.format_exception(type(exc), exc, exc.__traceback__))),
+        "traceback": clean("".join(traceback.format_exception(exc))),
     }
 
 
