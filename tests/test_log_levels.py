@@ -92,6 +92,7 @@ def test_the_function_name_is_known_while_an_invocation_runs():
 
 def test_a_cut_value_says_how_much_went():
     assert log.clean("x" * 8_200) == "x" * 8_192 + "...[truncated 8 chars]"
+    assert log.clean("x" * 8_192) == "x" * 8_192  # at the limit: whole
     assert log.cut("abcdef", 2) == "ab...[truncated 4 chars]"
 
 
@@ -157,3 +158,15 @@ def test_a_line_of_too_many_fields_keeps_its_own_keys_cut_to_1_kib_and_counts_th
         "trace_id": "t" * 1_024,  # 1 KiB exactly: whole
         "fields_dropped": 1_000,
     }
+
+
+def test_a_line_of_exactly_64_kib_is_written_whole_and_a_short_one_as_the_codec_writes_it():
+    def line_with(pad: int) -> str:
+        return emitted({"list": [1] * 10_000, **{f"pad_{i}": "p" * 8_000 for i in range(5)}, "more": "q" * pad})
+
+    pad = 100 + log.MAX_LINE_CHARS - len(line_with(100))
+    assert 100 < pad <= log.MAX_VALUE_CHARS
+    text = line_with(pad)
+    assert len(text) == log.MAX_LINE_CHARS
+    assert json.loads(text)["list"] == [1] * 10_000  # nothing cut, though the list is over the first budget
+    assert log.encode({"a": 1, "b": "x"}) == '{"a":1,"b":"x"}\n'
