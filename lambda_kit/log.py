@@ -97,21 +97,18 @@ def threshold() -> int:
 
 # --- the sink ------------------------------------------------------------------------------
 
-def _stdout_write(line: str) -> None:
-    sys.stdout.write(line)
-
-
-_sink: Callable[[str], None] = _stdout_write
+_sink: Callable[[str], None] | None = None  # None: standard output (``_write`` writes to it inline)
 
 
 def set_sink(write: Callable[[str], None] | None) -> None:
-    """Send every line to ``write`` instead of standard output (the local stack's log file)."""
+    """Send every line to ``write`` instead of standard output (the local stack's log file);
+    ``None``: standard output again."""
     global _sink
-    _sink = write or _stdout_write
+    _sink = write
 
 
 def flush() -> None:
-    if _sink is _stdout_write:
+    if _sink is None:
         try:
             sys.stdout.flush()
         except (OSError, ValueError):
@@ -367,7 +364,8 @@ def emit(
 
 
 def _write(line: dict[str, Any]) -> None:
-    """``_sink(encode(line))``, with encode's hot path and standard output's write inline."""
+    """``encode(line)`` to the sink (standard output unless ``set_sink``), encode's hot path and standard
+    output's write inline."""
     try:
         text = codec.dumps_plain(line)
     except Exception:
@@ -376,7 +374,7 @@ def _write(line: dict[str, Any]) -> None:
         text += "\n"
     else:
         text = encode(line)
-    if _sink is _stdout_write:
+    if _sink is None:
         sys.stdout.write(text)
     else:
         _sink(text)
@@ -446,7 +444,7 @@ def error_fields(exc: BaseException) -> dict[str, Any]:
     return {
         "error_type": type(exc).__name__,
         "error": clean(safe_str(exc)),
-        "traceback": clean("".join(traceback.format_exception(type(exc), exc, exc.__traceback__))),
+        "traceback": clean("".join(traceback.format_exception(exc))),
     }
 
 

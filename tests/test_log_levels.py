@@ -92,6 +92,7 @@ def test_the_function_name_is_known_while_an_invocation_runs():
 
 def test_a_cut_value_says_how_much_went():
     assert log.clean("x" * 8_200) == "x" * 8_192 + "...[truncated 8 chars]"
+    assert log.clean("x" * 8_192) == "x" * 8_192  # at the limit: whole
     assert log.cut("abcdef", 2) == "ab...[truncated 4 chars]"
 
 
@@ -105,3 +106,67 @@ def test_a_line_too_long_is_cut_field_by_field_from_the_original_text():
     # 40 fields of 8,000: cut to 16 KiB, 4 KiB, then 1 KiB each, the first budget at which the line fits
     assert all(line[key] == "z" * 1_024 + "...[truncated 6976 chars]" for key in fields)
     assert len(json.dumps(line, separators=(",", ":"))) <= log.MAX_LINE_CHARS
+
+
+def emitted(fields: dict[str, Any], level: str = "INFO", message: str = "fit", trace_id: str | None = None) -> str:
+    """The line ``log.emit`` writes (newline dropped) for fields already clean (no string over 8 KiB)."""
+    with captured() as out:
+        log.emit(level, message, trace_id, fields)
+    (text,) = out
+    assert text.endswith("\n")
+    return text[:-1]
+
+
+def cut_json(value: Any, budget: int) -> str:
+    text = json.dumps(value, separators=(",", ":"))
+    return f"{text[:budget]}...[truncated {len(text) - budget} chars]"
+
+
+def test_a_field_exactly_at_the_budget_is_kept_whole():
+    exact = [10] + [1] * 8_189  # its JSON text, 16,382 characters, is 16,384 (the first budget) as a string
+    big = [1] * 30_000
+    line = json.loads(emitted({"big": big, "exact": exact}))
+    assert line["big"] == cut_json(big, 16_384)  # over the budget: cut
+    assert line["exact"] == exact  # at it: whole
+
+
+def test_a_line_that_fits_to_the_byte_is_not_cut_further():
+    bigs = {name: [1] * 30_000 for name in ("a", "b", "c")}  # each cut to 16 KiB: the line then fits
+
+    def line_with(pad: int) -> str:
+        return emitted({**bigs, "pad": "p" * 8_000, "more": "q" * pad})
+
+    pad = 100 + log.MAX_LINE_CHARS - len(line_with(100))
+    assert pad <= log.MAX_VALUE_CHARS  # a value clean() leaves whole
+    text = line_with(pad)
+    assert len(text) == log.MAX_LINE_CHARS  # exactly the limit: it fits
+    line = json.loads(text)
+    assert all(line[name] == cut_json(value, 16_384) for name, value in bigs.items())
+    assert line["more"] == "q" * pad
+    assert len(line_with(pad + 1)) < log.MAX_LINE_CHARS // 2  # a byte more: cut at the next budget, 4 KiB
+
+
+def test_a_line_of_too_many_fields_keeps_its_own_keys_cut_to_1_kib_and_counts_the_others():
+    fields = {f"field_{i}": "v" * 300 for i in range(1_000)}  # too many to fit even cut to 256 characters
+    line = json.loads(emitted(fields, level="L" * 1_025, message="m" * 2_000, trace_id="t" * 1_024))
+    assert line.pop("timestamp").endswith("Z")
+    assert line == {
+        "level": "L" * 1_024 + "...[truncated 1 chars]",  # never cut by budget, cut here
+        "message": "m" * 256 + "...[truncated 1744 chars]",  # cut with the fields, at the last budget
+        "function_name": log.current_function_name(),
+        "request_id": None,
+        "trace_id": "t" * 1_024,  # 1 KiB exactly: whole
+        "fields_dropped": 1_000,
+    }
+
+
+def test_a_line_of_exactly_64_kib_is_written_whole_and_a_short_one_as_the_codec_writes_it():
+    def line_with(pad: int) -> str:
+        return emitted({"list": [1] * 10_000, **{f"pad_{i}": "p" * 8_000 for i in range(5)}, "more": "q" * pad})
+
+    pad = 100 + log.MAX_LINE_CHARS - len(line_with(100))
+    assert 100 < pad <= log.MAX_VALUE_CHARS
+    text = line_with(pad)
+    assert len(text) == log.MAX_LINE_CHARS
+    assert json.loads(text)["list"] == [1] * 10_000  # nothing cut, though the list is over the first budget
+    assert log.encode({"a": 1, "b": "x"}) == '{"a":1,"b":"x"}\n'

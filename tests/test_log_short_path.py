@@ -8,15 +8,20 @@ Each test makes its own logger (a logger made at import would hide ``get_logger`
 
 from __future__ import annotations
 
+import enum
 import itertools
 import json
 import logging
+import math
+import time
+import traceback
+from decimal import Decimal
 from typing import Any
 
 import pytest
-from _hostile import captured
+from _hostile import CODECS, captured, using_codec
 
-from lambda_kit import get_logger, sqs_handler
+from lambda_kit import get_logger, log, sqs_handler
 from lambda_kit.testing import lambda_context, sqs_event
 
 _names = itertools.count()
@@ -239,3 +244,210 @@ def test_a_logger_of_another_class_keeps_its_class_and_writes_the_same_lines():
     assert type(mine) is Mine
     (line,) = lines_in_handler(lambda: mine.info("mine", extra={"k": 1}))
     assert (line["message"], line["k"], line["logger"], line["trace_id"]) == ("mine", 1, name, "t-short")
+
+
+# --- every shape of value, key and exception the short path writes itself, line for line -------
+
+class Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+class Key:
+    """A dict key the codec has no text for: it is written as its ``str()``."""
+
+    def __str__(self) -> str:
+        return "api_token"  # a secret's name: its value is masked
+
+
+class Field(enum.Enum):
+    MESSAGE = "message"  # an Enum key is written as its value: a line's own key, so renamed
+
+
+LONG = "m" * 9_000  # over MAX_VALUE_CHARS
+EDGE = "e" * log.MAX_VALUE_CHARS  # exactly at it: not cut
+LONG_CUT = "m" * log.MAX_VALUE_CHARS + "...[truncated 808 chars]"
+LONG_KEY = "k" * 9_000  # a key is never cut
+
+
+def shapes(logger: logging.Logger) -> Exception:
+    """A line of each shape; returns the exception the error lines carry."""
+    logger.info(LONG)
+    logger.info(EDGE)
+    logger.info("strings", extra={"edge": EDGE, "long": LONG, "short": "s"})
+    logger.info("ints", extra={"small": 3, "top": 2**64 - 1, "bottom": -(2**63), "above": 2**64,
+                               "below": -(2**63) - 1, "huge": 10**400, "yes": True, "no": False, "none": None})
+    logger.info("floats", extra={"half": 1.5, "tiny": 1e-7, "nan": math.nan, "inf": -math.inf})
+    logger.info("containers", extra={"dict": {"token": "t", "n": [1, 2]}, "list": [1, "a", None], "tuple": (1, 2),
+                                     "set": {3, 1, 2}, "decimal": Decimal("0.10")})
+    logger.info("secrets", extra={"password": "p", "X-Api-Key": "k", "client_secret": None, "plain": "visible"})
+    logger.info("secrets again", extra={"password": "p", "plain": "visible"})  # now answered by the cache
+    logger.info("keys", extra={1: "int", 2.5: "float", None: "none", False: "bool", (1, 2): "tuple",
+                               Key(): "by its text", Field.MESSAGE: "by its value", LONG_KEY: "long key"})
+    logger.info("renamed", extra={"logger": 2, "level": 3, "timestamp": 4, "function_name": 5,
+                                  "request_id": 6, "trace_id": 7})
+    logger.info("%s and %d", "a", 3)
+    logger.info("%(url)s", {"url": "/a"})
+    logger.info("%s", {})  # an empty mapping is an argument like any other
+    logger.info(LONG + "%s", "!")
+    try:
+        raise ValueError("boom")
+    except ValueError as exc:
+        caught = exc
+        logger.error("exc_info=True", exc_info=True)
+    logger.error("an exception, after its except block", exc_info=caught)
+    logger.error("a 3-tuple", exc_info=(ValueError, caught, caught.__traceback__))
+    logger.error("a 2-tuple", exc_info=(ValueError, caught))
+    logger.error("no exception", exc_info=(None, None, None))
+    logger.error("unprintable", exc_info=Unprintable())
+    return caught
+
+
+def ordered(lines: list[dict[str, Any]]) -> list[list[tuple[str, Any]]]:
+    """The lines with their keys' order (a dict compares without it)."""
+    return [list(line.items()) for line in lines]
+
+
+@pytest.mark.parametrize("codec_name", CODECS)
+def test_every_shape_of_line_takes_the_short_path_and_writes_the_standard_line(codec_name, logger, records_made):
+    caught: list[Exception] = []
+    with using_codec(codec_name):
+        short = lines_in_handler(lambda: caught.append(shapes(logger)))
+        assert records_made == []  # no line fell back to the standard path (which writes the same line)
+        logger.addFilter(lambda record: True)
+        standard = lines_in_handler(lambda: shapes(logger))
+    assert len(records_made) == len(short) == 20
+    assert ordered(short) == ordered(standard)
+
+    base = {"level": "INFO", "function_name": "short-fn", "trace_id": "t-short", "logger": logger.name}
+    by_message = {line["message"]: line for line in short}
+    assert short[0] == {**base, "message": LONG_CUT}
+    assert short[1] == {**base, "message": EDGE}
+    assert by_message["strings"] == {**base, "message": "strings", "edge": EDGE, "long": LONG_CUT, "short": "s"}
+    assert by_message["ints"] == {**base, "message": "ints", "small": 3, "top": 2**64 - 1, "bottom": -(2**63),
+                                  "above": 2**64, "below": -(2**63) - 1, "huge": str(10**400), "yes": True,
+                                  "no": False, "none": None}
+    assert by_message["floats"] == {**base, "message": "floats", "half": 1.5, "tiny": 1e-7, "nan": None, "inf": None}
+    assert by_message["containers"] == {**base, "message": "containers", "dict": {"token": "***", "n": [1, 2]},
+                                        "list": [1, "a", None], "tuple": [1, 2], "set": [1, 2, 3], "decimal": 0.1}
+    for message in ("secrets", "secrets again"):
+        assert {key: value for key, value in by_message[message].items() if key not in base} == {
+            "message": message, "password": "***", "plain": "visible",
+            **({"X-Api-Key": "***", "client_secret": "***"} if message == "secrets" else {})}
+    assert ordered([by_message["keys"]]) == ordered([{
+        "level": "INFO", "message": "keys", "function_name": "short-fn", "trace_id": "t-short", "logger": logger.name,
+        "1": "int", "2.5": "float", "null": "none", "false": "bool", "(1, 2)": "tuple", "api_token": "***",
+        "extra_message": "by its value", LONG_KEY: "long key"}])
+    assert by_message["renamed"] == {**base, "message": "renamed", "extra_logger": 2,
+                                     "extra_level": 3, "extra_timestamp": 4, "extra_function_name": 5,
+                                     "extra_request_id": 6, "extra_trace_id": 7}
+    assert [line["message"] for line in short[10:14]] == ["a and 3", "/a", "{}", LONG_CUT.replace("808", "809")]
+
+    (exc,) = caught
+    errors = short[14:]
+    assert [line["level"] for line in errors] == ["ERROR"] * 6
+    failure = {"error_type": "ValueError", "error": "boom", "traceback": "".join(traceback.format_exception(exc))}
+    assert "raise ValueError" in failure["traceback"]
+    for line in errors[:4]:
+        assert {key: line[key] for key in failure} == failure, line["message"]
+    assert "error_type" not in errors[4]
+    assert {key: errors[5][key] for key in failure} == {
+        "error_type": "Unprintable", "error": "<unprintable Unprintable>",
+        "traceback": "".join(traceback.format_exception(Unprintable()))}
+
+
+def lines_outside(write: Any) -> list[dict[str, Any]]:
+    """The lines ``write()`` logs with no record in scope."""
+    without_pytest_handlers()
+    with captured() as out:
+        write()
+    return [json.loads(text) for text in out]
+
+
+def test_outside_a_record_a_trace_id_extra_keeps_its_name_and_a_short_exc_info_tuple_costs_nothing(logger, records_made):
+    lines = lines_outside(lambda: (logger.info("mine", extra={"trace_id": "t-mine"}),
+                                   logger.error("a 1-tuple", exc_info=(ValueError,))))
+    assert records_made == []
+    for line in lines:
+        assert line.pop("timestamp").endswith("Z")
+    assert lines == [
+        {"level": "INFO", "message": "mine", "function_name": None, "request_id": None, "logger": logger.name,
+         "trace_id": "t-mine"},
+        # names no exception (logging's own handlers cannot format it): the line, without error fields
+        {"level": "ERROR", "message": "a 1-tuple", "function_name": None, "request_id": None, "logger": logger.name},
+    ]
+
+
+TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+def test_a_records_tracer_keys_go_on_the_short_paths_lines_and_only_that_records(logger, records_made, monkeypatch):
+    monkeypatch.setattr(log, "_record_keys", False)  # as in a process that never saw a tracer's record
+    event = sqs_event({"n": 1}, {"n": 2}, trace_id=["t-traced", "t-plain"])
+    event["Records"][0]["messageAttributes"]["traceparent"] = {"stringValue": TRACEPARENT, "dataType": "String"}
+
+    def run() -> list[dict[str, Any]]:
+        without_pytest_handlers()
+        with captured() as out:
+            sqs_handler(log_event=False, log_result=False)(
+                lambda payload, context: logger.info("n", extra={"n": payload["n"]}))(event, lambda_context("keys-fn"))
+        return [json.loads(text) for text in out]
+
+    short = run()
+    assert records_made == []
+    logger.addFilter(lambda record: True)
+    standard = run()
+    assert len(records_made) == 2
+    for lines in (short, standard):
+        for line in lines:
+            assert line.pop("timestamp").endswith("Z")
+            line.pop("request_id")
+    assert ordered(short) == ordered(standard)
+    keys = {"otelTraceID": "0af7651916cd43dd8448eb211c80319c", "otelSpanID": "b7ad6b7169203331",
+            "dd.trace_id": str(0x8448EB211C80319C), "dd.span_id": str(0xB7AD6B7169203331),
+            "xray_trace_id": "1-0af76519-16cd43dd8448eb211c80319c"}
+    assert ordered(short) == ordered([
+        {"level": "INFO", "message": "n", "function_name": "keys-fn", "trace_id": "t-traced", **keys,
+         "logger": logger.name, "n": 1},
+        {"level": "INFO", "message": "n", "function_name": "keys-fn", "trace_id": "t-plain", "logger": logger.name,
+         "n": 2},
+    ])
+
+
+class Clock:
+    """``lambda_kit.log``'s ``time`` module with the clock set by the test."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.strftime = time.strftime
+        self.gmtime = time.gmtime
+
+    def time(self) -> float:
+        return self.now
+
+
+def test_timestamps_are_the_clocks_utc_time_to_the_millisecond(logger, records_made, monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr(log, "time", clock)
+    stamps = []
+
+    def write(now: float) -> None:
+        clock.now = now
+        with captured() as out:
+            logger.info("now")
+            log.emit("INFO", "emitted")
+        stamps.extend(json.loads(text)["timestamp"] for text in out)
+
+    without_pytest_handlers()
+    second = 1_700_000_000  # 2023-11-14T22:13:20Z
+    for now in (second, second + 0.5555, second + 0.9996, second + 1.25, second + 1.001):
+        write(now)
+    assert records_made == []
+    assert stamps == [stamp for stamp in ("2023-11-14T22:13:20.000Z", "2023-11-14T22:13:20.555Z",
+                                          "2023-11-14T22:13:20.999Z", "2023-11-14T22:13:21.250Z",
+                                          "2023-11-14T22:13:21.000Z") for _ in range(2)]
+    clock.now = second + 2.5555  # the loop's record lines, in a second a line before them started
+    with captured() as out:
+        logger.info("first in its second")
+        sqs_handler(lambda payload, context: None)(sqs_event({"n": 1}), lambda_context())
+    assert [json.loads(text)["timestamp"] for text in out] == ["2023-11-14T22:13:22.555Z"] * 3

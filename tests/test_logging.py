@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
 import pytest
+from _hostile import captured
 from _logs import of_level, read_lines, with_message
 
 from lambda_kit import get_logger, sqs_handler, stream_handler
+from lambda_kit import log as lambda_log
 from lambda_kit.testing import kinesis_event, lambda_context, sqs_event
 
 log = get_logger("tests.views")
@@ -208,3 +211,57 @@ def test_a_line_stays_under_cloudwatchs_limit_in_bytes_not_just_characters(capfd
         assert len(text.encode("utf-8")) < 128 * 1024  # CloudWatch: 256 KB per event
         line = json.loads(text)
         assert line["trace_id"] == "t-wide" and line["level"] == "INFO"
+
+
+def nested(levels: int) -> Any:
+    """``levels`` dicts one in another, around 1."""
+    value: Any = 1
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
+def test_the_loops_record_lines_exactly_with_and_without_a_tracers_keys(monkeypatch):
+    """``record received``/``record processed``, key for key and in order: the plain record's lines
+    (built inline) and a traced record's (through ``emit``, the tracer's keys after ``trace_id``)."""
+    monkeypatch.setattr(lambda_log, "_record_keys", False)  # as in a process that never saw a tracer's record
+    payload = {"deep": nested(23), "password": "p", "long": "x" * 9_000}  # 24 dicts deep: the limit, kept
+    cleaned = {"deep": nested(23), "password": "***", "long": "x" * 8_192 + "...[truncated 808 chars]"}
+    # 25 deep (under a str key, and under a key of another type): the innermost dict goes
+    result = {"deeper": nested(24), "token": "t", 7: nested(24), "edge": "e" * 8_192, "k" * 9_000: "a long key"}
+    cut_deep = nested(23)
+    inner = cut_deep
+    for _ in range(22):
+        inner = inner["a"]
+    inner["a"] = "[nested too deep]"
+    cleaned_result = {"deeper": cut_deep, "token": "***", "7": cut_deep, "edge": "e" * 8_192, "k" * 9_000: "a long key"}
+    event = sqs_event(payload, payload, trace_id=["t-plain", "t-traced"])
+    event["Records"][1]["messageAttributes"]["traceparent"] = {
+        "stringValue": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "dataType": "String"}
+    context = lambda_context("lines-fn")
+    with captured() as out:
+        sqs_handler(lambda message, ctx: result)(event, context)
+    lines = [json.loads(text, object_pairs_hook=list) for text in out]
+    assert len(lines) == 4
+    for line in lines:
+        assert line[0][0] == "timestamp" and line[0][1].endswith("Z")
+        del line[0]
+    keys = [("otelTraceID", "0af7651916cd43dd8448eb211c80319c"), ("otelSpanID", "b7ad6b7169203331"),
+            ("dd.trace_id", str(0x8448EB211C80319C)), ("dd.span_id", str(0xB7AD6B7169203331)),
+            ("xray_trace_id", "1-0af76519-16cd43dd8448eb211c80319c")]
+
+    def expected(index: int, message: str, tail: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+        trace_id = ["t-plain", "t-traced"][index]
+        return [("level", "INFO"), ("message", message), ("function_name", "lines-fn"),
+                ("request_id", context.aws_request_id), ("trace_id", trace_id), *(keys if index else []),
+                ("source", "sqs"), ("record_id", event["Records"][index]["messageId"]), *tail]
+
+    def as_pairs(value: Any) -> Any:  # the expected values as object_pairs_hook reads them
+        return [(k, as_pairs(v)) for k, v in value.items()] if isinstance(value, dict) else value
+
+    for index in (0, 1):
+        received, processed = lines[2 * index: 2 * index + 2]
+        assert received == expected(index, "record received", [("payload", as_pairs(cleaned))])
+        duration = processed.pop(-2)
+        assert duration[0] == "duration_ms" and isinstance(duration[1], float) and duration[1] >= 0
+        assert processed == expected(index, "record processed", [("outcome", "ok"), ("result", as_pairs(cleaned_result))])
