@@ -116,7 +116,7 @@ def _level_method(level: int, name: str) -> Any:
                 return
             except Exception:  # the standard path writes the line, or reports why it cannot
                 pass
-        logging.Logger._log(self, level, msg, args, exc_info, extra, stack_info, stacklevel + 1)
+        self._log(level, msg, args, exc_info, extra, stack_info, stacklevel + 1)  # JsonLogger._log: logging's own path
 
     method.__name__ = method.__qualname__ = name.lower()
     return method
