@@ -45,6 +45,10 @@ loads: Callable[[str | bytes], Any]
 dumps: Callable[[Any], str]
 dumps_plain: Callable[[Any], str]
 name: str
+as_is_types: frozenset[type]
+"""The types of which ``dumps_plain`` writes every value as ``plain`` makes it, or refuses it:
+str, bool and None; int too under orjson, which refuses an int beyond 64 bits (ujson and ``json``
+write its digits, where ``plain`` may make it text)."""
 
 
 class Number:
@@ -350,7 +354,7 @@ def _choice() -> str:
 
 
 def _load() -> None:
-    global loads, dumps, dumps_plain, name
+    global loads, dumps, dumps_plain, name, as_is_types
     choice = _choice()
     for candidate in (choice,) if choice else CODECS:
         try:
@@ -365,11 +369,12 @@ def _load() -> None:
         make = {"orjson": _orjson, "ujson": _ujson, "json": _json}[candidate]
         dumps, dumps_plain = make(module)
         loads, name = module.loads, candidate
+        as_is_types = frozenset((str, bool, type(None), *((int,) if candidate == "orjson" else ())))
         return
 
 
 def __getattr__(attr: str) -> Any:
-    if attr in ("loads", "dumps", "dumps_plain", "name"):
+    if attr in ("loads", "dumps", "dumps_plain", "name", "as_is_types"):
         _load()
         return globals()[attr]
     raise AttributeError(attr)

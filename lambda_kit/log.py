@@ -504,12 +504,26 @@ def _exception(exc_info: Any) -> BaseException | None:
 
 
 _INT_RANGE = range(-(2**63), 2**64)  # ints every codec writes as they are
+_plain_keys: set[str] = set()  # extra keys written under their own name, never masked
+_refused: frozenset[str] = frozenset()  # extra keys the standard path refuses (LogRecord's own attributes)
 
 
-def write_logger_line(name: str, level: str, msg: Any, args: Any, exc_info: Any, extra: Any) -> None:
+def refuse_extra_keys(keys: frozenset[str]) -> None:
+    """``write_logger_line`` leaves a line whose ``extra`` names one of ``keys`` to the standard
+    ``logging`` path (which refuses to overwrite a ``LogRecord`` attribute): set by ``lambda_kit.logger``."""
+    global _refused
+    _refused = keys
+
+
+def write_logger_line(name: str, level: str, msg: Any, args: Any, exc_info: Any, extra: Any) -> bool:
     """Write the line ``JsonLogHandler`` writes for this ``logging`` call, made without a
     ``LogRecord`` (``emit``'s steps and ``logger_fields``' rules, inline: this is the hot path of a
-    user's line)."""
+    user's line); False, writing nothing, when ``extra`` names a ``LogRecord`` attribute.
+
+    The common ``extra`` (keys seen before, neither renamed nor secret; values of
+    ``codec.as_is_types``: str, bool, None, int under orjson) goes in as it is, with no step per
+    item: if the codec writes the line and its JSON is at most ``MAX_VALUE_CHARS`` long, no string
+    in it needed cutting; else the line is made again with every value cleaned."""
     if args or type(msg) is not str:
         if args and len(args) == 1 and isinstance(args[0], Mapping) and args[0]:
             args = args[0]  # as LogRecord reads log.info("%(a)s", {"a": 1})
@@ -532,25 +546,50 @@ def write_logger_line(name: str, level: str, msg: Any, args: Any, exc_info: Any,
             line.update(current.log_keys)
     line["logger"] = name
     if extra:
-        secret_of = _secret_cache.get
-        for key, value in extra.items():
-            if type(key) is not str:
-                key = _key_text(key)
-            if key in RENAMED or (key == "trace_id" and current is not None):
-                key = f"extra_{key}"  # extra fields never replace the line's own keys
-            if (secret := secret_of(key)) or (secret is None and is_secret_key(key)):
-                value = MASK
-            else:
-                kind = type(value)
-                if kind is str:
-                    if len(value) > MAX_VALUE_CHARS:
-                        value = cut(value)
-                elif kind is int:
-                    if value not in _INT_RANGE:
-                        value = clean(value)
-                elif value is not None and kind is not bool:
-                    value = clean(value)
-            line[key] = value
+        if not exc_info and _plain_keys.issuperset(extra) and codec.as_is_types.issuperset(map(type, extra.values())):
+            line.update(extra)
+            try:
+                text = codec.dumps_plain(line)
+            except Exception:
+                text = None
+            if text is not None and len(text) <= MAX_VALUE_CHARS and text.isascii():
+                if _sink is None:
+                    sys.stdout.write(text + "\n")
+                else:
+                    _sink(text + "\n")
+                return True
+        if not _add_extra(line, extra, current):
+            return False
     if exc_info and (exc := _exception(exc_info)) is not None:
         line.update(error_fields(exc))
     _write(line)
+    return True
+
+
+def _add_extra(line: dict[str, Any], extra: Any, current: Any) -> bool:
+    """``logger_fields``' rules for ``extra``, into ``line``: False, adding nothing more, at a key
+    the standard path refuses."""
+    secret_of = _secret_cache.get
+    for key, value in extra.items():
+        if type(key) is not str:
+            key = _key_text(key)
+        elif key in _refused:
+            return False
+        if key in RENAMED or (key == "trace_id" and current is not None):
+            key = f"extra_{key}"  # extra fields never replace the line's own keys
+        elif key != "trace_id" and not is_secret_key(key) and len(_plain_keys) < 4_096:
+            _plain_keys.add(key)
+        if (secret := secret_of(key)) or (secret is None and is_secret_key(key)):
+            value = MASK
+        else:
+            kind = type(value)
+            if kind is str:
+                if len(value) > MAX_VALUE_CHARS:
+                    value = cut(value)
+            elif kind is int:
+                if value not in _INT_RANGE:
+                    value = clean(value)
+            elif value is not None and kind is not bool:
+                value = clean(value)
+        line[key] = value
+    return True

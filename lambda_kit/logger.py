@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 _STANDARD_ATTRS = frozenset(
     vars(logging.LogRecord("", 0, "", 0, "", None, None)).keys() | {"message", "asctime", "taskName"}
 )
+log.refuse_extra_keys(_STANDARD_ATTRS)
 _RECORD_FACTORY = logging.getLogRecordFactory()
 _record_factory = logging.getLogRecordFactory
 
@@ -78,25 +79,25 @@ class JsonLogger(logging.Logger):
         stack_info: bool = False,
         stacklevel: int = 1,
     ) -> None:
-        if short_path(self, level, extra, stack_info):
+        if short_path(self, level, stack_info):
             try:
-                log.write_logger_line(self.name, logging.getLevelName(level), msg, args, exc_info, extra)
-                return
+                if log.write_logger_line(self.name, logging.getLevelName(level), msg, args, exc_info, extra):
+                    return
             except Exception:  # the standard path writes the line, or reports why it cannot
                 pass
         super()._log(level, msg, args, exc_info, extra, stack_info, stacklevel + 1)
 
 
-def short_path(logger: logging.Logger, level: int, extra: Any, stack_info: bool) -> bool:
+def short_path(logger: logging.Logger, level: int, stack_info: bool) -> bool:
     """Whether a line of ``logger`` at ``level`` can skip ``logging``'s machinery: lambda_kit's
-    handler is the only thing that would see it."""
+    handler is the only thing that would see it (an ``extra`` naming a ``LogRecord`` attribute is
+    left to the standard path by ``log.write_logger_line``)."""
     handlers = logger.handlers
     return (
         len(handlers) == 1
         and type(handler := handlers[0]) is JsonLogHandler
         and level >= handler.level
         and not (logger.filters or handler.filters or logger.propagate or stack_info)
-        and (not extra or _STANDARD_ATTRS.isdisjoint(extra))
         and _record_factory() is _RECORD_FACTORY
     )
 
@@ -110,10 +111,10 @@ def _level_method(level: int, name: str) -> Any:
                stack_info: bool = False, stacklevel: int = 1) -> None:
         if not self.isEnabledFor(level):
             return
-        if short_path(self, level, extra, stack_info):
+        if short_path(self, level, stack_info):
             try:
-                log.write_logger_line(self.name, name, msg, args, exc_info, extra)
-                return
+                if log.write_logger_line(self.name, name, msg, args, exc_info, extra):
+                    return
             except Exception:  # the standard path writes the line, or reports why it cannot
                 pass
         self._log(level, msg, args, exc_info, extra, stack_info, stacklevel + 1)  # JsonLogger._log: logging's own path

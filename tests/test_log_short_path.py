@@ -356,6 +356,88 @@ def test_every_shape_of_line_takes_the_short_path_and_writes_the_standard_line(c
         "traceback": "".join(traceback.format_exception(Unprintable()))}
 
 
+def known_keys(logger: logging.Logger) -> None:
+    """Lines whose extra keys the short path has seen before (written as they are when no value
+    needs a step), each with a value that does need one, and the same keys in another order."""
+    logger.info("teach", extra={"k": "v", "n": 1})
+    logger.info("as they are", extra={"k": "v", "n": 2**64 - 1})
+    logger.info("in another order", extra={"n": -(2**63), "k": None})
+    logger.info("a bool", extra={"k": True, "n": False})
+    logger.info("long", extra={"k": LONG, "n": 1})
+    logger.info("at the limit", extra={"k": EDGE, "n": 1})
+    logger.info("a long line of short values", extra={"k": "x" * 5_000, "n": "y" * 5_000})
+    logger.info("above 64 bits", extra={"k": "v", "n": 2**64})
+    logger.info("below 64 bits", extra={"k": "v", "n": -(2**63) - 1})
+    logger.info("huge", extra={"k": "v", "n": 10**400})
+    logger.info("a float", extra={"k": "v", "n": 1e-7})
+    logger.info("a nested secret", extra={"k": {"password": "p"}, "n": 1})
+    logger.info("a subclass", extra={"k": "v", "n": Flag.ON})
+    logger.info("line breaks", extra={"k": "caf\u00e9\u2028", "n": 1})
+    logger.info("a lone surrogate", extra={"k": "\ud800", "n": 1})
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        logger.error("with exc_info", exc_info=True, extra={"k": "v", "n": 1})
+
+
+class Flag(enum.IntEnum):
+    ON = 1
+
+
+@pytest.mark.parametrize("codec_name", CODECS)
+def test_known_extra_keys_go_in_as_they_are_unless_a_value_needs_a_step(codec_name, logger, records_made):
+    with using_codec(codec_name):
+        short = lines_in_handler(lambda: known_keys(logger))
+        assert records_made == []
+        logger.addFilter(lambda record: True)
+        standard = lines_in_handler(lambda: known_keys(logger))
+    assert len(records_made) == len(short) == 16
+    assert ordered(short) == ordered(standard)
+    values = {line["message"]: (line["k"], line["n"]) for line in short}
+    assert values["as they are"] == ("v", 2**64 - 1)
+    assert list(short[2])[-2:] == ["n", "k"]
+    assert values["a bool"] == (True, False)
+    assert values["long"] == (LONG_CUT, 1)
+    assert values["at the limit"] == (EDGE, 1)
+    assert values["a long line of short values"] == ("x" * 5_000, "y" * 5_000)
+    assert values["above 64 bits"] == ("v", 2**64)
+    assert values["below 64 bits"] == ("v", -(2**63) - 1)
+    assert values["huge"] == ("v", str(10**400))
+    assert values["a float"] == ("v", 1e-7)
+    assert values["a nested secret"] == ({"password": "***"}, 1)
+    assert values["a subclass"] == ("v", 1)
+    assert values["line breaks"] == ("caf\u00e9\u2028", 1)
+    assert short[-1]["error_type"] == "ValueError"
+
+
+def test_a_known_key_is_never_a_secret_or_a_renamed_one(logger, records_made):
+    lines = lines_in_handler(lambda: [logger.info(str(n), extra=extra) for n, extra in enumerate((
+        {"password": "p", "logger": "mine", "trace_id": "mine"}, {"password": "p", "logger": "mine", "trace_id": "mine"}))])
+    assert records_made == []
+    for line in lines:
+        assert (line["password"], line["extra_logger"], line["extra_trace_id"], line["trace_id"]) == (
+            "***", "mine", "mine", "t-short")
+
+
+@pytest.mark.parametrize("codec_name", CODECS)
+def test_a_known_keys_line_break_is_escaped_as_written(codec_name, logger, records_made):
+    without_pytest_handlers()
+    with using_codec(codec_name), captured() as out:
+        logger.info("teach", extra={"k": "v"})
+        logger.info("breaks", extra={"k": "caf\u00e9\u2028"})
+    assert records_made == []
+    assert "\u2028" not in out[1] and "caf\u00e9\\u2028" in out[1]
+
+
+def test_a_trace_id_extra_seen_outside_a_record_is_renamed_inside_one(logger, records_made):
+    without_pytest_handlers()
+    with captured():
+        logger.info("outside", extra={"trace_id": "mine"})
+    (line,) = lines_in_handler(lambda: logger.info("inside", extra={"trace_id": "mine"}))
+    assert records_made == []
+    assert (line["trace_id"], line["extra_trace_id"]) == ("t-short", "mine")
+
+
 def lines_outside(write: Any) -> list[dict[str, Any]]:
     """The lines ``write()`` logs with no record in scope."""
     without_pytest_handlers()
