@@ -77,3 +77,56 @@ def test_a_send_does_not_walk_the_queue_and_a_fifo_queue_still_deduplicates_by_c
         assert "ContentBasedDeduplication" in str(error) or "deduplication" in str(error).lower()
     else:
         raise AssertionError("a FIFO queue without content-based deduplication took a message with no deduplication id")
+
+
+def test_a_delete_removes_only_its_message_by_any_of_its_receipt_handles(aws_endpoint, unique_name):
+    from moto.sqs.models import sqs_backends
+
+    sqs, url = _queue(unique_name)
+    for n in range(4):
+        sqs.send_message(QueueUrl=url, MessageBody=f"m{n}")
+    first = {m["Body"]: m["ReceiptHandle"] for m in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=1)["Messages"]}
+    assert sorted(first) == ["m0", "m1", "m2", "m3"]
+    time.sleep(1.2)
+    second = {m["Body"]: m["ReceiptHandle"] for m in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=30)["Messages"]}
+    result = sqs.delete_message_batch(QueueUrl=url, Entries=[
+        {"Id": "current", "ReceiptHandle": second["m2"]},
+        {"Id": "older", "ReceiptHandle": first["m0"]},  # a receipt handle of an earlier receive still deletes it
+        {"Id": "unknown", "ReceiptHandle": "not-a-receipt-handle"},
+    ])
+    assert sorted(entry["Id"] for entry in result["Successful"]) == ["current", "older"]
+    assert [(entry["Id"], entry["Code"]) for entry in result["Failed"]] == [("unknown", "ReceiptHandleIsInvalid")]
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=first["m2"])  # already deleted: accepted again
+    queue = sqs_backends["123456789012"]["us-east-1"].get_queue(url.rsplit("/", 1)[-1])
+    assert [m.body for m in queue._messages] == ["m1", "m3"]  # the others stay, in order
+    assert sorted(m.body for m in queue.pending_messages) == ["m1", "m3"]
+    assert _counts(sqs, url) == (0, 2, 0)
+
+
+def test_each_service_still_finds_its_own_actions_and_refuses_unknown_ones(aws_endpoint, unique_name):
+    sqs, url = _queue(unique_name)
+    sns = boto3.client("sns")
+    kinesis = boto3.client("kinesis")
+    for _ in range(2):  # the second round answers from the names listed in the first
+        assert sqs.get_queue_url(QueueName=url.rsplit("/", 1)[-1])["QueueUrl"] == url
+        topic = sns.create_topic(Name=unique_name("patched"))["TopicArn"]
+        assert sns.publish(TopicArn=topic, Message="hello")["MessageId"]
+        assert "StreamNames" in kinesis.list_streams()
+    response = _post_form(aws_endpoint.url, {"Action": "NoSuchAction", "Version": "2012-11-05"})
+    assert response[0] >= 400, response
+
+
+def _post_form(url, form):
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    request = urllib.request.Request(url + "/", data=urllib.parse.urlencode(form).encode(), method="POST", headers={
+        "Content-Type": "application/x-www-form-urlencoded",
+        "Authorization": "AWS4-HMAC-SHA256 Credential=testing/20240101/us-east-1/sqs/aws4_request, SignedHeaders=host, Signature=x",
+    })
+    try:
+        with urllib.request.urlopen(request) as answer:
+            return answer.status, answer.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()

@@ -35,7 +35,9 @@ lock that ``SendMessage`` waits on), and every message it walks asks the clock t
 datetime conversions; it also finds the service of every request by listing its own package
 folder on disk and trying hundreds of URL patterns, under one lock. The retention check now reads
 the queue's retention period, a message compares its times with ``time.time()``, and the service
-lookup is remembered per host.
+lookup is remembered per host. Every request also listed its handler class's methods with
+``inspect.getmembers`` (now once per class), and a delete walked the whole queue twice per receipt
+handle (now one walk that stops at the message).
 """
 
 from __future__ import annotations
@@ -134,6 +136,7 @@ def fast_requests() -> None:
     import time
 
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication
+    from moto.sqs.exceptions import ReceiptHandleIsInvalid
     from moto.sqs.models import Message, Queue, SQSBackend
 
     def is_message_valid_based_on_retention_period(self: SQSBackend, queue_name: str, message: Message) -> bool:
@@ -178,6 +181,42 @@ def fast_requests() -> None:
         return known[host]
 
     DomainDispatcherApplication.get_backend_for_host = get_backend_for_host  # type: ignore[method-assign]
+
+    # Every request asked ``inspect.getmembers`` for the names of its handler class's methods
+    # (hundreds of attributes, each looked up and tested) to check that the action is one of them.
+    # The classes do not change while the server runs: their names are listed once per class.
+    import moto.core.responses as core_responses
+
+    list_methods = core_responses.method_names_from_class
+    methods: dict[type, list[str]] = {}
+
+    @functools.wraps(list_methods)
+    def method_names_from_class(clazz: type) -> list[str]:
+        if clazz not in methods:
+            methods[clazz] = list_methods(clazz)
+        return methods[clazz]
+
+    core_responses.method_names_from_class = method_names_from_class  # type: ignore[assignment]
+
+    # A delete walked every message of the queue twice per receipt handle (a batch of 10 deletes:
+    # 20 walks), building each message's list of receipt handles on the way, under the queue lock.
+    # One walk now finds the message and removes it: same errors, same bookkeeping.
+    def had_receipt_handle(self: Message, receipt_handle: str) -> bool:
+        return receipt_handle == self.receipt_handle or receipt_handle in self._old_receipt_handles
+
+    def delete_message(self: Queue, receipt_handle: str) -> None:
+        if receipt_handle in self.deleted_messages:
+            return  # already deleted: moto (and SQS) accept it again
+        for index, message in enumerate(self._messages):
+            if message.had_receipt_handle(receipt_handle):
+                self.pending_messages.discard(message)
+                self.deleted_messages.update(message.all_receipt_handles)
+                del self._messages[index]
+                return
+        raise ReceiptHandleIsInvalid()
+
+    Message.had_receipt_handle = had_receipt_handle  # type: ignore[method-assign]
+    Queue.delete_message = delete_message  # type: ignore[method-assign]
     _fast_requests = True
 
 

@@ -67,7 +67,10 @@ class QueueRelay(Poller):
 
     def poll_once(self) -> bool:
         sqs = self.clients("sqs")
-        messages = sqs.receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=0).get("Messages", [])
+        # Long polling, as the SQS sources do: an idle relay asked moto 10 times a second.
+        messages = sqs.receive_message(
+            QueueUrl=self.queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=self.timing.sqs_wait_seconds
+        ).get("Messages", [])
         if not messages:
             return False
         self.mark_busy()
