@@ -572,13 +572,13 @@ def _add_extra(line: dict[str, Any], extra: Any, current: Any) -> bool:
     secret_of = _secret_cache.get
     for key, value in extra.items():
         if type(key) is not str:
-            key = _key_text(key)
+            key = _key_text(key)  # its text is never a known key: a str key of that text may be refused
         elif key in _refused:
             return False
+        elif key != "trace_id" and key not in RENAMED and not is_secret_key(key) and len(_plain_keys) < 4_096:
+            _plain_keys.add(key)
         if key in RENAMED or (key == "trace_id" and current is not None):
             key = f"extra_{key}"  # extra fields never replace the line's own keys
-        elif key != "trace_id" and not is_secret_key(key) and len(_plain_keys) < 4_096:
-            _plain_keys.add(key)
         if (secret := secret_of(key)) or (secret is None and is_secret_key(key)):
             value = MASK
         else:

@@ -429,6 +429,17 @@ def test_a_known_keys_line_break_is_escaped_as_written(codec_name, logger, recor
     assert "\u2028" not in out[1] and "caf\u00e9\\u2028" in out[1]
 
 
+class Reserved(enum.Enum):
+    MSG = "msg"
+
+
+def test_a_non_str_key_whose_text_is_a_logrecord_attribute_never_lets_that_str_key_through(logger, records_made):
+    (line,) = lines_in_handler(lambda: logger.info("by its value", extra={Reserved.MSG: "x"}))
+    assert line["msg"] == "x"
+    with pytest.raises(KeyError, match="Attempt to overwrite 'msg' in LogRecord"):
+        logger.info("reserved", extra={"msg": "x"})  # as logging refuses it
+
+
 def test_a_trace_id_extra_seen_outside_a_record_is_renamed_inside_one(logger, records_made):
     without_pytest_handlers()
     with captured():
