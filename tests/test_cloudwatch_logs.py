@@ -14,6 +14,7 @@ import zlib
 import pytest
 from _hostile import captured, parse_lines
 from _logs import of_level, read_lines, with_message
+from _streams import new_stream
 
 from lambda_kit import cloudwatch_logs_handler, current_record, current_trace_id, sqs_handler, stream_handler
 from lambda_kit.loop import UndecodableRecord
@@ -304,17 +305,8 @@ def requeue_stream(aws_endpoint, unique_name):
 
     kinesis, sqs = boto3.client("kinesis"), boto3.client("sqs")
     stream = unique_name("log-requeue")
-    kinesis.create_stream(StreamName=stream, ShardCount=1)
-    kinesis.get_waiter("stream_exists").wait(StreamName=stream, WaiterConfig={"Delay": 0.1, "MaxAttempts": 50})
-    shard = kinesis.describe_stream(StreamName=stream)["StreamDescription"]["Shards"][0]["ShardId"]
-    reader = {"iterator": kinesis.get_shard_iterator(StreamName=stream, ShardId=shard, ShardIteratorType="LATEST")["ShardIterator"]}
+    read = new_stream(kinesis, stream)
     dlq = sqs.create_queue(QueueName=unique_name("log-dlq"))["QueueUrl"]
-
-    def read():
-        page = kinesis.get_records(ShardIterator=reader["iterator"])
-        reader["iterator"] = page["NextShardIterator"]
-        return page["Records"]
-
     return stream, dlq, read, sqs
 
 

@@ -6,6 +6,7 @@ import base64
 import json
 
 import pytest
+from _streams import new_stream
 
 from lambda_kit import api_handler, current_trace_id, propagate, sns_handler, sqs_handler, stream_handler
 from lambda_kit.testing import api_event, kinesis_record, lambda_context, sns_record, sqs_record
@@ -21,19 +22,8 @@ def aws(aws_endpoint):
 @pytest.fixture
 def stream(aws, unique_name):
     """A one-shard Kinesis stream and a reader of what was put on it since."""
-    kinesis = aws["kinesis"]
     name = unique_name("hops")
-    kinesis.create_stream(StreamName=name, ShardCount=1)
-    kinesis.get_waiter("stream_exists").wait(StreamName=name, WaiterConfig={"Delay": 0.1, "MaxAttempts": 50})
-    shard = kinesis.describe_stream(StreamName=name)["StreamDescription"]["Shards"][0]["ShardId"]
-    state = {"iterator": kinesis.get_shard_iterator(StreamName=name, ShardId=shard, ShardIteratorType="LATEST")["ShardIterator"]}
-
-    def read():
-        page = kinesis.get_records(ShardIterator=state["iterator"])
-        state["iterator"] = page["NextShardIterator"]
-        return page["Records"]
-
-    return name, read
+    return name, new_stream(aws["kinesis"], name)
 
 
 def receive(sqs, queue_url, count=1):
