@@ -42,7 +42,7 @@ TARGETS: dict[str, list[str]] = {
                             "tests/test_event_boundary.py", "tests/test_kafka.py", "tests/test_eventbridge.py",
                             "tests/test_s3.py", "tests/test_pipes.py", "tests/test_kpl.py",
                             "tests/test_cloudwatch_logs.py", "tests/test_async.py", "tests/test_model.py",
-                            "tests/test_tracing_read.py", "tests/test_api_samples.py"],
+                            "tests/test_tracing_read.py", "tests/test_api_samples.py", "tests/test_api_source.py"],
     "lambda_kit/counters/": ["tests/test_counters.py", "tests/test_counters_rules.py", "tests/test_counters_faults.py"],
 }
 # What the fork server imports before it forks a child per mutant: no pytest session (see _config),
