@@ -161,3 +161,44 @@ def test_a_response_given_loosely_reaches_the_client_exactly(shape):
     else:
         expected = answer(shape, 201, headers[:2] + cookie + headers[2:], "made", description="201 Created")
     assert response == expected
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_plain_return_value_is_a_200_exactly(shape):
+    """Anything but a response dict: JSON, or bytes base64-encoded."""
+    @api_handler
+    def handler(request, context):
+        return b"\x00\x01" if request.path == "/bytes" else {"ok": True}
+
+    as_json = handler(request(shape), None)
+    assert with_json_body(as_json) == answer(shape, 200, [("Content-Type", "application/json"), ("X-Trace-Id", TRACE)],
+                                             {"ok": True}, description="200 OK")
+    as_bytes = handler(request(shape, path="/bytes"), None)
+    assert as_bytes == answer(shape, 200, [("Content-Type", "application/octet-stream"), ("X-Trace-Id", TRACE)],
+                              "AAE=", description="200 OK", is_base64=True)
+
+
+@pytest.mark.parametrize("shape", ["v2", "url", "alb"])
+@pytest.mark.parametrize(("sent", "seen"), [
+    ({"X-Num": 5, "X-Flag": True}, {"x-num": "5", "x-flag": "True"}),  # no string at all
+    ({"X-Text": "a", "X-Num": 5, "X-None": None}, {"x-text": "a", "x-num": "5"}),  # some strings
+    ({7: "seven", "X-Text": "a"}, {"7": "seven", "x-text": "a"}),  # a name that is no string
+])
+def test_request_headers_of_any_json_type_are_read_as_text(shape, sent, seen):
+    """What a test or a proxy may send: every header a function reads is a lower-case name and a text."""
+    event = request(shape)
+    event["headers"] = sent
+    got = []
+    api_handler(lambda request, context: got.append(dict(request.headers)))(event, None)
+    assert got == [seen]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_response_with_a_bytes_body_goes_base64_with_its_default_type_exactly(shape):
+    @api_handler
+    def handler(request, context):
+        return {"statusCode": 202, "body": b"\xff\x00"}
+
+    expected = answer(shape, 202, [("Content-Type", "application/octet-stream"), ("X-Trace-Id", TRACE)], "/wA=",
+                      description="202 Accepted", is_base64=True)
+    assert handler(request(shape), None) == expected
