@@ -1,0 +1,204 @@
+"""api_handler's responses and requests read exactly as a client and a function see them, shape by
+shape: the whole response dict (status, description, every header and where it goes, body), the
+cookies a function reads, and the headers it can add to. Every assertion compares a whole value,
+so a response that gains, loses or misspells anything fails."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lambda_kit import HTTPError, api_handler
+from lambda_kit.sources.api import Headers
+from lambda_kit.testing import api_event
+
+TRACE = "t-exact-1"
+SHAPES = ["v1", "http-v1", "v2", "url", "alb", "alb-multi"]
+
+
+def request(shape, method="GET", path="/", **options):
+    headers = {"X-Trace-Id": TRACE, **options.pop("headers", {})}
+    if shape == "alb-multi":
+        return api_event(method, path, version="alb", multi_value=True, headers=headers, **options)
+    return api_event(method, path, version=shape, headers=headers, **options)
+
+
+def answer(shape, status, headers, body, *, description=None, is_base64=False, cookies=None):
+    """The exact response ``shape`` wants: ``headers`` as (name, value) pairs in order."""
+    response = {"statusCode": status}
+    if shape.startswith("alb"):
+        response["statusDescription"] = description
+    if shape == "alb-multi":
+        multi = {}
+        for name, value in headers:
+            multi.setdefault(name, []).append(value)
+        response["multiValueHeaders"] = multi
+    else:
+        response["headers"] = dict(headers)
+    if cookies:
+        response["cookies"] = cookies
+    response["body"] = body
+    response["isBase64Encoded"] = is_base64
+    return response
+
+
+def with_json_body(response):
+    """The response with its body decoded (the codec in use decides the spacing)."""
+    return {**response, "body": json.loads(response["body"])}
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_an_http_error_is_its_status_its_headers_and_a_json_error_body_exactly(shape):
+    """The function's own Content-Type and trace header are replaced, never sent twice."""
+    @api_handler
+    def handler(request, context):
+        raise HTTPError(429, "slow down", headers={"Retry-After": "3", "content-type": "text/plain", "x-trace-id": "spoof"})
+
+    response = handler(request(shape), None)
+    headers = [("Retry-After", "3"), ("Content-Type", "application/json"), ("X-Trace-Id", TRACE)]
+    expected = answer(shape, 429, headers, {"error": "slow down", "trace_id": TRACE}, description="429 Too Many Requests")
+    assert with_json_body(response) == expected
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("headers", [["Retry-After", "3"], "Retry-After: 3", 7])
+def test_an_http_error_with_headers_that_are_no_mapping_still_answers_its_status(shape, headers):
+    @api_handler
+    def handler(request, context):
+        raise HTTPError(409, "taken", headers=headers)
+
+    response = handler(request(shape), None)
+    expected = answer(shape, 409, [("Content-Type", "application/json"), ("X-Trace-Id", TRACE)],
+                      {"error": "taken", "trace_id": TRACE}, description="409 Conflict")
+    assert with_json_body(response) == expected
+
+
+@pytest.mark.parametrize(("status", "said"), [(503, "Service Unavailable"), (502, "Bad Gateway"), (499, "Error")])
+def test_an_error_message_json_cannot_hold_is_replaced_by_the_status_phrase(status, said):
+    """Never the object's text: its status's whole reason phrase, or "Error" for a status without one."""
+    @api_handler
+    def handler(request, context):
+        raise HTTPError(status, object())  # type: ignore[arg-type]
+
+    response = handler(request("alb"), None)
+    description = f"{status} {'Unknown Status' if said == 'Error' else said}"
+    expected = answer("alb", status, [("Content-Type", "application/json"), ("X-Trace-Id", TRACE)],
+                      {"error": said, "trace_id": TRACE}, description=description)
+    assert with_json_body(response) == expected
+
+
+@pytest.mark.parametrize("status", [100, 101, 599])
+def test_the_first_and_last_http_statuses_are_answered_as_returned(status):
+    response = api_handler(lambda request, context: {"statusCode": status})(request("alb"), None)
+    description = {100: "100 Continue", 101: "101 Switching Protocols", 599: "599 Unknown Status"}[status]
+    assert response == answer("alb", status, [("X-Trace-Id", TRACE)], "", description=description)
+
+
+# --- cookies ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("header", "cookies"), [
+    ("a=; ;b=2", {"a": "", "b": "2"}),  # an empty value is a cookie; an empty part is nothing
+    ("a=1;;b=2", {"a": "1", "b": "2"}),  # an empty part does not end the header
+    ('a=""; b="x y"; c="', {"a": "", "b": "x y", "c": '"'}),  # quotes around a value are not part of it
+])
+def test_the_cookie_header_reads_as_browsers_send_it(header, cookies):
+    seen = []
+    api_handler(lambda request, context: seen.append(request.cookies))(request("v1", headers={"Cookie": header}), None)
+    assert seen == [cookies]
+
+
+def test_every_cookie_set_reaches_an_alb_client_without_multi_value_headers():
+    """ALB without multi-value headers takes one value per name: each Set-Cookie goes under its own
+    spelling of the name (Set-Cookie, set-Cookie, ...), however many a response sets."""
+    cookies = [f"c{n}={n}" for n in range(2 ** len("SetCookie"))]  # as many as there are spellings
+    response = api_handler(lambda request, context: {"statusCode": 200, "cookies": cookies})(request("alb"), None)
+    sent = {name: value for name, value in response["headers"].items() if name.lower() == "set-cookie"}
+    assert sorted(sent.values()) == sorted(cookies) and len(sent) == len(cookies)
+
+
+# --- request headers ----------------------------------------------------------------------------
+
+
+def test_request_headers_are_case_insensitive_however_they_are_made_or_added():
+    made = Headers({"Content-Type": "text/plain", "X-N": "1"})
+    assert dict(made) == {"content-type": "text/plain", "x-n": "1"}
+    made["X-Added"] = "yes"
+    assert dict(made) == {"content-type": "text/plain", "x-n": "1", "x-added": "yes"}
+    seen = []
+
+    @api_handler
+    def handler(request, context):
+        request.headers["X-Forwarded-User"] = "ada"  # as a wrapping decorator may add one
+        seen.append((request.headers.get("x-forwarded-user"), request.headers["X-FORWARDED-USER"],
+                     "x-forwarded-user" in dict(request.headers)))
+
+    handler(request("v2"), None)
+    assert seen == [("ada", "ada", True)]
+
+
+# --- responses a function shapes itself ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_response_given_loosely_reaches_the_client_exactly(shape):
+    """One value where a list is expected (``multiValueHeaders``, ``cookies``), numbers as header
+    values and ``None`` (left out) are taken as a client would mean them."""
+    @api_handler
+    def handler(request, context):
+        return {"statusCode": 201, "headers": {"X-Count": 2, "X-None": None},
+                "multiValueHeaders": {"Vary": "Accept", "X-Dropped": [None]}, "cookies": "id=42; Path=/", "body": "made"}
+
+    response = handler(request(shape), None)
+    cookie = [("Set-Cookie", "id=42; Path=/")]
+    headers = [("X-Count", "2"), ("Vary", "Accept"), ("X-Trace-Id", TRACE)]
+    if shape in ("v2", "url"):
+        expected = answer(shape, 201, headers, "made", cookies=["id=42; Path=/"])
+    else:
+        expected = answer(shape, 201, headers[:2] + cookie + headers[2:], "made", description="201 Created")
+    assert response == expected
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_plain_return_value_is_a_200_exactly(shape):
+    """Anything but a response dict: JSON, or bytes base64-encoded."""
+    @api_handler
+    def handler(request, context):
+        return b"\x00\x01" if request.path == "/bytes" else {"ok": True}
+
+    as_json = handler(request(shape), None)
+    assert with_json_body(as_json) == answer(shape, 200, [("Content-Type", "application/json"), ("X-Trace-Id", TRACE)],
+                                             {"ok": True}, description="200 OK")
+    as_bytes = handler(request(shape, path="/bytes"), None)
+    assert as_bytes == answer(shape, 200, [("Content-Type", "application/octet-stream"), ("X-Trace-Id", TRACE)],
+                              "AAE=", description="200 OK", is_base64=True)
+
+
+@pytest.mark.parametrize("shape", ["v2", "url", "alb"])
+@pytest.mark.parametrize(("sent", "seen"), [
+    ({"X-Num": 5, "X-Flag": True}, {"x-num": "5", "x-flag": "True"}),  # no string at all
+    ({"X-Text": "a", "X-Num": 5, "X-None": None}, {"x-text": "a", "x-num": "5"}),  # some strings
+    ({7: "seven", "X-Text": "a"}, {"7": "seven", "x-text": "a"}),  # a name that is no string
+])
+def test_request_headers_of_any_json_type_are_read_as_text(shape, sent, seen):
+    """What a test or a proxy may send: every header a function reads is a lower-case name and a text."""
+    event = request(shape)
+    event["headers"] = sent
+    got = []
+    api_handler(lambda request, context: got.append(dict(request.headers)))(event, None)
+    assert got == [seen]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_response_with_a_bytes_body_goes_base64_with_its_default_type_exactly(shape):
+    @api_handler
+    def handler(request, context):
+        return {"statusCode": 202, "body": b"\xff\x00"}
+
+    expected = answer(shape, 202, [("Content-Type", "application/octet-stream"), ("X-Trace-Id", TRACE)], "/wA=",
+                      description="202 Accepted", is_base64=True)
+    assert handler(request(shape), None) == expected
