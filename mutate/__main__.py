@@ -36,7 +36,7 @@ TARGETS: dict[str, list[str]] = {
     "lambda_kit/loop.py": ["tests/test_sqs.py", "tests/test_sns.py", "tests/test_streams.py", "tests/test_decorators.py",
                            "tests/test_hostile_events.py", "tests/test_event_boundary.py", "tests/test_async.py",
                            "tests/test_model.py", "tests/test_metrics.py", "tests/test_commit.py",
-                           "tests/test_logging.py"],
+                           "tests/test_logging.py", "tests/test_tracing_otel.py"],
     "lambda_kit/sources/": ["tests/test_sqs.py", "tests/test_sns.py", "tests/test_streams.py", "tests/test_api.py",
                             "tests/test_decorators.py", "tests/test_hostile_events.py", "tests/test_hostile_api.py",
                             "tests/test_event_boundary.py", "tests/test_kafka.py", "tests/test_eventbridge.py",

@@ -424,7 +424,9 @@ def test_kinesis_requeue_without_dead_letter_reports_the_record_as_failed(capfd,
     assert handler(event, None) == {"batchItemFailures": [{"itemIdentifier": sequence_number}]}
     (error,) = of_level(read_lines(capfd), "ERROR")
     assert error["outcome"] == "failed" and error["error"] == "always"
-    assert "no dead_letter is configured" in error["requeue_error"]
+    assert error["requeue_error"] == (
+        "RuntimeError: on_failure='requeue' reached max_attempts but no dead_letter is configured "
+        "(pass dead_letter= or set LAMBDA_KIT_DEAD_LETTER); the record is reported as failed")
 
 
 @pytest.mark.parametrize("how", ["queue url", "queue arn", "callable", "environment"])
