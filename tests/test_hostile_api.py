@@ -349,7 +349,9 @@ def test_bad_base64_body_is_400_not_a_crash():
 
 @pytest.mark.parametrize("codec_name", CODECS)
 @pytest.mark.parametrize("version", SHAPES)
-@pytest.mark.parametrize("value", HOSTILE_TRACE_IDS, ids=lambda v: repr(v[:24]))
+# ids of letters, digits and "_" only: a repr() of these strings comes out escaped differently in a second
+# pytest session of one process (make mutate's fork server), where the test would not be found
+@pytest.mark.parametrize("value", HOSTILE_TRACE_IDS, ids=lambda v: re.sub(r"[^A-Za-z0-9]+", "_", v[:24]) or "empty")
 def test_hostile_trace_header_never_becomes_the_trace_id_nor_a_raw_log_line(value, version, codec_name):
     event = request_for(version, "GET", "/p", headers={"X-Trace-Id": value})
     handler = api_handler(lambda request, context: {"seen": current_trace_id()})
