@@ -9,6 +9,8 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import sys
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -170,3 +172,42 @@ def test_a_line_of_exactly_64_kib_is_written_whole_and_a_short_one_as_the_codec_
     assert len(text) == log.MAX_LINE_CHARS
     assert json.loads(text)["list"] == [1] * 10_000  # nothing cut, though the list is over the first budget
     assert log.encode({"a": 1, "b": "x"}) == '{"a":1,"b":"x"}\n'
+
+
+def test_without_a_function_name_in_the_context_the_lines_take_lambdas_variable(monkeypatch):
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "from-env")
+    with captured() as out:
+        for context in (None, object(), lambda_context("from-context")):
+            sqs_handler(lambda payload, ctx: None)(sqs_event({"n": 1}), context)
+    assert [line["function_name"] for line in parse_lines(out)] == ["from-env"] * 4 + ["from-context"] * 2
+
+
+def test_flush_flushes_standard_output_and_leaves_a_sink_alone(monkeypatch):
+    """The loop's last step (Lambda may freeze the process once the handler returns)."""
+    flushed: list[str] = []
+    monkeypatch.setattr(sys, "stdout", SimpleNamespace(flush=lambda: flushed.append("stdout")))
+    monkeypatch.setattr(log, "_sink", None)
+    log.flush()
+    assert flushed == ["stdout"]
+    monkeypatch.setattr(log, "_sink", flushed.append)
+    log.flush()
+    assert flushed == ["stdout"]
+
+
+def wrapped(levels: int, wrap: Any, inner: Any = 1) -> Any:
+    for _ in range(levels):
+        inner = wrap(inner)
+    return inner
+
+
+def test_lists_and_sets_nested_past_the_limit_are_cut_where_they_go_too_deep():
+    """A payload of lists keeps 24 levels; a set counts two (itself, then the list it is written as)."""
+    deep = "[nested too deep]"
+    fields = {"lists": wrapped(24, lambda v: [v]), "deeper_lists": wrapped(25, lambda v: [v]),
+              "tuples": wrapped(25, lambda v: (v,)), "sets": wrapped(12, lambda v: frozenset([v])),
+              "deeper_sets": wrapped(13, lambda v: frozenset([v]))}
+    line = json.loads(emitted({key: log.clean(value) for key, value in fields.items()}))  # each a payload
+    assert line["lists"] == wrapped(24, lambda v: [v])
+    assert line["deeper_lists"] == line["tuples"] == wrapped(24, lambda v: [v], deep)
+    assert line["sets"] == wrapped(12, lambda v: [v])
+    assert line["deeper_sets"] == wrapped(12, lambda v: [v], deep)

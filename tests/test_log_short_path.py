@@ -544,3 +544,90 @@ def test_timestamps_are_the_clocks_utc_time_to_the_millisecond(logger, records_m
         logger.info("first in its second")
         sqs_handler(lambda payload, context: None)(sqs_event({"n": 1}), lambda_context())
     assert [json.loads(text)["timestamp"] for text in out] == ["2023-11-14T22:13:22.555Z"] * 3
+
+
+# --- found by mutation testing (make mutate MODULE=lambda_kit/log.py): what no test above watched --
+
+def compact(line: dict[str, Any]) -> str:
+    return json.dumps(line, separators=(",", ":"), ensure_ascii=False) + "\n"
+
+
+@pytest.mark.parametrize("codec_name", CODECS)
+def test_a_line_of_known_keys_reaches_standard_output_whole_with_no_log_record(codec_name, logger, records_made, capfd,
+                                                                               monkeypatch):
+    """The short path of known ``extra`` keys writes to ``sys.stdout`` itself (no sink set)."""
+    clock = Clock()
+    clock.now = 1_700_000_000.25  # 2023-11-14T22:13:20.250Z
+    monkeypatch.setattr(log, "time", clock)
+    monkeypatch.setattr(log, "_sink", None)
+    keys = {"k": f"known_{codec_name}_k", "b": f"known_{codec_name}_b", "z": f"known_{codec_name}_z"}
+    without_pytest_handlers()
+    capfd.readouterr()
+    with using_codec(codec_name):
+        logger.info("teach", extra={keys["k"]: "v", keys["b"]: True, keys["z"]: None})  # learns the keys
+        logger.warning("known", extra={keys["z"]: None, keys["k"]: "w", keys["b"]: False})  # then writes them as they are
+    assert records_made == []
+
+    def expected(level: str, message: str, extra: dict[str, Any]) -> str:
+        return compact({"timestamp": "2023-11-14T22:13:20.250Z", "level": level, "message": message,
+                        "function_name": log.current_function_name(), "request_id": None, "logger": logger.name,
+                        **extra})
+
+    assert capfd.readouterr().out == (
+        expected("INFO", "teach", {keys["k"]: "v", keys["b"]: True, keys["z"]: None})
+        + expected("WARNING", "known", {keys["z"]: None, keys["k"]: "w", keys["b"]: False}))
+
+
+def test_a_secret_extra_key_alone_is_masked_on_every_line(logger, records_made):
+    """A line whose only ``extra`` key is a secret's: the second one too (a known key is never a secret)."""
+    lines = lines_in_handler(lambda: [logger.info(str(n), extra={"lone_api_token": "s3cr3t"}) for n in range(3)])
+    assert records_made == []
+    assert [(line["message"], line["lone_api_token"]) for line in lines] == [("0", "***"), ("1", "***"), ("2", "***")]
+
+
+def test_an_extra_naming_a_refused_key_is_left_to_the_standard_path(monkeypatch):
+    """``refuse_extra_keys``: a line naming one of them is not written (``logging`` then refuses it)."""
+    monkeypatch.setattr(log, "_refused", log._refused)  # restored after
+    log.refuse_extra_keys(frozenset({"refused_here"}))
+    with captured() as out:
+        assert log.write_logger_line("refusing", "INFO", "refused", (), None, {"a": 1, "refused_here": 2}) is False
+        assert log.write_logger_line("refusing", "INFO", "written", (), None, {"a": 1, "other": 2}) is True
+    assert [json.loads(text)["message"] for text in out] == ["written"]
+
+
+class Percent:
+    def __str__(self) -> str:
+        return "100%% done"
+
+
+class Shouting(str):
+    """A ``str`` subclass: what a ``__str__`` may return."""
+
+
+class Loud:
+    def __str__(self) -> str:
+        return Shouting("LOUD")
+
+
+def messages(logger: logging.Logger) -> None:
+    logger.info("100%% done")  # no arguments: never formatted, as logging does
+    logger.info(Percent())
+    logger.info(7, "x")  # a message that cannot be formatted: its text
+    logger.info({"n": 1}, "x")
+    logger.info(None, "x")
+    logger.info(Loud())
+    logger.info("loud", extra={"value": Loud()})
+
+
+def test_messages_that_are_not_text_or_not_formatted_read_as_logging_writes_them(logger, records_made):
+    short = lines_in_handler(lambda: messages(logger))
+    assert records_made == []
+    logger.addFilter(lambda record: True)  # the standard path: the same lines
+    standard = lines_in_handler(lambda: messages(logger))
+    assert len(records_made) == 7
+    assert short == standard
+    assert [line["message"] for line in short] == [
+        "100%% done", "100%% done", "7", "{'n': 1}", "None", "LOUD", "loud"]
+    assert short[-1]["value"] == "LOUD"
+    for line in short:
+        assert type(line["message"]) is str
