@@ -56,6 +56,21 @@ def test_a_record_that_is_not_an_object_fails_alone_and_does_not_hide_the_others
     assert error["message"] == "record could not be decoded" and error["source"] == "sqs"
 
 
+def test_a_record_that_cannot_be_read_is_traced_by_its_own_content(capfd):
+    # no id to trace it by: its trace id is a digest of what it holds, the same on every retry
+    handler = sqs_handler(lambda payload, context: None)
+    event = {"Records": [{"eventSource": "aws:sqs", "body": "a"}, {"eventSource": "aws:sqs", "body": "b"}]}
+    traces = []
+    for _ in range(2):
+        assert handler(event, lambda_context()) == {"batchItemFailures": [{"itemIdentifier": ""}, {"itemIdentifier": ""}]}
+        errors = of_level(read_lines(capfd), "ERROR")
+        assert [error["error"] for error in errors] == ["record has no messageId"] * 2
+        traces.append([error["trace_id"] for error in errors])
+    first, second = traces[0]
+    assert first != second and first.startswith("h-") and second.startswith("h-")
+    assert traces[1] == traces[0]
+
+
 def test_records_without_an_event_source_are_claimed_by_their_marker_key():
     seen = []
     handler = sqs_handler(lambda payload, context: seen.append(payload))
