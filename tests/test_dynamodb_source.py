@@ -84,18 +84,24 @@ def test_a_failing_record_is_on_its_first_attempt(capfd):
     assert error["attempt"] == 1 and error["message"] == "record failed"
 
 
-def test_an_async_function_runs_a_batch_holding_a_record_that_is_not_an_object(capfd):
+def test_an_async_function_runs_records_that_have_no_item_key_each_in_a_lane_of_its_own(capfd):
     seen = []
 
     @stream_handler(max_concurrency=4)
     async def handler(change, context):
-        seen.append(change["keys"])
+        seen.append(change["new_image"])
 
     good = dynamodb_record("INSERT", keys={"PK": "a"}, new_image={"PK": "a"})
-    assert handler({"Records": [good, "junk"]}, lambda_context()) == {"batchItemFailures": [{"itemIdentifier": ""}]}
-    assert seen == [{"PK": "a"}]  # the junk has no item key: a lane of its own
-    [error] = of_level(read_lines(capfd), "ERROR")
-    assert error["error"] == "record has no dynamodb object"
+    keyless = dynamodb_record("INSERT", keys={}, new_image={"n": 1})
+    del keyless["dynamodb"]["Keys"]
+    assert handler({"Records": [good, keyless]}, lambda_context()) == {"batchItemFailures": []}
+    assert seen == [{"PK": "a"}, {"n": 1}]
+    for unreadable, why in (("junk", "record has no dynamodb object"), ({"eventSource": "aws:dynamodb", "dynamodb": "x"}, "record has no dynamodb object")):
+        seen.clear()
+        assert handler({"Records": [good, unreadable]}, lambda_context()) == {"batchItemFailures": [{"itemIdentifier": ""}]}
+        assert seen == [{"PK": "a"}]
+        [error] = of_level(read_lines(capfd), "ERROR")
+        assert error["error"] == why
 
 
 @dataclasses.dataclass
