@@ -46,7 +46,8 @@ TARGETS: dict[str, list[str]] = {
                             "tests/test_windows.py", "tests/test_api_source.py",
                             "tests/test_source_base.py",
                             "tests/test_dynamodb_source.py",
-                            "tests/test_sns_source.py"],
+                            "tests/test_sns_source.py",
+                            "tests/test_source_registry.py"],
     "lambda_kit/counters/": ["tests/test_counters.py", "tests/test_counters_rules.py", "tests/test_counters_faults.py"],
 }
 # What the fork server imports before it forks a child per mutant: no pytest session (see _config),
