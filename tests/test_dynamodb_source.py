@@ -101,7 +101,8 @@ def test_an_async_function_runs_records_that_have_no_item_key_each_in_a_lane_of_
         assert handler({"Records": [good, unreadable]}, lambda_context()) == {"batchItemFailures": [{"itemIdentifier": ""}]}
         assert seen == [{"PK": "a"}]
         [error] = of_level(read_lines(capfd), "ERROR")
-        assert error["error"] == why
+        assert error["error"] == why and error["source"] == "dynamodb"
+        assert error["payload"] == unreadable  # the record as it came, to look at
 
 
 @dataclasses.dataclass
