@@ -65,14 +65,15 @@ def test_sqs_counts_processed_failed_and_retried(statsd):
     event = {"Records": [
         sqs_record({"n": 1}),
         sqs_record({"n": 2}, receive_count=3),
+        sqs_record({"n": 3}, receive_count=2),
         sqs_record({"bad": True}),
     ]}
     handler(event, lambda_context("count-views"))
     metrics = statsd()
     t = tags("count-views", "sqs")
-    assert metrics[("lambda_kit.records.processed", t)] == 2
+    assert metrics[("lambda_kit.records.processed", t)] == 3
     assert metrics[("lambda_kit.records.failed", t)] == 1
-    assert metrics[("lambda_kit.records.retried", t)] == 1
+    assert metrics[("lambda_kit.records.retried", t)] == 2  # one count per retried record
 
 
 def test_records_refused_at_commit_count_as_failed_the_others_as_processed(statsd):
