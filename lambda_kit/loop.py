@@ -48,7 +48,7 @@ class Options:
     the batch commit, the payload model (``validate``: its ``Validator``) and how many records an
     ``async def`` may run at once."""
 
-    __slots__ = ("json", "log_event", "log_result", "logger", "metrics", "commit", "validate", "max_concurrency")
+    __slots__ = ("log_event", "log_result", "logger", "metrics", "commit", "validate", "max_concurrency")
 
     def __init__(
         self,
@@ -61,7 +61,6 @@ class Options:
         model: Any = None,
         max_concurrency: int = 1,
     ) -> None:
-        self.json = json
         self.log_event = log_event
         self.log_result = log_result
         self.logger = logger
