@@ -121,6 +121,17 @@ def test_every_cookie_set_reaches_an_alb_client_without_multi_value_headers():
     assert sorted(sent.values()) == sorted(cookies) and len(sent) == len(cookies)
 
 
+def test_more_cookies_than_alb_can_carry_without_multi_value_headers_is_a_500_that_says_why(capfd):
+    cookies = [f"c{n}={n}" for n in range(2 ** len("SetCookie") + 1)]
+    response = api_handler(lambda request, context: {"statusCode": 200, "cookies": cookies})(request("alb"), None)
+    assert response["statusCode"] == 500
+    assert not any(name.lower() == "set-cookie" for name in response["headers"])
+    (error,) = [line for line in map(json.loads, capfd.readouterr().out.splitlines()) if line["level"] == "ERROR"]
+    assert error["error"] == ("513 Set-Cookie headers in one response, but an ALB target group without multi-value headers "
+                              "can carry at most 512 (one per case spelling of the name): turn on multi-value headers for "
+                              "the target group")
+
+
 # --- request headers ----------------------------------------------------------------------------
 
 

@@ -428,7 +428,13 @@ def render(request: Request, status: int, pairs: list[tuple[str, str]], body: st
             if len(values) == 1:
                 headers[name] = values[0]
             elif name.lower() == "set-cookie":
-                headers.update(zip(_case_variants(name, len(values)), values, strict=False))
+                spellings = _case_variants(name, len(values))
+                if len(spellings) < len(values):  # a 500 that says why, never cookies dropped
+                    raise ValueError(
+                        f"{len(values)} Set-Cookie headers in one response, but an ALB target group without multi-value "
+                        f"headers can carry at most {len(spellings)} (one per case spelling of the name): turn on "
+                        "multi-value headers for the target group")
+                headers.update(zip(spellings, values, strict=True))
             else:
                 headers[name] = ", ".join(values)
         response["headers"] = headers
