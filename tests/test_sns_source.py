@@ -49,6 +49,20 @@ def test_a_message_that_cannot_be_read_is_raised_after_its_error_line(message, w
     assert (error["source"], error["record_id"], error["trace_id"], error["attempt"]) == ("sns", record["Sns"]["MessageId"], "t-2", 1)
 
 
+@pytest.mark.parametrize(("raw", "why"), [
+    ({"EventSource": "aws:sns", "EventVersion": "1.0"}, "record has no Sns object"),
+    ({"EventSource": "aws:sns", "Sns": {"Message": "{}"}}, "record has no Sns.MessageId"),
+])
+def test_a_record_without_its_sns_fields_fails_as_sns_with_its_raw_form_and_the_reason(raw, why, capfd):
+    calls = []
+    with pytest.raises(ValueError) as raised:
+        sns_handler(lambda message, context: calls.append(message))({"Records": [raw]}, lambda_context())
+    assert calls == [] and str(raised.value) == why
+    [error] = of_level(read_lines(capfd), "ERROR")
+    assert (error["message"], error["source"], error["record_id"], error["error"]) == ("record could not be decoded", "sns", "", why)
+    assert error["payload"] == raw and error["trace_id"].startswith("h-")
+
+
 def test_json_false_passes_the_message_text_as_it_came():
     seen = []
     sns_handler(json=False)(lambda message, context: seen.append(message))({"Records": [sns_record("{not json")]}, lambda_context())
