@@ -63,6 +63,16 @@ def test_a_record_without_its_sns_fields_fails_as_sns_with_its_raw_form_and_the_
     assert error["payload"] == raw and error["trace_id"].startswith("h-")
 
 
+def test_a_malformed_traceparent_attribute_is_warned_about_as_sns_and_the_message_id_is_used(capfd):
+    record = sns_record({"n": 1})
+    record["Sns"]["MessageAttributes"]["traceparent"] = {"Type": "String", "Value": "not-w3c"}
+    assert traced(record) == [record["Sns"]["MessageId"]]
+    [warning] = of_level(read_lines(capfd), "WARNING")
+    assert {key: warning[key] for key in ("message", "source", "rejected_trace_context", "trace_id")} == {
+        "message": "ignored an invalid traceparent; reading the next place", "source": "sns",
+        "rejected_trace_context": "'not-w3c'", "trace_id": record["Sns"]["MessageId"]}
+
+
 def test_json_false_passes_the_message_text_as_it_came():
     seen = []
     sns_handler(json=False)(lambda message, context: seen.append(message))({"Records": [sns_record("{not json")]}, lambda_context())
