@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from _logs import of_level, read_lines
 
-from lambda_kit import current_trace_id, sns_handler
+from lambda_kit import current_record, current_trace_id, sns_handler
 from lambda_kit.testing import lambda_context, sns_record
 
 
@@ -71,6 +71,13 @@ def test_a_malformed_traceparent_attribute_is_warned_about_as_sns_and_the_messag
     assert {key: warning[key] for key in ("message", "source", "rejected_trace_context", "trace_id")} == {
         "message": "ignored an invalid traceparent; reading the next place", "source": "sns",
         "rejected_trace_context": "'not-w3c'", "trace_id": record["Sns"]["MessageId"]}
+
+
+def test_the_current_record_carries_the_sns_record_as_it_came():
+    record = sns_record({"n": 1}, trace_id="t-raw")
+    seen = []
+    sns_handler(lambda message, context: seen.append(current_record().raw))({"Records": [record]}, lambda_context())
+    assert seen == [record]
 
 
 def test_json_false_passes_the_message_text_as_it_came():
