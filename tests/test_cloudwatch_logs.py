@@ -127,6 +127,8 @@ def test_data_that_cannot_be_unpacked_fails_with_its_reason(capfd, data, why):
     assert calls == []
     [error] = of_level(read_lines(capfd), "ERROR")
     assert error["message"] == "record could not be decoded" and error["error"].startswith(why)
+    assert (error["source"], error["record_id"]) == ("cloudwatch_logs", "")
+    assert error["payload"] == {"data": data} or why.endswith("16777216 bytes")  # the bomb's data is logged cut
 
 
 @pytest.mark.parametrize(("bad", "why"), [
@@ -338,3 +340,10 @@ def test_requeue_puts_a_failed_log_event_back_alone_then_dead_letters_it(capfd, 
     assert body["trace_id"] == "p-9" and body["attempts"] == 2 and body["sequence_number"] == put["SequenceNumber"]
     kept = json.loads(gzip.decompress(base64.b64decode(body["data"])))
     assert "lambda_kit_requeue" not in kept and kept["logEvents"] == message["logEvents"]
+
+
+def test_each_log_event_is_a_cloudwatch_logs_record():
+    seen = []
+    cloudwatch_logs_handler(lambda log_event, context: seen.append(current_record().source))(
+        cloudwatch_logs_event("one", "two"), None)
+    assert seen == ["cloudwatch_logs", "cloudwatch_logs"]
