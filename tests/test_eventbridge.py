@@ -123,3 +123,49 @@ def test_scheduled_events_have_an_empty_detail(capfd):
     handler(sample("scheduled-event.json"), None)
     assert seen[0][0] == {}
     assert with_message(read_lines(capfd), "record processed")[0]["result"] == "done"
+
+
+# --- the adapter's exact lines (make mutate on sources/eventbridge.py) -----------------------------
+
+def test_an_event_without_an_id_fails_as_eventbridge_with_its_raw_form(capfd):
+    event = eventbridge_event({"n": 1})
+    del event["id"]
+    with pytest.raises(UndecodableRecord, match="^event has no id$"):
+        eventbridge_handler(lambda detail, context: None)(event, lambda_context())
+    [error] = of_level(read_lines(capfd), "ERROR")
+    assert (error["message"], error["source"], error["record_id"], error["error"]) == (
+        "record could not be decoded", "eventbridge", "", "event has no id")
+    assert error["payload"] == event
+
+
+def test_a_detail_string_that_is_not_json_fails_with_the_decoders_reason(capfd):
+    event = eventbridge_event("{not json")
+    with pytest.raises(UndecodableRecord) as raised:
+        eventbridge_handler(lambda detail, context: None)(event, lambda_context())
+    why = str(raised.value)
+    assert why.startswith("detail is not valid JSON (") and why.endswith(")") and "(None)" not in why
+    [error] = of_level(read_lines(capfd), "ERROR")
+    assert (error["source"], error["error"], error["attempt"]) == ("eventbridge", why, 1)
+
+
+def test_a_failed_event_is_its_first_attempt_and_carries_the_event_as_it_came(capfd):
+    event = eventbridge_event({"n": 1}, trace_id="t-eb")
+    seen = []
+
+    def handler(detail, context):
+        seen.append(current_record().raw)
+        raise ValueError("no")
+
+    with pytest.raises(ValueError):
+        eventbridge_handler(handler)(event, lambda_context())
+    assert seen == [event]
+    [error] = of_level(read_lines(capfd), "ERROR")
+    assert (error["source"], error["record_id"], error["attempt"], error["trace_id"]) == ("eventbridge", event["id"], 1, "t-eb")
+
+
+def test_a_malformed_traceparent_in_the_detail_is_warned_about_as_eventbridge(capfd):
+    event = eventbridge_event({"n": 1, "traceparent": "not-w3c"})
+    eventbridge_handler(lambda detail, context: None)(event, lambda_context())
+    [warning] = of_level(read_lines(capfd), "WARNING")
+    assert (warning["message"], warning["source"], warning["rejected_trace_context"], warning["trace_id"]) == (
+        "ignored an invalid traceparent; reading the next place", "eventbridge", "'not-w3c'", event["id"])
