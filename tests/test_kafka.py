@@ -149,6 +149,8 @@ def test_report_with_no_failure_is_an_empty_report_and_raise_returns_nothing():
     ({"topic": "a", "partition": 0, "offset": 1, "value": "e30=", "headers": ["a"]}, "headers[0] is not an object"),
     ({"topic": "a", "partition": -1, "offset": 1, "value": "e30="}, "record has no topic, partition or offset"),
     ({"topic": "a", "partition": 0, "offset": True, "value": "e30="}, "record has no topic, partition or offset"),
+    ({"topic": "", "partition": 0, "offset": 1, "value": "e30="}, "record has no topic, partition or offset"),
+    ({"topic": "a", "partition": 0, "offset": 1, "value": "bm90IGpzb24="}, "value is not valid JSON ("),
     ("a record", "record is not a JSON object"),
 ])
 def test_undecodable_records_fail_with_their_reason(raw, reason):
@@ -156,7 +158,34 @@ def test_undecodable_records_fail_with_their_reason(raw, reason):
     error, lines = run(kafka_handler(fn), {"eventSource": "aws:kafka", "records": {"a-0": [raw]}})
     assert isinstance(error, UndecodableRecord) and str(error).startswith(reason) and fn.seen == []
     [line] = of_level(lines, "ERROR")
-    assert line["error"].startswith(reason)
+    assert line["error"] == str(error) and "(None)" not in line["error"]
+    assert (line["message"], line["source"], line["payload"], line["attempt"]) == ("record could not be decoded", "kafka", raw, 1)
+    assert line["record_id"] == ("" if reason.startswith("record ") else "a-0:1")
+
+
+@pytest.mark.parametrize(("records", "payload", "reason"), [
+    (["x"], ["x"], "records is not an object of topic-partition lists"),
+    ({"a-0": "x", "b-0": [{"topic": "b", "partition": 0, "offset": 5, "value": "e30="}]}, "x", "records['a-0'] is not a list"),
+])
+def test_records_that_are_not_partition_lists_fail_as_kafka_with_their_raw_form(records, payload, reason):
+    fn = Recorder()
+    error, lines = run(kafka_handler(on_failure="report")(fn), {"eventSource": "aws:kafka", "records": records})
+    assert isinstance(error, UndecodableRecord) and str(error) == reason
+    [line] = of_level(lines, "ERROR")
+    assert (line["source"], line["error"], line["payload"], line["record_id"]) == ("kafka", reason, payload, "")
+    assert [record_id for record_id, _, _ in fn.seen] == ([] if type(records) is list else ["b-0:5"])  # the others still run
+
+
+def test_a_kafka_record_carries_its_raw_form_and_a_bad_traceparent_header_is_warned_about_as_kafka():
+    fn = Recorder()
+    seen = []
+    raw = {"topic": "a", "partition": 0, "offset": 7, "value": "e30=", "headers": [{"traceparent": list(b"not-w3c")}]}
+    run(kafka_handler(lambda message, context: seen.append((current_record().raw, current_record().source))),
+        {"eventSource": "aws:kafka", "records": {"a-0": [raw]}})
+    _, lines = run(kafka_handler(fn), {"eventSource": "aws:kafka", "records": {"a-0": [raw]}})
+    assert seen == [(raw, "kafka")]
+    [warning] = of_level(lines, "WARNING")
+    assert (warning["source"], warning["message"]) == ("kafka", "ignored an invalid traceparent; reading the next place")
 
 
 def test_a_tombstone_reaches_the_function_with_value_none():
@@ -183,3 +212,22 @@ def test_events_that_are_not_kafka_events_are_refused(event):
 def test_on_failure_must_be_raise_or_report():
     with pytest.raises(ValueError, match="on_failure must be one of"):
         kafka_handler(on_failure="requeue")
+
+
+def test_the_function_gets_the_whole_message_and_any_byte_values_or_undecodable_trace_header():
+    seen = []
+    raw = {"topic": "a", "partition": 0, "offset": 7, "timestamp": 1, "timestampType": "CREATE_TIME", "key": "az0=",
+           "value": "e30=", "headers": [{"trace_id": [255, 254]}, {"edge": [-128, 255]}]}
+    _, lines = run(kafka_handler(lambda message, context: seen.append((message, current_trace_id()))),
+                   {"eventSource": "aws:kafka", "records": {"a-0": [raw]}})
+    assert seen == [({"topic": "a", "partition": 0, "offset": 7, "timestamp": 1, "timestamp_type": "CREATE_TIME",
+                      "key": b"k=", "value": {}, "headers": {"trace_id": bytes([255, 254]), "edge": bytes([128, 255])}},
+                     "a-0:7")]
+    assert not of_level(lines, "ERROR")
+
+
+def test_a_header_byte_below_minus_128_is_refused():
+    raw = {"topic": "a", "partition": 0, "offset": 1, "value": "e30=", "headers": [{"a": [-129]}]}
+    error, _ = run(kafka_handler(Recorder()), {"eventSource": "aws:kafka", "records": {"a-0": [raw]}})
+    assert isinstance(error, UndecodableRecord) and str(error) == "header 'a' is not a list of byte values"
+
