@@ -388,16 +388,19 @@ def _case_variants(name: str, count: int) -> list[str]:
     """``count`` spellings of ``name`` that differ only in case (``Set-Cookie``, ``set-Cookie``,
     ...): how one response sends a header twice through ALB without multi-value headers, as Mangum
     does."""
-    variants = [name]
     letters = [i for i, char in enumerate(name) if char.lower() != char.upper()]
-    number = 1
-    while len(variants) < count and number < 2 ** len(letters):
+    if count > 2 ** len(letters):  # a 500 that says why, never headers dropped
+        raise ValueError(
+            f"{count} {name} headers in one response, but an ALB target group without multi-value headers can carry "
+            f"at most {2 ** len(letters)} (one per case spelling of the name): turn on multi-value headers for the "
+            "target group")
+    variants = [name]
+    for number in range(1, count):
         chars = list(name)
         for bit, index in enumerate(letters):
             if number >> bit & 1:
                 chars[index] = chars[index].swapcase()
         variants.append("".join(chars))
-        number += 1
     return variants
 
 
@@ -428,13 +431,7 @@ def render(request: Request, status: int, pairs: list[tuple[str, str]], body: st
             if len(values) == 1:
                 headers[name] = values[0]
             elif name.lower() == "set-cookie":
-                spellings = _case_variants(name, len(values))
-                if len(spellings) < len(values):  # a 500 that says why, never cookies dropped
-                    raise ValueError(
-                        f"{len(values)} Set-Cookie headers in one response, but an ALB target group without multi-value "
-                        f"headers can carry at most {len(spellings)} (one per case spelling of the name): turn on "
-                        "multi-value headers for the target group")
-                headers.update(zip(spellings, values, strict=True))
+                headers.update(zip(_case_variants(name, len(values)), values, strict=True))
             else:
                 headers[name] = ", ".join(values)
         response["headers"] = headers
