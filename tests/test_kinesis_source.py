@@ -500,3 +500,82 @@ def test_a_dead_lettered_log_event_carries_its_subscription_message_alone(queue)
     assert "\n" not in data  # one base64 text, as a Kinesis record's data
     failed = message["logEvents"][1]
     assert json.loads(gzip.decompress(base64.b64decode(data, validate=True))) == {**message, "logEvents": [failed]}
+
+
+# --- FIFO dead letters: a group and a deduplication id, or AWS refuses the message -----------------
+
+
+@pytest.fixture
+def fifo_queue(aws_endpoint, unique_name):
+    """A fresh FIFO queue: (url, arn, receive_all) where receive_all() gives every message that arrived."""
+    import boto3
+
+    sqs = boto3.client("sqs")
+    url = sqs.create_queue(QueueName=unique_name("dlq") + ".fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+
+    def receive_all():
+        messages = []
+        while True:
+            received = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["All"],
+                                           MessageAttributeNames=["All"], WaitTimeSeconds=0)
+            if not received.get("Messages"):
+                return messages
+            messages += received["Messages"]
+            sqs.delete_message_batch(QueueUrl=url, Entries=[
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(received["Messages"])])
+
+    return url, arn, receive_all
+
+
+@pytest.mark.parametrize("by", ["url", "arn"])
+def test_a_dead_letter_on_a_fifo_queue_is_grouped_by_partition_key_and_sent_once(fifo_queue, by):
+    url, arn, receive_all = fifo_queue
+    event = kinesis_event({"fail": 1, "trace_id": "t-fifo"}, partition_key="pk-fifo")
+    handler = stream_handler(on_failure="requeue", max_attempts=1, dead_letter=url if by == "url" else arn)(Recorder(LONG_ERROR))
+    for _ in range(2):  # the batch retried after the dead letter was sent: the same record again
+        response, lines = run(handler, event)
+        assert response == {"batchItemFailures": []}
+        assert error_line(lines, "outcome", "requeue_error") == {"outcome": "dead_lettered", "requeue_error": None}
+    [message] = receive_all()
+    assert json.loads(message["Body"]) == dead_letter_body(event["Records"][0], "t-fifo")
+    assert message["Attributes"]["MessageGroupId"] == "pk-fifo"
+    assert len(message["Attributes"]["MessageDeduplicationId"]) == 64
+
+
+@pytest.mark.parametrize("key", ["k" * 129, "a key with spaces", "ключ"])
+def test_a_partition_key_that_is_no_group_id_groups_by_its_digest(fifo_queue, key):
+    import hashlib
+
+    url, _, receive_all = fifo_queue
+    event = kinesis_event({"fail": 1, "trace_id": "t-key"}, partition_key=key)
+    response, lines = run(stream_handler(on_failure="requeue", max_attempts=1, dead_letter=url)(Recorder()), event)
+    assert error_line(lines, "outcome", "requeue_error") == {"outcome": "dead_lettered", "requeue_error": None}
+    [message] = receive_all()
+    assert message["Attributes"]["MessageGroupId"] == hashlib.sha256(key.encode()).hexdigest()
+
+
+def test_the_log_events_of_one_record_are_distinct_dead_letters_on_a_fifo_queue(fifo_queue):
+    url, _, receive_all = fifo_queue
+    message = log_subscription_message(log_line("fail one", trace_id="p-1"), log_line("fail two", trace_id="p-2"))
+    record = log_record(message, partition_key="pk-logs")
+    response, lines = run(stream_handler(on_failure="requeue", max_attempts=1, dead_letter=url)(Recorder()), {"Records": [record]})
+    assert response == {"batchItemFailures": []}
+    received = receive_all()
+    assert sorted(json.loads(m["Body"])["trace_id"] for m in received) == ["p-1", "p-2"]
+    assert {m["Attributes"]["MessageGroupId"] for m in received} == {"pk-logs"}
+
+
+def test_a_dead_letter_on_a_fifo_topic_reaches_its_fifo_queue(aws_endpoint, fifo_queue, unique_name):
+    import boto3
+
+    sns = boto3.client("sns")
+    topic = sns.create_topic(Name=unique_name("dead-letters") + ".fifo", Attributes={"FifoTopic": "true"})["TopicArn"]
+    url, arn, receive_all = fifo_queue
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn)
+    event = kinesis_event({"fail": 1, "trace_id": "t-fifo-sns"}, partition_key="pk-sns")
+    response, lines = run(stream_handler(on_failure="requeue", max_attempts=1, dead_letter=topic)(Recorder(LONG_ERROR)), event)
+    assert error_line(lines, "outcome", "requeue_error") == {"outcome": "dead_lettered", "requeue_error": None}
+    [delivered] = receive_all()
+    assert json.loads(json.loads(delivered["Body"])["Message"]) == dead_letter_body(event["Records"][0], "t-fifo-sns")
+    assert delivered["Attributes"]["MessageGroupId"] == "pk-sns"

@@ -257,15 +257,34 @@ class KinesisSource(Windowed, Source):
             }
         )
         trace = {"trace_id": {"DataType": "String", "StringValue": record.trace_id}}
+        order = fifo_fields(record, kinesis) if target.endswith(".fifo") else {}
         if target.startswith("arn:aws:sns:"):
-            aws.client("sns").publish(TopicArn=target, Message=body, MessageAttributes=trace)
+            aws.client("sns").publish(TopicArn=target, Message=body, MessageAttributes=trace, **order)
             return
         sqs = aws.client("sqs")
         queue_url = target
         if target.startswith("arn:aws:sqs:"):
             parts = target.split(":")
             queue_url = sqs.get_queue_url(QueueName=parts[5], QueueOwnerAWSAccountId=parts[4])["QueueUrl"]
-        sqs.send_message(QueueUrl=queue_url, MessageBody=body, MessageAttributes=trace)
+        sqs.send_message(QueueUrl=queue_url, MessageBody=body, MessageAttributes=trace, **order)
+
+
+def fifo_fields(record: Record, kinesis: dict[str, Any] | None) -> dict[str, str]:
+    """What a FIFO queue or topic requires of a dead letter: its group is the record's partition
+    key (the records of one key stay in order, as on the shard), its deduplication id the stream,
+    the record's id and, for a log event, the log event's id (a dead letter sent again, by a
+    retried batch, is dropped as a duplicate within SQS's five minutes; two records never share
+    one). A key that is no valid group id (over 128 characters, or other than printable ASCII) is
+    replaced by its digest."""
+    import hashlib  # rare path: FIFO dead letters only
+
+    key = (kinesis or {}).get("partitionKey")
+    group = key if isinstance(key, str) and 0 < len(key) <= 128 and all("!" <= c <= "~" for c in key) else None
+    if group is None:
+        group = hashlib.sha256(str(key if key is not None else record.trace_id).encode("utf-8", "backslashreplace")).hexdigest()
+    log_event = record.log_event if isinstance(record, awslogs.LogEventRecord) else {}
+    origin = f"{record.raw.get('eventSourceARN')}|{record.id}|{log_event.get('id')}"
+    return {"MessageGroupId": group, "MessageDeduplicationId": hashlib.sha256(origin.encode("utf-8", "backslashreplace")).hexdigest()}
 
 
 def kinesis_fields(raw: Any) -> dict[str, Any] | None:
