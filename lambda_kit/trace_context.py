@@ -140,18 +140,18 @@ def read(carrier: Mapping[str, Any] | None, value: Read = text, xray: Any = None
     if carrier:
         found = carrier.get(TRACEPARENT)
         if found is not None:
-            found = value(found)
-            context = parse_traceparent(_text_of(found), _text_of(value(carrier.get(TRACESTATE))))
+            read_value = value(found)
+            context = parse_traceparent(_text_of(read_value), _text_of(value(carrier.get(TRACESTATE))))
             if context is not None:
                 return context
-            _warn(warn, TRACEPARENT, found)
+            _warn(warn, TRACEPARENT, found if read_value is None else read_value)  # unreadable: as it came
         found = carrier.get(DATADOG)
         if found is not None:
-            found = value(found)
-            context = parse_datadog_object(found)
+            read_value = value(found)
+            context = parse_datadog_object(read_value)
             if context is not None:
                 return context
-            _warn(warn, DATADOG, found)
+            _warn(warn, DATADOG, found if read_value is None else read_value)
         if carrier.get(DD_TRACE_ID) is not None:
             headers = {name: _text_of(value(carrier.get(name))) for name in (DD_TRACE_ID, DD_PARENT_ID, DD_PRIORITY, DD_ORIGIN, DD_TAGS)}
             context = parse_datadog(headers)

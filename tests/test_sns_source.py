@@ -84,3 +84,12 @@ def test_json_false_passes_the_message_text_as_it_came():
     seen = []
     sns_handler(json=False)(lambda message, context: seen.append(message))({"Records": [sns_record("{not json")]}, lambda_context())
     assert seen == ["{not json"]
+
+
+def test_a_binary_datadog_attribute_that_is_not_base64_is_warned_about_as_it_came(capfd):
+    record = sns_record({"n": 1})
+    attribute = {"Type": "Binary", "Value": "not base64!"}
+    record["Sns"]["MessageAttributes"]["_datadog"] = attribute
+    assert traced(record) == [record["Sns"]["MessageId"]]
+    [warning] = of_level(read_lines(capfd), "WARNING")
+    assert (warning["source"], warning["rejected_trace_context"]) == ("sns", ascii(attribute))

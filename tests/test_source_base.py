@@ -117,6 +117,8 @@ def test_a_binary_sqs_attribute_that_is_not_strict_base64_is_not_read_and_is_rep
     [warning] = of_level(read_lines(capfd), "WARNING")
     assert warning["message"] == SKIPPED
     assert warning["source"] == "sqs" and warning["trace_id"] == record["messageId"]
+    # what could not be read is shown as it came, not as the None it read as
+    assert warning["rejected_trace_context"] == ascii({"binaryValue": spoiled, "dataType": "Binary"})
 
 
 def test_a_malformed_context_is_logged_cut_to_256_characters(capfd):
