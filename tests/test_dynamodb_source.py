@@ -58,6 +58,7 @@ def test_a_record_without_a_sequence_number_as_text_cannot_be_read(sequence_numb
     assert response == {"batchItemFailures": [{"itemIdentifier": ""}]} and seen == []  # the whole batch is retried
     [error] = of_level(read_lines(capfd), "ERROR")
     assert error["error"] == "record has no dynamodb.SequenceNumber" and error["source"] == "dynamodb"
+    assert error["payload"] == record  # the record as it came, to look at
 
 
 def test_the_error_line_of_a_malformed_image_shows_the_change_on_its_first_attempt(capfd):
@@ -68,6 +69,7 @@ def test_the_error_line_of_a_malformed_image_shows_the_change_on_its_first_attem
     assert response == {"batchItemFailures": [{"itemIdentifier": sequence_number}]}
     [error] = of_level(read_lines(capfd), "ERROR")
     assert (error["record_id"], error["attempt"], error["trace_id"]) == (sequence_number, 1, record["eventID"])
+    assert error["source"] == "dynamodb"
     assert error["payload"] == record["dynamodb"]  # what could not be decoded, to look at
 
 
@@ -147,3 +149,11 @@ def test_a_dynamodb_window_ends_with_on_window_end():
     event = tumbling_window({"Records": [dynamodb_record("INSERT", keys={"PK": "a"}, new_image={"PK": "a"})]}, {"n": 1}, final=True)
     assert handler(event, None) == {"state": {"n": 2}, "batchItemFailures": []}
     assert ended == [{"n": 2}]
+
+
+def test_a_malformed_traceparent_in_the_image_is_warned_about_as_dynamodb(capfd):
+    record = dynamodb_record("INSERT", keys={"PK": "a"}, new_image={"PK": "a", "traceparent": "not-w3c"})
+    response, [change] = one_change(record)
+    assert response == {"batchItemFailures": []} and change["new_image"]["traceparent"] == "not-w3c"
+    [warning] = of_level(read_lines(capfd), "WARNING")
+    assert (warning["source"], warning["rejected_trace_context"], warning["trace_id"]) == ("dynamodb", "'not-w3c'", record["eventID"])
