@@ -312,8 +312,7 @@ def eventbridge_event_name(detail_type: str, detail: dict[str, Any]) -> str:
     why = detail.get("reason")
     why = why if isinstance(why, str) else None  # any JSON may stand there: only a name is used
     if detail_type == "Object Created":
-        known = CREATED_BY.get(why) if isinstance(why, str) else None  # a list or object is no key
-        return known or ("ObjectCreated:" + str(why) if why else "ObjectCreated")
+        return CREATED_BY.get(why) or ("ObjectCreated:" + why if why else "ObjectCreated")  # type: ignore[arg-type]
     prefix = "LifecycleExpiration" if why == "Lifecycle Expiration" else "ObjectRemoved"
     return prefix + (":DeleteMarkerCreated" if detail.get("deletion-type") == "Delete Marker Created" else ":Delete")
 

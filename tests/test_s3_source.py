@@ -1,0 +1,211 @@
+"""The S3 adapter (``lambda_kit.sources.s3``) through ``s3_handler``: the exact lines and outcomes of
+what cannot be read in each envelope (direct, SQS, SNS, EventBridge), S3's test message, the names
+it gives events for other decorators' refusals, and the object as it prints."""
+
+from __future__ import annotations
+
+import pytest
+from _logs import of_level, read_lines, with_message
+
+from lambda_kit import S3Object, current_record, s3_handler
+from lambda_kit.loop import UndecodableRecord
+from lambda_kit.sources.s3 import S3Source
+from lambda_kit.testing import (
+    lambda_context,
+    s3_eventbridge_event,
+    s3_notification,
+    s3_record,
+    s3_test_message,
+    sns_event,
+    sqs_event,
+)
+
+NO_KEY = {"eventSource": "aws:s3", "s3": {"bucket": {"name": "uploads"}}}
+
+
+def keys_seen() -> tuple[list[str], object]:
+    seen: list[str] = []
+    return seen, s3_handler(lambda obj, context: seen.append(obj.key))
+
+
+def test_the_object_prints_every_field_by_name():
+    obj = S3Object("uploads", "a b.txt", 5, "e-1", None, "ObjectCreated:Put", "2026-11-23T00:00:00.000Z")
+    assert repr(obj) == (
+        "S3Object(bucket='uploads', key='a b.txt', size=5, etag='e-1', version_id=None, "
+        "event_name='ObjectCreated:Put', event_time='2026-11-23T00:00:00.000Z')"
+    )
+
+
+def test_each_envelope_is_named_for_refusals_and_anything_else_by_the_adapters_label():
+    assert S3Source.label_of(sqs_event(s3_notification("a"))) == "an SQS event carrying S3 notifications"
+    assert S3Source.label_of(sns_event(s3_notification("a"))) == "an SNS event carrying S3 notifications"
+    assert S3Source.label_of(s3_eventbridge_event("a", detail_type="Object Deleted")) == "an EventBridge event from S3 (Object Deleted)"
+    assert S3Source.label_of(s3_notification("a")) == "an S3 event notification"
+    assert S3Source.label_of({}) == "an S3 event notification"
+
+
+@pytest.mark.parametrize("event_id", ["", 17, None])
+def test_an_eventbridge_event_without_an_id_fails_as_s3_with_the_whole_event(event_id, capfd):
+    seen, handler = keys_seen()
+    event = s3_eventbridge_event("a.txt")
+    event["id"] = event_id
+    with pytest.raises(UndecodableRecord, match="^event has no id$"):
+        handler(event, lambda_context())
+    assert seen == []
+    [error] = of_level(read_lines(capfd), "ERROR")
+    assert (error["message"], error["source"], error["record_id"], error["error"]) == ("record could not be decoded", "s3", "", "event has no id")
+    assert error["payload"] == event and error["trace_id"].startswith("h-")
+
+
+def test_a_direct_record_that_cannot_be_read_fails_as_s3_with_its_own_form_after_the_others_ran(capfd):
+    seen, handler = keys_seen()
+    event = {"Records": [s3_record("first.txt"), NO_KEY, s3_record("last.txt")]}
+    with pytest.raises(UndecodableRecord, match="^S3 record has no s3.object.key$"):
+        handler(event, lambda_context())
+    assert seen == ["first.txt", "last.txt"]
+    [error] = of_level(read_lines(capfd), "ERROR")
+    assert (error["source"], error["record_id"], error["payload"]) == ("s3", "", NO_KEY)
+    assert error["trace_id"].startswith("h-")
+
+
+@pytest.mark.parametrize(("item", "why"), [
+    (7, "S3 record is not a JSON object"),
+    (NO_KEY, "S3 record has no s3.object.key"),
+    ({"eventSource": "aws:s3", "s3": {"object": {"key": "k"}}}, "S3 record has no s3.bucket.name"),
+    ({"eventSource": "aws:sqs"}, "record is not an S3 record (eventSource 'aws:sqs')"),
+])
+def test_an_object_record_in_sqs_that_cannot_be_read_fails_its_message_once(item, why, capfd):
+    seen, handler = keys_seen()
+    bad = sqs_event({"Records": [s3_record("in-bad.txt"), item]})["Records"][0]
+    good = sqs_event(s3_notification("fine.txt"))["Records"][0]
+    response = handler({"Records": [bad, good]}, lambda_context())
+    assert response == {"batchItemFailures": [{"itemIdentifier": bad["messageId"]}]}
+    assert seen == ["in-bad.txt", "fine.txt"]
+    [error] = of_level(read_lines(capfd), "ERROR")
+    assert (error["source"], error["record_id"], error["trace_id"]) == ("s3", bad["messageId"], bad["messageId"])
+    assert (error["error"], error["payload"]) == (why, item)
+
+
+def test_s3s_test_message_is_skipped_with_one_info_line_traced_by_its_message_id(capfd):
+    seen, handler = keys_seen()
+    event = sqs_event(s3_test_message("photos"))
+    message_id = event["Records"][0]["messageId"]
+    assert handler(event, lambda_context()) == {"batchItemFailures": []}
+    assert seen == []
+    [line] = with_message(read_lines(capfd), "skipped an S3 test event")
+    assert {key: line[key] for key in ("level", "source", "record_id", "trace_id", "bucket")} == {
+        "level": "INFO", "source": "s3", "record_id": message_id, "trace_id": message_id, "bucket": "photos"}
+
+
+def test_the_current_record_of_an_object_in_sqs_is_its_s3_record():
+    record = s3_record("raw.txt")
+    raws = []
+    s3_handler(lambda obj, context: raws.append(current_record().raw))(sqs_event({"Records": [record]}), lambda_context())
+    assert raws == [record]
+
+
+# --- EventBridge: Object Created / Object Deleted -------------------------------------------------
+
+
+@pytest.mark.parametrize(("spoil", "why"), [
+    (lambda detail: detail.pop("bucket"), "S3 event has no detail.bucket.name"),
+    (lambda detail: detail["bucket"].update(name=""), "S3 event has no detail.bucket.name"),
+    (lambda detail: detail.pop("object"), "S3 event has no detail.object.key"),
+    (lambda detail: detail["object"].update(key=5), "S3 event has no detail.object.key"),
+])
+def test_an_eventbridge_event_without_its_object_fails_under_its_id_showing_the_detail(spoil, why, capfd):
+    seen, handler = keys_seen()
+    event = s3_eventbridge_event("a.txt", event_id="evt-1")
+    spoil(event["detail"])
+    with pytest.raises(UndecodableRecord) as raised:
+        handler(event, lambda_context())
+    assert str(raised.value) == why and seen == []
+    [error] = of_level(read_lines(capfd), "ERROR")
+    assert {key: error[key] for key in ("message", "source", "record_id", "trace_id", "attempt", "error", "payload")} == {
+        "message": "record could not be decoded", "source": "s3", "record_id": "evt-1", "trace_id": "evt-1",
+        "attempt": 1, "error": why, "payload": event["detail"]}
+
+
+def test_an_eventbridge_record_carries_the_event_and_fails_on_its_first_attempt(capfd):
+    event = s3_eventbridge_event("a.txt", request_id="REQ-EB")
+    raws = []
+
+    def fn(obj, context):
+        raws.append(current_record().raw)
+        raise RuntimeError("cannot read a.txt")
+
+    with pytest.raises(RuntimeError):
+        s3_handler(fn)(event, lambda_context())
+    assert raws == [event]
+    [error] = of_level(read_lines(capfd), "ERROR")
+    assert (error["record_id"], error["trace_id"], error["attempt"]) == (event["id"], "REQ-EB", 1)
+
+
+def test_an_eventbridge_request_id_that_is_no_trace_id_is_warned_about_and_a_digest_used(capfd):
+    event = s3_eventbridge_event("a.txt", request_id="REQ-EB")
+    event["detail"]["request-id"] = "not an id"
+    traced = []
+    s3_handler(lambda obj, context: traced.append(current_record().trace_id))(event, lambda_context())
+    [warning] = of_level(read_lines(capfd), "WARNING")
+    assert warning["rejected_trace_id"] == "'not an id'" and warning["trace_id"] == traced[0]
+    assert traced[0].startswith("h-")
+
+
+def test_without_a_request_id_an_eventbridge_trace_id_is_a_digest_of_bucket_key_sequencer_and_time():
+    def trace_of(event):
+        traced = []
+        s3_handler(lambda obj, context: traced.append(current_record().trace_id))(event, lambda_context())
+        return traced[0]
+
+    event = s3_eventbridge_event("a.txt")
+    del event["detail"]["request-id"]
+    first = trace_of(event)
+    assert first.startswith("h-") and trace_of(event) == first  # a retry: the same id
+    for spoil in (
+        lambda e: e["detail"]["object"].update(sequencer="00000000000000FF"),
+        lambda e: e.update(time="2000-01-01T00:00:00Z"),
+        lambda e: e["detail"]["object"].update(key="b.txt"),
+        lambda e: e["detail"]["bucket"].update(name="other"),
+    ):
+        other = {**event, "detail": {**event["detail"], "object": dict(event["detail"]["object"]), "bucket": dict(event["detail"]["bucket"])}}
+        spoil(other)
+        assert trace_of(other) not in (first, None)
+
+
+@pytest.mark.parametrize(("detail_type", "reason", "deletion_type", "event_name"), [
+    ("Object Created", "PutObject", None, "ObjectCreated:Put"),
+    ("Object Created", "POST Object", None, "ObjectCreated:Post"),
+    ("Object Created", "CopyObject", None, "ObjectCreated:Copy"),
+    ("Object Created", "CompleteMultipartUpload", None, "ObjectCreated:CompleteMultipartUpload"),
+    ("Object Created", "RestoreObject", None, "ObjectCreated:RestoreObject"),  # a reason S3 may add: named as it came
+    ("Object Created", None, None, "ObjectCreated"),
+    ("Object Created", "", None, "ObjectCreated"),
+    ("Object Created", ["PutObject"], None, "ObjectCreated"),  # not a name: not used
+    ("Object Deleted", "DeleteObject", "Permanently Deleted", "ObjectRemoved:Delete"),
+    ("Object Deleted", "DeleteObject", "Delete Marker Created", "ObjectRemoved:DeleteMarkerCreated"),
+    ("Object Deleted", "Lifecycle Expiration", "Permanently Deleted", "LifecycleExpiration:Delete"),
+    ("Object Deleted", "Lifecycle Expiration", "Delete Marker Created", "LifecycleExpiration:DeleteMarkerCreated"),
+    ("Object Deleted", None, None, "ObjectRemoved:Delete"),
+])
+def test_an_eventbridge_event_is_named_as_its_notification_would_be(detail_type, reason, deletion_type, event_name):
+    event = s3_eventbridge_event("a.txt", detail_type=detail_type)
+    for field, value in (("reason", reason), ("deletion-type", deletion_type)):
+        if value is None:
+            event["detail"].pop(field, None)
+        else:
+            event["detail"][field] = value
+    names = []
+    s3_handler(lambda obj, context: names.append(obj.event_name))(event, lambda_context())
+    assert names == [event_name]
+
+
+@pytest.mark.parametrize("receive_count", [1, 4])
+def test_an_object_in_an_sqs_message_is_on_the_attempt_its_receive_count_says(receive_count, capfd):
+    event = sqs_event(s3_notification("a.txt"), receive_count=receive_count)
+
+    def fn(obj, context):
+        raise RuntimeError("cannot read a.txt")
+
+    assert s3_handler(fn)(event, lambda_context()) == {"batchItemFailures": [{"itemIdentifier": event["Records"][0]["messageId"]}]}
+    [error] = of_level(read_lines(capfd), "ERROR")
+    assert error["attempt"] == receive_count
