@@ -4,6 +4,8 @@ it gives events for other decorators' refusals, and the object as it prints."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from _logs import of_level, read_lines, with_message
 
@@ -209,3 +211,93 @@ def test_an_object_in_an_sqs_message_is_on_the_attempt_its_receive_count_says(re
     assert s3_handler(fn)(event, lambda_context()) == {"batchItemFailures": [{"itemIdentifier": event["Records"][0]["messageId"]}]}
     [error] = of_level(read_lines(capfd), "ERROR")
     assert error["attempt"] == receive_count
+
+
+# --- SQS and SNS messages that do not carry a readable notification -------------------------------
+
+
+def spoiled_sqs(spoil) -> dict:
+    record = sqs_event(s3_notification("in-bad.txt"))["Records"][0]
+    spoil(record)
+    return record
+
+
+def spoiled_sns(spoil) -> dict:
+    record = sns_event(s3_notification("in-bad.txt"))["Records"][0]
+    spoil(record)
+    return record
+
+
+def sqs_body(body):
+    return lambda record: record.update(body=body)
+
+
+def sns_message(message):
+    return lambda record: record["Sns"].update(Message=message)
+
+
+NOTIFIED = {"Type": "Notification", "TopicArn": "arn:aws:sns:us-east-1:123456789012:uploads", "Message": "{bad"}
+
+
+@pytest.mark.parametrize(("spoil", "why", "payload"), [
+    (sqs_body(None), "message body is missing or not a string", None),
+    (sqs_body(7), "message body is missing or not a string", 7),
+    (sqs_body("{bad"), "message body is not valid JSON (", "{bad"),
+    (sqs_body('{"Records": []}'), "the message is not an S3 event notification (no Records)", {"Records": []}),
+    (sqs_body('{"Records": {"a": 1}}'), "the message is not an S3 event notification (no Records)", {"Records": {"a": 1}}),
+    (sqs_body('["Records"]'), "the message is not an S3 event notification (no Records)", ["Records"]),
+    (sqs_body(json.dumps(NOTIFIED)), "SNS message in the body is not valid JSON (", json.dumps(NOTIFIED)),
+], ids=["no_body", "number_body", "not_json", "no_records", "records_not_a_list", "a_list", "sns_envelope_not_json"])
+def test_an_sqs_message_without_a_readable_notification_fails_alone_under_its_id(spoil, why, payload, capfd):
+    seen, handler = keys_seen()
+    bad = spoiled_sqs(spoil)
+    good = sqs_event(s3_notification("fine.txt"))["Records"][0]
+    assert handler({"Records": [bad, good]}, lambda_context()) == {"batchItemFailures": [{"itemIdentifier": bad["messageId"]}]}
+    assert seen == ["fine.txt"]
+    [error] = of_level(read_lines(capfd), "ERROR")
+    assert (error["source"], error["record_id"], error["trace_id"], error["payload"]) == ("s3", bad["messageId"], bad["messageId"], payload)
+    assert error["error"].startswith(why) and (why.endswith(")") or error["error"] != why + ")") and "(None)" not in error["error"]
+
+
+@pytest.mark.parametrize(("spoil", "why"), [
+    (sns_message(None), "Sns.Message is missing or not a string"),
+    (sns_message("{bad"), "Sns.Message is not valid JSON ("),
+], ids=["no_message", "not_json"])
+def test_an_sns_message_without_a_readable_notification_is_raised_under_its_id(spoil, why, capfd):
+    seen, handler = keys_seen()
+    bad = spoiled_sns(spoil)
+    with pytest.raises(UndecodableRecord) as raised:
+        handler({"Records": [sns_event(s3_notification("fine.txt"))["Records"][0], bad]}, lambda_context())
+    assert str(raised.value).startswith(why) and seen == ["fine.txt"]
+    [error] = of_level(read_lines(capfd), "ERROR")
+    message_id = bad["Sns"]["MessageId"]
+    assert (error["source"], error["record_id"], error["trace_id"], error["payload"]) == ("s3", message_id, message_id, bad["Sns"]["Message"])
+
+
+@pytest.mark.parametrize(("envelope", "spoil", "why"), [
+    ("sqs", lambda record: record.pop("messageId"), "record has no messageId"),
+    ("sqs", lambda record: record.update(messageId=""), "record has no messageId"),
+    ("sns", lambda record: record["Sns"].pop("MessageId"), "record has no Sns.MessageId"),
+    ("sns", lambda record: record.update(Sns=[record["Sns"]]), "record has no Sns.MessageId"),
+], ids=["sqs_without_id", "sqs_empty_id", "sns_without_id", "sns_not_an_object"])
+def test_a_message_without_its_id_fails_as_s3_with_its_raw_form(envelope, spoil, why, capfd):
+    seen, handler = keys_seen()
+    good = (sqs_event if envelope == "sqs" else sns_event)(s3_notification("fine.txt"))["Records"][0]
+    bad = spoiled_sqs(spoil) if envelope == "sqs" else spoiled_sns(spoil)
+    if envelope == "sqs":  # a message without an id cannot be named: the whole batch comes back
+        assert handler({"Records": [good, bad]}, lambda_context()) == {"batchItemFailures": [{"itemIdentifier": ""}]}
+    else:
+        with pytest.raises(UndecodableRecord, match=f"^{why}$"):
+            handler({"Records": [good, bad]}, lambda_context())
+    assert seen == ["fine.txt"]
+    [error] = of_level(read_lines(capfd), "ERROR")
+    assert (error["source"], error["record_id"], error["error"], error["payload"]) == ("s3", "", why, bad)
+
+
+def test_a_record_that_is_no_object_among_sqs_messages_fails_as_s3(capfd):
+    seen, handler = keys_seen()
+    good = sqs_event(s3_notification("fine.txt"))["Records"][0]
+    assert handler({"Records": [good, 7]}, lambda_context()) == {"batchItemFailures": [{"itemIdentifier": ""}]}
+    assert seen == ["fine.txt"]
+    [error] = of_level(read_lines(capfd), "ERROR")
+    assert (error["source"], error["record_id"], error["error"], error["payload"]) == ("s3", "", "record is not a JSON object", 7)
