@@ -301,3 +301,84 @@ def test_a_record_that_is_no_object_among_sqs_messages_fails_as_s3(capfd):
     assert seen == ["fine.txt"]
     [error] = of_level(read_lines(capfd), "ERROR")
     assert (error["source"], error["record_id"], error["error"], error["payload"]) == ("s3", "", "record is not a JSON object", 7)
+
+
+# --- an object record ------------------------------------------------------------------------------
+
+
+def direct(record: dict) -> list:
+    """(object as a dict, record id, trace id, attempt) of each call for a notification delivered directly."""
+    calls = []
+    s3_handler(lambda obj, context: calls.append((dict(obj), current_record().id, current_record().trace_id, current_record().attempt)))(
+        {"Records": [record]}, lambda_context())
+    return calls
+
+
+def test_an_object_record_gives_every_field_of_the_notification():
+    record = s3_record("photos/a b+c.jpg", bucket="media", size=7, etag="e-7", version_id="v-7", event_name="ObjectCreated:Copy", request_id="REQ-7")
+    [(obj, record_id, trace_id, attempt)] = direct(record)
+    assert record["s3"]["object"]["key"] == "photos%2Fa+b%2Bc.jpg"  # as S3 encodes it
+    assert obj == {"bucket": "media", "key": "photos/a b+c.jpg", "size": 7, "etag": "e-7", "version_id": "v-7",
+                   "event_name": "ObjectCreated:Copy", "event_time": record["eventTime"]}
+    assert (record_id, trace_id, attempt) == ("REQ-7", "REQ-7", 0)
+
+
+@pytest.mark.parametrize(("key", "given"), [
+    ("a%20b", "a b"), ("a+b", "a b"), ("100%25", "100%"), ("plain/key.txt", "plain/key.txt"), ("a%2", "a%2"),
+])
+def test_a_key_is_decoded_only_where_s3_encoded_it(key, given):
+    record = s3_record("x")
+    record["s3"]["object"]["key"] = key
+    [(obj, _, _, _)] = direct(record)
+    assert obj["key"] == given
+
+
+@pytest.mark.parametrize(("spoil", "why"), [
+    (lambda r: r.update(eventSource="aws:" + "x" * 60), "record is not an S3 record (eventSource 'aws:" + "x" * 36 + "')"),
+    (lambda r: r.pop("eventSource"), "record is not an S3 record (eventSource 'None')"),
+    (lambda r: r.update(s3=[]), "S3 record has no s3.bucket.name"),
+    (lambda r: r["s3"].update(bucket={"name": 5}), "S3 record has no s3.bucket.name"),
+    (lambda r: r["s3"].update(bucket={"name": ""}), "S3 record has no s3.bucket.name"),
+    (lambda r: r["s3"].update(bucket="media"), "S3 record has no s3.bucket.name"),
+    (lambda r: r["s3"].update(object="a.txt"), "S3 record has no s3.object.key"),
+    (lambda r: r["s3"]["object"].update(key=None), "S3 record has no s3.object.key"),
+], ids=["other_source_cut", "no_source", "s3_not_an_object", "bucket_name_not_text", "bucket_name_empty",
+        "bucket_not_an_object", "object_not_an_object", "key_not_text"])
+def test_an_object_record_that_cannot_be_read_says_exactly_why_in_an_sqs_message(spoil, why, capfd):
+    record = s3_record("a.txt")
+    spoil(record)
+    event = sqs_event({"Records": [s3_record("fine.txt"), record]})  # the message's other object runs
+    message_id = event["Records"][0]["messageId"]
+    seen, handler = keys_seen()
+    assert handler(event, lambda_context()) == {"batchItemFailures": [{"itemIdentifier": message_id}]}
+    assert seen == ["fine.txt"]
+    [error] = of_level(read_lines(capfd), "ERROR")
+    assert (error["error"], error["record_id"], error["payload"]) == (why, message_id, record)
+
+
+def test_a_request_id_that_is_no_trace_id_is_warned_about_and_a_digest_of_the_object_used(capfd):
+    record = s3_record("a.txt", request_id="REQ-1")
+    record["responseElements"]["x-amz-request-id"] = "not an id"
+    [(_, record_id, trace_id, _)] = direct(record)
+    [warning] = of_level(read_lines(capfd), "WARNING")
+    assert (warning["source"], warning["rejected_trace_id"], warning["trace_id"]) == ("s3", "'not an id'", trace_id)
+    assert trace_id.startswith("h-") and record_id == "not an id"  # still S3's own id for the record
+
+
+@pytest.mark.parametrize("response", [None, {}, {"x-amz-request-id": ""}, "REQ"], ids=["none", "empty", "empty_id", "not_an_object"])
+def test_without_a_request_id_a_direct_record_is_named_by_a_digest_of_bucket_key_sequencer_and_time(response):
+    record = s3_record("a.txt")
+    record["responseElements"] = response
+    [(_, record_id, trace_id, _)] = direct(record)
+    assert record_id == trace_id and trace_id.startswith("h-")
+    for spoil in (
+        lambda r: r["s3"]["object"].update(sequencer="00000000000000FF"),
+        lambda r: r.update(eventTime="2000-01-01T00:00:00.000Z"),
+        lambda r: r["s3"]["object"].update(key="b.txt"),
+        lambda r: r["s3"]["bucket"].update(name="other"),
+    ):
+        other = json.loads(json.dumps(record))
+        spoil(other)
+        [(_, _, other_id, _)] = direct(other)
+        assert other_id.startswith("h-") and other_id != trace_id
+    assert direct(json.loads(json.dumps(record)))[0][2] == trace_id  # a retry: the same id
