@@ -9,7 +9,8 @@ import json
 import pytest
 from _logs import of_level, read_lines, with_message
 
-from lambda_kit import S3Object, current_record, s3_handler
+from lambda_kit import S3Object, UnsupportedEvent, current_record, s3_handler
+from lambda_kit import sources as registry
 from lambda_kit.loop import UndecodableRecord
 from lambda_kit.sources.s3 import S3Source
 from lambda_kit.testing import (
@@ -382,3 +383,43 @@ def test_without_a_request_id_a_direct_record_is_named_by_a_digest_of_bucket_key
         [(_, _, other_id, _)] = direct(other)
         assert other_id.startswith("h-") and other_id != trace_id
     assert direct(json.loads(json.dumps(record)))[0][2] == trace_id  # a retry: the same id
+
+
+# --- which events are S3's --------------------------------------------------------------------------
+
+
+def _sns_in_sqs(message: object) -> dict:
+    return sqs_event({"Type": "Notification", "TopicArn": "arn:aws:sns:us-east-1:123456789012:t", "Message": json.dumps(message)})
+
+
+def _unreadable_then_notification() -> dict:
+    event = sqs_event({"a": 1}, s3_notification("k"))
+    event["Records"][0]["body"] = "{aws:s3"  # names S3 but is no JSON: the next message is read
+    return event
+
+
+@pytest.mark.parametrize(("event", "described"), [
+    (sqs_event(s3_notification("k")), ("an SQS event carrying S3 notifications", "s3_handler")),
+    (sqs_event(json.dumps({"Records": [{"eventSource": "aws:s3"}]})), ("an SQS event carrying S3 notifications", "s3_handler")),
+    (_unreadable_then_notification(), ("an SQS event carrying S3 notifications", "s3_handler")),
+    (sqs_event(s3_test_message()), ("an SQS event carrying S3 notifications", "s3_handler")),
+    (sns_event(s3_test_message()), ("an SNS event carrying S3 notifications", "s3_handler")),
+    (_sns_in_sqs(s3_notification("k")), ("an SQS event carrying S3 notifications", "s3_handler")),
+    (sqs_event({"note": "aws:s3"}), ("an SQS event", "sqs_handler")),  # names S3, is no notification
+    (sqs_event({"Records": ["aws:s3"]}), ("an SQS event", "sqs_handler")),
+    (sqs_event({"Records": "aws:s3"}), ("an SQS event", "sqs_handler")),
+    (_sns_in_sqs({"note": "aws:s3"}), ("an SQS event", "sqs_handler")),
+    (sns_event({"note": "s3:TestEvent"}), ("an SNS event", "sns_handler")),
+    (sqs_event({"Records": [{"eventSource": "aws:sqs"}], "note": "aws:s3"}), ("an SQS event", "sqs_handler")),
+    (sqs_event({"Records": 5, "note": "aws:s3"}), ("an SQS event", "sqs_handler")),
+    (sqs_event({"Type": "Notification", "Message": json.dumps(s3_notification("k"))}), ("an SQS event", "sqs_handler")),
+    (sns_event({"Type": "Notification", "TopicArn": "t", "Message": json.dumps(s3_notification("k"))}), ("an SNS event", "sns_handler")),
+], ids=["sqs", "sqs_minimal", "sqs_after_unreadable", "sqs_test_message", "sns_test_message", "sns_in_sqs",
+        "sqs_naming_s3", "sqs_records_of_text", "sqs_records_text", "sns_in_sqs_naming_s3", "sns_naming_the_test_event",
+        "sqs_records_of_another_source", "sqs_records_a_number", "sns_envelope_without_topic", "sns_envelope_in_sns"])
+def test_an_sqs_or_sns_event_is_s3s_when_a_message_holds_a_notification_or_the_test_message(event, described, capfd):
+    assert registry.describe(event) == described
+    if described[1] != "s3_handler":  # refused by s3_handler with one line, whatever the message holds
+        with pytest.raises(UnsupportedEvent, match=f"^s3_handler cannot process {described[0]}: use {described[1]}$"):
+            s3_handler(lambda obj, context: None)(event, lambda_context())
+        assert [line["message"] for line in read_lines(capfd)] == ["event not processed: unsupported event"]
