@@ -202,16 +202,20 @@ def test_an_eventbridge_event_is_named_as_its_notification_would_be(detail_type,
     assert names == [event_name]
 
 
-@pytest.mark.parametrize("receive_count", [1, 4])
-def test_an_object_in_an_sqs_message_is_on_the_attempt_its_receive_count_says(receive_count, capfd):
-    event = sqs_event(s3_notification("a.txt"), receive_count=receive_count)
+@pytest.mark.parametrize(("receive_count", "attempt"), [(1, 1), (4, 4), ("0", 1), ("2x", 1), (None, 1)])
+def test_an_object_in_an_sqs_message_is_on_the_attempt_its_receive_count_says(receive_count, attempt, capfd):
+    event = sqs_event(s3_notification("a.txt"))
+    if receive_count is None:
+        del event["Records"][0]["attributes"]["ApproximateReceiveCount"]
+    else:  # SQS counts from 1; anything else is read as a first attempt
+        event["Records"][0]["attributes"]["ApproximateReceiveCount"] = str(receive_count)
 
     def fn(obj, context):
         raise RuntimeError("cannot read a.txt")
 
     assert s3_handler(fn)(event, lambda_context()) == {"batchItemFailures": [{"itemIdentifier": event["Records"][0]["messageId"]}]}
     [error] = of_level(read_lines(capfd), "ERROR")
-    assert error["attempt"] == receive_count
+    assert error["attempt"] == attempt
 
 
 # --- SQS and SNS messages that do not carry a readable notification -------------------------------
