@@ -213,3 +213,28 @@ def test_a_response_with_a_bytes_body_goes_base64_with_its_default_type_exactly(
     expected = answer(shape, 202, [("Content-Type", "application/octet-stream"), ("X-Trace-Id", TRACE)], "/wA=",
                       description="202 Accepted", is_base64=True)
     assert handler(request(shape), None) == expected
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("sent", [["n", "5"], "n=5", 5], ids=["list", "text", "number"])
+def test_query_parameters_that_are_no_mapping_are_no_parameters(shape, sent):
+    """What a test or a proxy may send in ``queryStringParameters``: not an object, so none."""
+    event = request(shape)
+    event["queryStringParameters"] = sent
+    event.pop("multiValueQueryStringParameters", None)
+    event.pop("rawQueryString", None)
+    got = []
+    response = api_handler(lambda request, context: got.append(request.query_all))(event, None)
+    assert got == [{}] and response["statusCode"] == 200
+
+
+@pytest.mark.parametrize("shape", ["v2", "url"])
+def test_query_values_of_any_json_type_are_read_as_text_beside_the_raw_query_string(shape):
+    event = request(shape, query={"n": "5", "tag": "a,b"})
+    event["queryStringParameters"] = {"n": 5, "flag": True, "tag": "a,b"}
+    got = []
+    api_handler(lambda request, context: got.append(request.query_all))(event, None)
+    assert got == [{"n": ["5"], "tag": ["a,b"]}]  # a comma in a value: the raw string tells the values apart
+    event["queryStringParameters"] = {"n": 5, "flag": True}
+    api_handler(lambda request, context: got.append(request.query_all))(event, None)
+    assert got[1] == {"n": ["5"], "flag": ["True"]}
