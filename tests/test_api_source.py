@@ -238,3 +238,44 @@ def test_query_values_of_any_json_type_are_read_as_text_beside_the_raw_query_str
     event["queryStringParameters"] = {"n": 5, "flag": True}
     api_handler(lambda request, context: got.append(request.query_all))(event, None)
     assert got[1] == {"n": ["5"], "flag": ["True"]}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("sent", [["id", "7"], "id=7"], ids=["list", "text"])
+def test_path_parameters_that_are_no_mapping_are_none(shape, sent):
+    event = request(shape)
+    event["pathParameters"] = sent
+    got = []
+    response = api_handler(lambda request, context: got.append(request.path_params))(event, None)
+    assert got == [{}] and response["statusCode"] == 200
+
+
+@pytest.mark.parametrize("shape", ["v1", "http-v1", "alb-multi"])
+@pytest.mark.parametrize("sent", [["n", "5"], "n=5"], ids=["list", "text"])
+def test_multi_value_query_parameters_that_are_no_mapping_are_none(shape, sent):
+    event = request(shape)
+    event["multiValueQueryStringParameters"] = sent
+    event["queryStringParameters"] = {"q": "1"}
+    got = []
+    api_handler(lambda request, context: got.append(request.query_all))(event, None)
+    assert got == [{"q": ["1"]}]
+
+
+@pytest.mark.parametrize("shape", ["v1", "http-v1", "alb-multi"])
+def test_multi_value_query_values_of_any_json_type_are_read_as_text_and_nulls_dropped(shape):
+    event = request(shape)
+    event["multiValueQueryStringParameters"] = {"n": [5, None, "x"], "m": [7], "s": ["a", "b"]}
+    event["queryStringParameters"] = {"n": "x", "m": 7, "s": "b"}
+    got = []
+    api_handler(lambda request, context: got.append(request.query_all))(event, None)
+    assert got == [{"n": ["5", "x"], "m": ["7"], "s": ["a", "b"]}]
+
+
+@pytest.mark.parametrize("shape", ["v2", "url"])
+def test_payload_2_0_reads_its_headers_only_never_a_multi_value_form(shape):
+    """Payload format 2.0 has no multiValueHeaders: one a test or a proxy adds is not read."""
+    event = request(shape, headers={"X-A": "3"})
+    event["multiValueHeaders"] = {"X-A": ["1", "2"], "X-B": ["4"]}
+    got = []
+    api_handler(lambda request, context: got.append(dict(request.headers)))(event, None)
+    assert "x-b" not in got[0] and got[0]["x-a"] == "3"
