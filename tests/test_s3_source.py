@@ -427,3 +427,38 @@ def test_an_sqs_or_sns_event_is_s3s_when_a_message_holds_a_notification_or_the_t
         with pytest.raises(UnsupportedEvent, match=f"^s3_handler cannot process {described[0]}: use {described[1]}$"):
             s3_handler(lambda obj, context: None)(event, lambda_context())
         assert [line["message"] for line in read_lines(capfd)] == ["event not processed: unsupported event"]
+
+
+@pytest.mark.parametrize("envelope", ["sqs", "sns"])
+def test_messages_without_an_event_source_are_known_by_their_own_fields(envelope):
+    """A record without ``eventSource`` is SQS's by its ``messageId``, SNS's by its ``Sns`` object."""
+    event = (sqs_event if envelope == "sqs" else sns_event)(s3_notification("a.txt"))
+    event["Records"][0].pop("eventSource", None)
+    event["Records"][0].pop("EventSource", None)
+    seen, handler = keys_seen()
+    handler(event, lambda_context())
+    assert seen == ["a.txt"]
+
+
+def test_an_s3_record_without_an_event_source_is_known_by_its_s3_object_and_fails_saying_so(capfd):
+    record = s3_record("a.txt")
+    del record["eventSource"]
+    with pytest.raises(UndecodableRecord, match=r"^record is not an S3 record \(eventSource 'None'\)$"):
+        keys_seen()[1]({"Records": [record]}, lambda_context())
+
+
+def test_a_body_of_json_that_is_no_object_is_no_notification_whatever_it_names():
+    assert registry.describe(sqs_event('["aws:s3", "s3:TestEvent"]')) == ("an SQS event", "sqs_handler")
+
+
+def test_a_directly_delivered_record_is_the_current_records_raw_form():
+    record = s3_record("raw.txt")
+    raws = []
+    s3_handler(lambda obj, context: raws.append(current_record().raw))({"Records": [record]}, lambda_context())
+    assert raws == [record]
+
+
+def test_the_object_refuses_a_field_it_does_not_have_by_its_name():
+    with pytest.raises(KeyError) as refused:
+        S3Object("b", "k")["owner"]
+    assert refused.value.args == ("owner",)
