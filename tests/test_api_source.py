@@ -279,3 +279,32 @@ def test_payload_2_0_reads_its_headers_only_never_a_multi_value_form(shape):
     got = []
     api_handler(lambda request, context: got.append(dict(request.headers)))(event, None)
     assert "x-b" not in got[0] and got[0]["x-a"] == "3"
+
+
+@pytest.mark.parametrize("shape", ["v2", "url"])
+def test_a_payload_2_0_path_is_the_raw_path_else_the_contexts_else_the_root(shape):
+    def path_of(raw_path, context_path):
+        event = request(shape)
+        for where, key, value in ((event, "rawPath", raw_path), (event["requestContext"]["http"], "path", context_path)):
+            if value is None:
+                where.pop(key, None)
+            else:
+                where[key] = value
+        got = []
+        api_handler(lambda request, context: got.append(request.path))(event, None)
+        return got[0]
+
+    assert path_of("/from-raw", "/from-context") == "/from-raw"
+    assert path_of(None, "/from-context") == "/from-context"
+    assert path_of("", "/from-context") == "/from-context"
+    assert path_of(None, None) == "/"
+
+
+@pytest.mark.parametrize("shape", ["v1", "http-v1", "alb"])
+@pytest.mark.parametrize("path", [None, ""], ids=["none", "empty"])
+def test_a_request_without_a_path_is_for_the_root(shape, path):
+    event = request(shape)
+    event["path"] = path
+    got = []
+    api_handler(lambda request, context: got.append(request.path))(event, None)
+    assert got == ["/"]
