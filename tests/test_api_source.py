@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from _logs import read_lines
 
 from lambda_kit import HTTPError, api_handler
 from lambda_kit.sources.api import Headers
-from lambda_kit.testing import api_event
+from lambda_kit.testing import api_event, lambda_context
 
 TRACE = "t-exact-1"
 SHAPES = ["v1", "http-v1", "v2", "url", "alb", "alb-multi"]
@@ -308,3 +309,15 @@ def test_a_request_without_a_path_is_for_the_root(shape, path):
     got = []
     api_handler(lambda request, context: got.append(request.path))(event, None)
     assert got == ["/"]
+
+
+@pytest.mark.parametrize("found", [123, "", None], ids=["number", "empty", "none"])
+def test_a_request_without_a_text_request_id_is_named_by_the_invocations(found, capfd):
+    event = request("v2")
+    event["requestContext"]["requestId"] = found
+    context = lambda_context()
+    api_handler(lambda request, context: "ok")(event, context)
+    assert {line["record_id"] for line in read_lines(capfd)} == {context.aws_request_id}
+    event["requestContext"]["requestId"] = "req-7"
+    api_handler(lambda request, context: "ok")(event, None)  # no context: the event's own id
+    assert {line["record_id"] for line in read_lines(capfd)} == {"req-7"}
