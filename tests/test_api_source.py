@@ -321,3 +321,32 @@ def test_a_request_without_a_text_request_id_is_named_by_the_invocations(found, 
     event["requestContext"]["requestId"] = "req-7"
     api_handler(lambda request, context: "ok")(event, None)  # no context: the event's own id
     assert {line["record_id"] for line in read_lines(capfd)} == {"req-7"}
+
+
+def headers_seen(event) -> dict:
+    got = []
+    api_handler(lambda request, context: got.append(dict(request.headers)))(event, None)
+    return got[0]
+
+
+@pytest.mark.parametrize("shape", ["v1", "http-v1", "alb-multi"])
+def test_multi_value_headers_of_any_json_type_are_read_as_text_and_the_single_form_fills_in(shape):
+    event = request(shape)
+    event["multiValueHeaders"] = {"X-Empty": [], "X-Text": "abc", "X-N": [5], 7: ["seven"], True: ["yes"], "X-Both": ["1", None, 2]}
+    event["headers"] = {"X-Empty": "e", "X-Text": "t", "X-N": "n", 8: "eight", False: "no", "X-Only": "o"}
+    assert headers_seen(event) == {
+        "x-empty": "e", "x-text": "t", "x-n": "5", "7": "seven", "true": "yes", "x-both": "1, 2",
+        "8": "eight", "false": "no", "x-only": "o",
+    }
+
+
+@pytest.mark.parametrize("shape", ["v2", "url"])
+def test_payload_2_0_cookies_make_the_cookie_header_only_when_none_was_sent(shape):
+    event = request(shape)
+    event["headers"]["cookie"] = "h=1"
+    event["cookies"] = ["c=2"]
+    assert headers_seen(event)["cookie"] == "h=1"
+    del event["headers"]["cookie"]
+    assert headers_seen(event)["cookie"] == "c=2"
+    event["cookies"] = "c=2"  # not a list: no cookies
+    assert "cookie" not in headers_seen(event)
