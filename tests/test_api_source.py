@@ -350,3 +350,22 @@ def test_payload_2_0_cookies_make_the_cookie_header_only_when_none_was_sent(shap
     assert headers_seen(event)["cookie"] == "c=2"
     event["cookies"] = "c=2"  # not a list: no cookies
     assert "cookie" not in headers_seen(event)
+
+
+def test_a_request_with_no_id_of_its_own_nor_an_invocation_id_has_an_empty_record_id(capfd):
+    class Context:
+        aws_request_id = ""
+
+    event = request("v2")
+    del event["requestContext"]["requestId"]
+    for context in (None, Context()):
+        api_handler(lambda request, context: "ok")(event, context)
+        assert {line["record_id"] for line in read_lines(capfd)} == {""}
+
+
+def test_a_malformed_traceparent_header_is_warned_about_as_api(capfd):
+    event = request("v2", headers={"traceparent": "not-w3c"})
+    del event["headers"]["x-trace-id"]
+    api_handler(lambda request, context: "ok")(event, lambda_context())
+    [warning] = [line for line in read_lines(capfd) if line["level"] == "WARNING"]
+    assert (warning["source"], warning["rejected_trace_context"]) == ("api", "'not-w3c'")
