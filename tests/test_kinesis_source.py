@@ -579,3 +579,42 @@ def test_a_dead_letter_on_a_fifo_topic_reaches_its_fifo_queue(aws_endpoint, fifo
     [delivered] = receive_all()
     assert json.loads(json.loads(delivered["Body"])["Message"]) == dead_letter_body(event["Records"][0], "t-fifo-sns")
     assert delivered["Attributes"]["MessageGroupId"] == "pk-sns"
+
+
+def digest(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@pytest.mark.parametrize(("key", "group"), [
+    ("k", "k"), ("!" + "~" * 127, "!" + "~" * 127), ("", digest("")), (17, digest("17")),
+], ids=["one_character", "128_printable", "empty", "a_number"])
+def test_a_partition_key_is_the_group_exactly_when_it_is_a_valid_group_id(fifo_queue, key, group):
+    url, _, receive_all = fifo_queue
+    event = kinesis_event({"fail": 1, "trace_id": "t-key"})
+    event["Records"][0]["kinesis"]["partitionKey"] = key
+    response, lines = run(stream_handler(on_failure="requeue", max_attempts=1, dead_letter=url)(Recorder()), event)
+    assert error_line(lines, "outcome", "requeue_error") == {"outcome": "dead_lettered", "requeue_error": None}
+    [message] = receive_all()
+    assert message["Attributes"]["MessageGroupId"] == group
+
+
+def test_a_record_without_a_partition_key_is_grouped_by_its_trace_id(fifo_queue):
+    url, _, receive_all = fifo_queue
+    event = kinesis_event({"fail": 1, "trace_id": "t-no-key"})
+    del event["Records"][0]["kinesis"]["partitionKey"]
+    run(stream_handler(on_failure="requeue", max_attempts=1, dead_letter=url)(Recorder()), event)
+    [message] = receive_all()
+    assert message["Attributes"]["MessageGroupId"] == digest("t-no-key")
+
+
+def test_records_of_two_streams_with_one_sequence_number_are_two_dead_letters(fifo_queue):
+    url, _, receive_all = fifo_queue
+    first = kinesis_event({"fail": 1, "trace_id": "t-one"}, stream="stream-one")
+    second = kinesis_event({"fail": 1, "trace_id": "t-two"}, stream="stream-two")
+    second["Records"][0]["kinesis"]["sequenceNumber"] = first["Records"][0]["kinesis"]["sequenceNumber"]
+    handler = stream_handler(on_failure="requeue", max_attempts=1, dead_letter=url)(Recorder())
+    for event in (first, second):
+        run(handler, event)
+    assert sorted(json.loads(m["Body"])["trace_id"] for m in receive_all()) == ["t-one", "t-two"]

@@ -276,15 +276,17 @@ def fifo_fields(record: Record, kinesis: dict[str, Any] | None) -> dict[str, str
     retried batch, is dropped as a duplicate within SQS's five minutes; two records never share
     one). A key that is no valid group id (over 128 characters, or other than printable ASCII) is
     replaced by its digest."""
+    key = (kinesis or {}).get("partitionKey")
+    if not (isinstance(key, str) and 0 < len(key) <= 128 and all("!" <= c <= "~" for c in key)):
+        key = _digest(record.trace_id if key is None else str(key))
+    log_event = record.log_event if isinstance(record, awslogs.LogEventRecord) else {}
+    return {"MessageGroupId": key, "MessageDeduplicationId": _digest(f"{record.raw.get('eventSourceARN')}|{record.id}|{log_event.get('id')}")}
+
+
+def _digest(text: str) -> str:
     import hashlib  # rare path: FIFO dead letters only
 
-    key = (kinesis or {}).get("partitionKey")
-    group = key if isinstance(key, str) and 0 < len(key) <= 128 and all("!" <= c <= "~" for c in key) else None
-    if group is None:
-        group = hashlib.sha256(str(key if key is not None else record.trace_id).encode("utf-8", "backslashreplace")).hexdigest()
-    log_event = record.log_event if isinstance(record, awslogs.LogEventRecord) else {}
-    origin = f"{record.raw.get('eventSourceARN')}|{record.id}|{log_event.get('id')}"
-    return {"MessageGroupId": group, "MessageDeduplicationId": hashlib.sha256(origin.encode("utf-8", "backslashreplace")).hexdigest()}
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def kinesis_fields(raw: Any) -> dict[str, Any] | None:
