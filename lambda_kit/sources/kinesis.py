@@ -274,8 +274,8 @@ def fifo_fields(record: Record, kinesis: dict[str, Any] | None) -> dict[str, str
     key (the records of one key stay in order, as on the shard), its deduplication id the stream,
     the record's id and, for a log event, the log event's id (a dead letter sent again, by a
     retried batch, is dropped as a duplicate within SQS's five minutes; two records never share
-    one). A key that is no valid group id (over 128 characters, or other than printable ASCII) is
-    replaced by its digest."""
+    one). A key that is no valid group id (empty, over 128 characters, other than printable ASCII,
+    or not text) is replaced by its digest; a record without one is grouped by its trace id."""
     key = (kinesis or {}).get("partitionKey")
     if not (isinstance(key, str) and 0 < len(key) <= 128 and all("!" <= c <= "~" for c in key)):
         key = _digest(record.trace_id if key is None else str(key))
