@@ -380,16 +380,21 @@ def _write(line: dict[str, Any]) -> None:
         _sink(text)
 
 
+_payload_keys: set[str] = set()  # payload keys seen before that are not secret
+
+
 def record_received(record: Any) -> None:
     """The loop's ``record received`` line for ``record``: ``emit``'s line, built as one dict (the
-    per-record hot path)."""
+    per-record hot path). A flat payload of keys seen before (``_payload_keys``) and values
+    ``codec.as_is_types`` goes in as it is (``_write_as_is``), with no walk."""
     if _record_keys and record.log_keys is not None:  # a tracer's keys go between trace_id and the fields
         emit("INFO", "record received", record.trace_id,
              {"source": record.source, "record_id": record.id, "payload": clean(record.payload)})
         return
     function_name, request_id = _invocation.get()
     now = time.time()
-    _write({
+    payload = record.payload
+    line = {
         "timestamp": _ts_cache[1] + _MILLIS[int((now - _ts_cache[0]) * 1000)] if int(now) == _ts_cache[0] else _timestamp(now),
         "level": "INFO",
         "message": "record received",
@@ -398,13 +403,23 @@ def record_received(record: Any) -> None:
         "trace_id": record.trace_id,
         "source": record.source,
         "record_id": record.id,
-        "payload": _clean_dict(payload, 0) if type(payload := record.payload) is dict else clean(payload),
-    })
+        "payload": payload,
+    }
+    if type(payload) is dict:
+        if _payload_keys.issuperset(payload) and codec.as_is_types.issuperset(map(type, payload.values())) and _write_as_is(line):
+            return
+        line["payload"] = cleaned = _clean_dict(payload, 0)
+        if cleaned is payload and len(_payload_keys) < 4_096:
+            _payload_keys.update(key for key in payload if not is_secret_key(key))  # all str: it came back as is
+    else:
+        line["payload"] = clean(payload)
+    _write(line)
 
 
 def record_processed(record: Any, result: Any, duration_ms: float) -> None:
     """The loop's ``record processed`` line: ``record``'s function returned ``result`` after
-    ``duration_ms`` (one dict, as ``record_received``)."""
+    ``duration_ms`` (one dict, as ``record_received``; a result of ``codec.as_is_types`` goes in
+    as it is)."""
     if _record_keys and record.log_keys is not None:
         emit("INFO", "record processed", record.trace_id, {
             "source": record.source, "record_id": record.id, "outcome": "ok", "duration_ms": duration_ms,
@@ -413,7 +428,7 @@ def record_processed(record: Any, result: Any, duration_ms: float) -> None:
         return
     function_name, request_id = _invocation.get()
     now = time.time()
-    _write({
+    line = {
         "timestamp": _ts_cache[1] + _MILLIS[int((now - _ts_cache[0]) * 1000)] if int(now) == _ts_cache[0] else _timestamp(now),
         "level": "INFO",
         "message": "record processed",
@@ -424,8 +439,30 @@ def record_processed(record: Any, result: Any, duration_ms: float) -> None:
         "record_id": record.id,
         "outcome": "ok",
         "duration_ms": duration_ms,
-        "result": clean(result),
-    })
+        "result": result,
+    }
+    if type(result) in codec.as_is_types and _write_as_is(line):
+        return
+    line["result"] = clean(result)
+    _write(line)
+
+
+def _write_as_is(line: dict[str, Any]) -> bool:
+    """Write ``line``, whose values were not cleaned but are of ``codec.as_is_types`` (or dicts of
+    known keys and such values), when that is the line ``clean`` would give: the codec writes it
+    and its JSON is short ASCII (no string in it needs cutting, no line break to escape). False,
+    writing nothing, otherwise: the caller cleans and writes it."""
+    try:
+        text = codec.dumps_plain(line)
+    except Exception:  # what the codec refuses (a lone surrogate): ``clean`` and ``encode`` write it
+        return False
+    if len(text) > MAX_VALUE_CHARS or not text.isascii():
+        return False
+    if _sink is None:
+        sys.stdout.write(text + "\n")
+    else:
+        _sink(text + "\n")
+    return True
 
 
 _record_keys = False  # no record carried tracer keys yet: ``emit`` does not look for them

@@ -7,10 +7,10 @@ import logging
 from typing import Any
 
 import pytest
-from _hostile import captured
+from _hostile import CODECS, captured, using_codec
 from _logs import of_level, read_lines, with_message
 
-from lambda_kit import get_logger, sqs_handler, stream_handler
+from lambda_kit import codec, get_logger, sqs_handler, stream_handler
 from lambda_kit import log as lambda_log
 from lambda_kit.testing import kinesis_event, lambda_context, sqs_event
 
@@ -265,3 +265,43 @@ def test_the_loops_record_lines_exactly_with_and_without_a_tracers_keys(monkeypa
         duration = processed.pop(-2)
         assert duration[0] == "duration_ms" and isinstance(duration[1], float) and duration[1] >= 0
         assert processed == expected(index, "record processed", [("outcome", "ok"), ("result", as_pairs(cleaned_result))])
+
+
+@pytest.mark.parametrize("codec_name", CODECS)
+def test_a_flat_payload_of_known_keys_and_a_plain_result_are_written_as_clean_makes_them(codec_name):
+    """The loop's lines take a flat payload of keys seen before, and a plain result, as they are
+    (no walk): each such line must still be the line ``clean`` makes, whatever the values."""
+    def shape(value: Any) -> dict[str, Any]:
+        return {"url": value, "n": 1, "flag": True, "none": None}
+
+    cases = [
+        ("short", 7),
+        ("x" * 9_000, "r" * 9_000),  # a value to cut, in the payload and as the result
+        ("x" * 8_192, "r" * 8_192),  # at the limit: kept whole
+        (2**64, 2**64),  # an int orjson refuses
+        (-(2**63) - 1, 10**400),
+        ("caf\u00e9\u2028", "line\u2029break"),  # line breaks escaped, non-ASCII kept
+        (1e-7, float("nan")),
+        ({"password": "p", "deep": [{"token": "t"}]}, {"secret": "s"}),  # secrets inside a known key
+        ("short", "lone \ud800 surrogate"),  # what the codec refuses to write
+        ("short", None),
+    ]
+    secret = {"url": "u", "n": 1, "flag": True, "none": None, "password": "p"}
+    event = sqs_event(*[shape(value) for value, _ in cases], secret, {**secret, "password": None}, secret)
+    results = iter([result for _, result in cases] + ["last", "end", "again"])
+    with using_codec(codec_name), captured() as out:
+        sqs_handler(lambda message, context: next(results))(event, lambda_context("as-is-fn"))
+        expected_payloads = [json.loads(codec.dumps_plain(lambda_log.clean(codec.loads(raw["body"]))))
+                             for raw in event["Records"][:len(cases)]]  # as the codec decodes the body
+        expected_results = [json.loads(lambda_log.encode({"result": lambda_log.clean(result)}))["result"] for _, result in cases]
+    lines = [json.loads(text) for text in out]
+    received, processed = with_message(lines, "record received"), with_message(lines, "record processed")
+    assert [line["payload"] for line in received[:len(cases)]] == expected_payloads
+    assert [line["result"] for line in processed[:len(cases)]] == expected_results
+    assert received[len(cases)]["payload"]["password"] == "***"  # a secret key after known ones
+    assert received[len(cases) + 1]["payload"]["password"] is None  # a secret's None is not masked ...
+    assert received[len(cases) + 2]["payload"]["password"] == "***"  # ... nor learnt as a plain key
+    written = "".join(out)
+    assert all(secret not in written for secret in ('"secret":"s"', '"password":"p"', '"token":"t"'))
+    assert "\u2028" not in written and "\u2029" not in written and "caf\u00e9" in written
+    assert all(len(text) < 20_000 for text in out)
