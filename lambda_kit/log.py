@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import sys
 import time
+from _contextvars import ContextVar, Token  # contextvars' own names, without its module (cold start)
 from collections.abc import Callable, Mapping
-from contextvars import ContextVar, Token
 from itertools import islice
 
 from . import codec
@@ -314,23 +314,21 @@ def encode(line: dict[str, Any]) -> str:
 
 # --- emit -----------------------------------------------------------------------------------
 
-_ts_cache: list[Any] = [0, ""]
-# ".000Z" ... ".999Z" (index = milliseconds), no per-line format; built from digit strings, a third
-# of the CPU of 1,000 f-string formats on every cold start
-_MILLIS = tuple([tens + digit + "Z" for tens in [f".{a}{b}" for a in "0123456789" for b in "0123456789"] for digit in "0123456789"])
+_stamp: list[Any] = [None, ""]  # [the clock's milliseconds, their text]: the lines of one millisecond share it
+_date: list[Any] = [None, ""]  # [the clock's second, its date and time text]: cached per second
 
 
 def _timestamp(now: float) -> str:
-    """``now`` as ISO 8601 UTC text, the date part cached per second (the lines inline the
-    cached case: same second, ``_ts_cache[1]`` plus the milliseconds)."""
+    """``now`` as ISO 8601 UTC text, truncated to the millisecond; cached per millisecond of the
+    clock (the lines inline the cached case: ``_stamp[1]`` when ``int(now * 1000) == _stamp[0]``),
+    the date part per second."""
     second = int(now)
-    if second != _ts_cache[0]:
-        _ts_cache[0] = second
-        _ts_cache[1] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-    millis = int((now - second) * 1000)
-    if 0 <= millis < 1000:
-        return _ts_cache[1] + _MILLIS[millis]
-    return f"{_ts_cache[1]}.{millis:03d}Z"
+    if second != _date[0]:
+        _date[0] = second
+        _date[1] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+    _stamp[0] = int(now * 1000)
+    _stamp[1] = text = f"{_date[1]}.{int((now - second) * 1000):03d}Z"
+    return text
 
 
 def emit(
@@ -346,7 +344,7 @@ def emit(
     if now is None:
         now = time.time()
     line: dict[str, Any] = {
-        "timestamp": _ts_cache[1] + _MILLIS[int((now - _ts_cache[0]) * 1000)] if int(now) == _ts_cache[0] else _timestamp(now),
+        "timestamp": _stamp[1] if int(now * 1000) == _stamp[0] else _timestamp(now),
         "level": level,
         "message": message,
         "function_name": function_name,
@@ -395,7 +393,7 @@ def record_received(record: Any) -> None:
     now = time.time()
     payload = record.payload
     line = {
-        "timestamp": _ts_cache[1] + _MILLIS[int((now - _ts_cache[0]) * 1000)] if int(now) == _ts_cache[0] else _timestamp(now),
+        "timestamp": _stamp[1] if int(now * 1000) == _stamp[0] else _timestamp(now),
         "level": "INFO",
         "message": "record received",
         "function_name": function_name,
@@ -429,7 +427,7 @@ def record_processed(record: Any, result: Any, duration_ms: float) -> None:
     function_name, request_id = _invocation.get()
     now = time.time()
     line = {
-        "timestamp": _ts_cache[1] + _MILLIS[int((now - _ts_cache[0]) * 1000)] if int(now) == _ts_cache[0] else _timestamp(now),
+        "timestamp": _stamp[1] if int(now * 1000) == _stamp[0] else _timestamp(now),
         "level": "INFO",
         "message": "record processed",
         "function_name": function_name,
@@ -570,7 +568,7 @@ def write_logger_line(name: str, level: str, msg: Any, args: Any, exc_info: Any,
     function_name, request_id = _invocation.get()
     now = time.time()
     line: dict[str, Any] = {
-        "timestamp": _ts_cache[1] + _MILLIS[int((now - _ts_cache[0]) * 1000)] if int(now) == _ts_cache[0] else _timestamp(now),
+        "timestamp": _stamp[1] if int(now * 1000) == _stamp[0] else _timestamp(now),
         "level": level,
         "message": message,
         "function_name": function_name,

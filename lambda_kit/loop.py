@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from time import perf_counter
 
 from . import log, metrics, otel
-from .errors import InvalidPayload, UnsupportedEvent
 from .record import Outcome, Record
 from .sources.base import Source
 from .trace import reset_current_record, set_current_record
@@ -116,6 +115,7 @@ def recognize(decorator: str, adapters: Sequence[Any], event: Any, options: Opti
 def refuse(decorator: str, adapters: Sequence[Any], event: Any, options: Options) -> NoReturn:
     """Log one ERROR line saying what the event looks like and which decorator fits, then raise
     ``UnsupportedEvent``: Lambda retries the event and its DLQ / on-failure destination keeps it."""
+    from .errors import UnsupportedEvent  # errors are loaded when one is raised (cold start)
     from .sources import describe  # only on this path: it loads every adapter to name the event
 
     found, fits = describe(event)
@@ -252,6 +252,8 @@ class RecordSteps:
         }
         if routing_error is not None:
             fields["requeue_error"] = log.clean(routing_error)
+        from .errors import InvalidPayload  # only for a failed record (cold start)
+
         message = "record failed"
         if record.error is not None:
             message = "record could not be decoded"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from contextvars import ContextVar
+from _contextvars import ContextVar  # contextvars' own names, without its module (cold start)
 
 TYPE_CHECKING = False  # typing is not imported at run time (cold start)
 if TYPE_CHECKING:

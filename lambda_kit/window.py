@@ -25,8 +25,8 @@ function with ``guarded`` (one record's changes kept or undone). The record loop
 
 from __future__ import annotations
 
+from _contextvars import ContextVar  # contextvars' own names, without its module (cold start)
 from collections.abc import Callable
-from contextvars import ContextVar
 from time import perf_counter
 
 from . import codec, log
