@@ -22,10 +22,6 @@ TYPE_CHECKING = False  # typing is not imported at run time (cold start)
 if TYPE_CHECKING:
     from typing import Any
 
-GZIP_BASE64 = "H4sI"
-"""How base64 text of gzip data begins (gzip's magic bytes 1f 8b 08): the cheap test for a Kinesis
-record that may hold a subscription message."""
-
 MAX_UNPACKED_BYTES = 16 * 1024 * 1024
 """A subscription message unpacks to a few MB at most (CloudWatch Logs batches up to 1 MB of log
 events); more is refused, so that a small "gzip bomb" cannot take the function's memory."""

@@ -23,9 +23,6 @@ if TYPE_CHECKING:
 
 MAGIC = b"\xf3\x89\x9a\xc2"
 DIGEST_SIZE = 16  # MD5
-BASE64_PREFIX = "84maw"
-"""Every aggregate's base64 text starts with this (the magic bytes encoded): a test that costs
-nothing on ordinary records, confirmed on the decoded bytes."""
 
 _schema: Any = None
 
@@ -43,11 +40,6 @@ class UserRecord:
         self.partition_key = partition_key
         self.explicit_hash_key = explicit_hash_key
         self.data = data
-
-
-def looks_aggregated(data: Any) -> bool:
-    """Whether base64 ``data`` may hold an aggregate (cheap; ``split`` decides)."""
-    return type(data) is str and data.startswith(BASE64_PREFIX)
 
 
 def split(data: bytes) -> list[UserRecord] | None:

@@ -24,7 +24,6 @@ generated; every response carries it. Error bodies are ``{"error": message,
 
 from __future__ import annotations
 
-import binascii  # base64's functions, without importing base64 and struct (cold start)
 import os
 
 from .. import codec
@@ -238,6 +237,8 @@ class Request:
         answers 400."""
         if self._body_bytes is _UNSET:
             if self._base64:
+                import binascii  # base64's functions, loaded for a base64 body only (cold start)
+
                 try:
                     self._body_bytes = binascii.a2b_base64(self._raw_body, strict_mode=True)
                 except (binascii.Error, ValueError):
@@ -462,6 +463,13 @@ def _without(pairs: list[tuple[str, str]], name: str) -> list[tuple[str, str]]:
     return [pair for pair in pairs if pair[0].lower() != lowered]
 
 
+def _base64(data: bytes | bytearray | memoryview) -> str:
+    """A binary body as the base64 text API Gateway decodes."""
+    import binascii  # base64's functions, loaded for a binary body only (cold start)
+
+    return binascii.b2a_base64(data, newline=False).decode("ascii")
+
+
 def shape_response(request: Request, result: Any, trace_id: str, trace_header: str) -> dict[str, Any]:
     """A function's return value as the response the request's shape wants, with the trace header.
 
@@ -471,7 +479,7 @@ def shape_response(request: Request, result: Any, trace_id: str, trace_header: s
     """
     if type(result) is not dict or "statusCode" not in result:
         if isinstance(result, bytes | bytearray | memoryview):
-            return _ok(request, "application/octet-stream", trace_header, trace_id, binascii.b2a_base64(result, newline=False).decode("ascii"), True)
+            return _ok(request, "application/octet-stream", trace_header, trace_id, _base64(result), True)
         return _ok(request, "application/json", trace_header, trace_id, codec.dumps(result), False)
     status = _status(result["statusCode"])
     pairs = _without(_header_pairs(result), trace_header)
@@ -481,7 +489,7 @@ def shape_response(request: Request, result: Any, trace_id: str, trace_header: s
     if body is None:
         body = ""
     elif isinstance(body, bytes | bytearray | memoryview):
-        body, is_base64, default_type = binascii.b2a_base64(body, newline=False).decode("ascii"), True, "application/octet-stream"
+        body, is_base64, default_type = _base64(body), True, "application/octet-stream"
     elif type(body) is not str:
         body, default_type = codec.dumps(body), "application/json"
     if default_type is not None and not any(name.lower() == "content-type" for name, _ in pairs):

@@ -6,7 +6,6 @@ window's state goes in and out (``lambda_kit.window``)."""
 
 from __future__ import annotations
 
-import binascii  # base64's functions, without importing base64 and struct (cold start)
 from collections.abc import Callable
 
 from ..record import Record
@@ -30,6 +29,8 @@ def _number(text: str) -> int | float:
 def _binary(inner: Any) -> bytes:
     """A binary attribute: base64 text (or bytes). Never ``bytes(n)``: {"B": 10**9} is 1 GB."""
     if isinstance(inner, str):
+        import binascii  # base64's functions, loaded for a binary attribute only (cold start)
+
         return binascii.a2b_base64(inner)
     if isinstance(inner, bytes | bytearray | memoryview):
         return bytes(inner)

@@ -22,7 +22,7 @@ import binascii  # base64's functions, without importing base64 and struct (cold
 import os
 from collections.abc import Callable
 
-from .. import aws, awslogs, codec, kpl
+from .. import codec
 from ..record import Record
 from ..trace import is_valid_id
 from ..window import Window, Windowed
@@ -32,7 +32,18 @@ TYPE_CHECKING = False  # typing is not imported at run time (cold start)
 if TYPE_CHECKING:
     from typing import Any
 
+    from .. import awslogs
+
 REQUEUE_KEY = "lambda_kit_requeue"
+
+KPL_BASE64 = "84maw"
+"""How the base64 text of every KPL aggregate begins (its magic bytes): a test that costs nothing
+on ordinary records; ``lambda_kit.kpl`` is loaded, and decides on the decoded bytes, only for a
+record that passes it (cold start)."""
+
+GZIP_BASE64 = "H4sI"
+"""How base64 text of gzip data begins (gzip's magic bytes 1f 8b 08): the cheap test for a record
+that may hold a CloudWatch Logs subscription message (``lambda_kit.awslogs`` is loaded only then)."""
 
 
 class KinesisSource(Windowed, Source):
@@ -67,7 +78,7 @@ class KinesisSource(Windowed, Source):
         records = []
         for raw in event if piped else event["Records"]:
             kinesis = kinesis_fields(raw)
-            if kinesis is not None and kpl.looks_aggregated(kinesis.get("data")):
+            if kinesis is not None and type(data := kinesis.get("data")) is str and data.startswith(KPL_BASE64):
                 batch = self.deaggregated(raw, kinesis)
             else:
                 log_events = self.log_events(raw, kinesis)
@@ -78,6 +89,8 @@ class KinesisSource(Windowed, Source):
     def deaggregated(self, raw: dict[str, Any], kinesis: dict[str, Any]) -> list[Record]:
         """The user records of a KPL aggregate (the record itself when it is none); an aggregate
         that cannot be split fails whole, with the reason."""
+        from .. import kpl
+
         try:
             users = kpl.split(binascii.a2b_base64(kinesis["data"], strict_mode=True))
         except binascii.Error:
@@ -108,8 +121,10 @@ class KinesisSource(Windowed, Source):
         if not self.json or kinesis is None:
             return None
         data, sequence_number = kinesis.get("data"), kinesis.get("sequenceNumber")
-        if type(data) is not str or not data.startswith(awslogs.GZIP_BASE64) or not isinstance(sequence_number, str) or not sequence_number:
+        if type(data) is not str or not data.startswith(GZIP_BASE64) or not isinstance(sequence_number, str) or not sequence_number:
             return None
+        from .. import awslogs
+
         try:
             message = awslogs.unpack(data)
         except ValueError as exc:
@@ -191,6 +206,8 @@ class KinesisSource(Windowed, Source):
         Returns the outcome (``"requeued"`` or ``"dead_lettered"``); raises when AWS refused,
         in which case the record is reported as a batch failure like any other.
         """
+        from .. import aws, awslogs  # only for a failed record (cold start)
+
         if isinstance(record, awslogs.LogEventRecord):
             return self.requeue_log_event(record, error)
         raw = record.raw
@@ -220,6 +237,7 @@ class KinesisSource(Windowed, Source):
     def requeue_log_event(self, record: awslogs.LogEventRecord, error: BaseException) -> str:
         """A failed log event goes back alone (a subscription message of that event and an attempt
         count), so the log events that succeeded with it are not repeated."""
+        from .. import aws, awslogs
         alone = {**record.document, "logEvents": [record.log_event]}
         attempt = record.attempt + 1
         if attempt >= self.max_attempts:
@@ -256,6 +274,8 @@ class KinesisSource(Windowed, Source):
                 "data": data,
             }
         )
+        from .. import aws
+
         trace = {"trace_id": {"DataType": "String", "StringValue": record.trace_id}}
         order = fifo_fields(record, kinesis) if target.endswith(".fifo") else {}
         if target.startswith("arn:aws:sns:"):
@@ -276,6 +296,8 @@ def fifo_fields(record: Record, kinesis: dict[str, Any] | None) -> dict[str, str
     retried batch, is dropped as a duplicate within SQS's five minutes; two records never share
     one). A key that is no valid group id (empty, over 128 characters, other than printable ASCII,
     or not text) is replaced by its digest; a record without one is grouped by its trace id."""
+    from .. import awslogs
+
     key = (kinesis or {}).get("partitionKey")
     if not (isinstance(key, str) and 0 < len(key) <= 128 and all("!" <= c <= "~" for c in key)):
         key = _digest(record.trace_id if key is None else str(key))
