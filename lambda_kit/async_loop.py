@@ -32,8 +32,8 @@ from heapq import heappop, heappush
 from time import perf_counter
 from typing import Any
 
-from . import event_loop, otel
-from .loop import Options, RecordSteps, set_powertools_correlation, warn_rejected_trace_id
+from . import event_loop
+from .loop import Options, RecordSteps, record_spans, set_powertools_correlation, warn_rejected_trace_id
 from .record import Outcome, Record
 from .trace import reset_current_record, set_current_record
 
@@ -58,7 +58,7 @@ class ConcurrentBatch:
         self.stop_at = len(records)  # no record after this position is started
         self.skipped: list[int] = []
         self.logger = options.logger
-        self.spans = otel.record_spans()  # None unless OpenTelemetry is configured
+        self.spans = record_spans()  # None unless OpenTelemetry is configured
         # the Powertools logger's keys for this task only (Powertools 3); else its shared keys
         self.correlate = getattr(options.logger, "thread_safe_append_keys", None)
         lanes: dict[Any, deque[int]] = {}

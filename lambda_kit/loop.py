@@ -15,10 +15,11 @@ both.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from time import perf_counter
 
-from . import log, metrics, otel
+from . import log, metrics
 from .record import Outcome, Record
 from .sources.base import Source
 from .trace import reset_current_record, set_current_record
@@ -131,12 +132,23 @@ def refuse(decorator: str, adapters: Sequence[Any], event: Any, options: Options
 
 # --- the record loop --------------------------------------------------------------------------------
 
+def record_spans() -> Any:
+    """``otel.record_spans()``, the invocation's span maker: None unless OpenTelemetry is
+    configured. ``lambda_kit.otel`` is loaded only in a process that loaded OpenTelemetry's API
+    (cold start)."""
+    if "opentelemetry.trace" not in sys.modules:
+        return None
+    from .otel import record_spans as spans_of_this_invocation
+
+    return spans_of_this_invocation()
+
+
 def record_loop(records: list[Record], fn: Callable[[Any, Any], Any], context: Any, options: Options, adapter: Any) -> Outcome:
     steps = RecordSteps(fn, context, options, adapter)
     outcome = steps.outcome
     powertools = options.logger
     stop = adapter.stop_at_first_failure
-    spans = otel.record_spans()  # None unless OpenTelemetry is configured
+    spans = record_spans()  # None unless OpenTelemetry is configured
     for index, record in enumerate(records):
         token = set_current_record(record)
         span = error = None

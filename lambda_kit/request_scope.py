@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from time import perf_counter
 
-from . import codec, log, metrics, otel
+from . import codec, log, metrics
 from .errors import HTTPError, InvalidPayload
-from .loop import Options, recognize, set_powertools_correlation, warn_rejected_trace_id
+from .loop import Options, recognize, record_spans, set_powertools_correlation, warn_rejected_trace_id
 from .record import Record
 from .sources import api as api_source
 from .sources.base import Source
@@ -43,7 +43,7 @@ def run_request(
         request.trace_id = trace_id
         record = Record("api", api_source.request_id(event, context), trace_id, request, event, None, 0, rejected, context=found)
         token = set_current_record(record)
-        spans = otel.record_spans()  # None unless OpenTelemetry is configured
+        spans = record_spans()  # None unless OpenTelemetry is configured
         if spans is not None:
             span = spans.start(record, 1)
         if rejected is not None:

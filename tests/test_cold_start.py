@@ -35,6 +35,7 @@ RARE = {
     "lambda_kit.validation": set(),
     "lambda_kit.async_loop": set(),
     "lambda_kit.event_loop": set(),
+    "lambda_kit.otel": set(),  # only in a process that loaded OpenTelemetry
 }
 
 
