@@ -77,7 +77,10 @@ def _cold_lambda_kit():
     for name in ("loads", "dumps", "dumps_plain", "name"):
         vars(codec).pop(name, None)
     log._secret_cache.clear()
-    log._ts_cache[:] = [0, ""]
+    log._plain_keys.clear()
+    log._payload_keys.clear()
+    log._stamp[:] = [None, ""]
+    log._date[:] = [None, ""]
 '''
 
 
