@@ -305,3 +305,15 @@ def test_a_flat_payload_of_known_keys_and_a_plain_result_are_written_as_clean_ma
     assert all(secret not in written for secret in ('"secret":"s"', '"password":"p"', '"token":"t"'))
     assert "\u2028" not in written and "\u2029" not in written and "caf\u00e9" in written
     assert all(len(text) < 20_000 for text in out)
+
+
+def test_a_secret_key_is_never_learnt_as_a_payloads_plain_key_and_a_list_payload_is_cleaned():
+    """A payload of one secret key whose value is None comes back from ``clean`` as it is; its key
+    must not be learnt, or the next payload of that key would go in unmasked. A payload that is not
+    a JSON object (a list) is cleaned too."""
+    event = sqs_event({"token": None}, {"token": "t-secret"}, [{"password": "p-secret"}], [{"password": "p-secret"}])
+    with captured() as out:
+        sqs_handler(lambda message, context: None)(event, lambda_context("secrets-fn"))
+    payloads = [line["payload"] for line in with_message([json.loads(text) for text in out], "record received")]
+    assert payloads == [{"token": None}, {"token": "***"}, [{"password": "***"}], [{"password": "***"}]]
+    assert "t-secret" not in "".join(out) and "p-secret" not in "".join(out)
