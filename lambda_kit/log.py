@@ -447,7 +447,8 @@ def record_processed(record: Any, result: Any, duration_ms: float) -> None:
 
 def _write_as_is(line: dict[str, Any]) -> bool:
     """Write ``line``, whose values were not cleaned but are of ``codec.as_is_types`` (or dicts of
-    known keys and such values), when that is the line ``clean`` would give: the codec writes it
+    known keys and such values; a user's line: ``extra`` of known keys), when that is the line
+    ``clean`` would give: the codec writes it
     and its JSON is short ASCII (no string in it needs cutting, no line break to escape). False,
     writing nothing, otherwise: the caller cleans and writes it."""
     try:
@@ -583,15 +584,7 @@ def write_logger_line(name: str, level: str, msg: Any, args: Any, exc_info: Any,
     if extra:
         if not exc_info and _plain_keys.issuperset(extra) and codec.as_is_types.issuperset(map(type, extra.values())):
             line.update(extra)
-            try:
-                text = codec.dumps_plain(line)
-            except Exception:
-                text = None
-            if text is not None and len(text) <= MAX_VALUE_CHARS and text.isascii():
-                if _sink is None:
-                    sys.stdout.write(text + "\n")
-                else:
-                    _sink(text + "\n")
+            if _write_as_is(line):
                 return True
         if not _add_extra(line, extra, current):
             return False

@@ -238,6 +238,7 @@ class KinesisSource(Windowed, Source):
         """A failed log event goes back alone (a subscription message of that event and an attempt
         count), so the log events that succeeded with it are not repeated."""
         from .. import aws, awslogs
+
         alone = {**record.document, "logEvents": [record.log_event]}
         attempt = record.attempt + 1
         if attempt >= self.max_attempts:
