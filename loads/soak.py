@@ -205,7 +205,7 @@ FAULT_KINDS = (
     "InternalServerError (500, not carried out)",
     "InternalServerError (500 after the write was carried out)",
 )
-AFTER_WRITE = FAULT_KINDS[-1]
+NOT_CARRIED_OUT, AFTER_WRITE = FAULT_KINDS[-2:]
 WRITE_OPERATIONS = frozenset({"TransactWriteItems", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem"})
 
 
@@ -227,6 +227,8 @@ class ClientFaults:
         self.calls: Tally[str] = Tally()
         self.injected: Tally[str] = Tally()
         self.applied_before_500 = 0
+        self._after_write_owed = False  # the 500-after-the-write fault drawn by a read, or by a refused write, is owed
+        self._refused_body: Any = None  # the refused write's body: its resends are not owed the fault
         self.refused: list[str] = []
         self._session: Any = None
         self._ids = (f"lambda-kit-soak-faults-{id(self)}", f"lambda-kit-soak-loopback-{id(self)}")
@@ -270,12 +272,19 @@ class ClientFaults:
         operation = event_name.rsplit(".", 1)[-1]
         with self._lock:
             self.calls[operation] += 1
-            if self._rng.random() >= self.rate:
+            write = operation in WRITE_OPERATIONS
+            if self._after_write_owed and write and request.body != self._refused_body:
+                kind = AFTER_WRITE  # owed: a read drew it, or the write it fell on was refused (not its resend)
+                self._after_write_owed = False
+            elif self._rng.random() >= self.rate:
                 return None
-            kind = next(self._cycle)
-            if kind == AFTER_WRITE and operation not in WRITE_OPERATIONS:
-                kind = next(self._cycle)  # a lost response only means something for a write
-            self.injected[kind] += 1
+            else:
+                kind = next(self._cycle)
+                if kind == AFTER_WRITE and not write:
+                    kind = next(self._cycle)  # a lost response only means something for a write: the next one gets it
+                    self._after_write_owed = True
+            if kind != AFTER_WRITE:
+                self.injected[kind] += 1
         if kind == "ThrottlingException":
             return _error(request, 400, "com.amazon.coral.availability#ThrottlingException", "Rate of requests exceeds the allowed throughput.")
         if kind == "ProvisionedThroughputExceededException":
@@ -293,9 +302,14 @@ class ClientFaults:
                           f"Transaction cancelled, please refer cancellation reasons for specific reasons [{codes}]",
                           CancellationReasons=reasons)
         if kind == AFTER_WRITE:
-            if _forward(request) == 200:
-                with self._lock:
-                    self.applied_before_500 += 1
+            applied = _forward(request) == 200
+            with self._lock:
+                # a write DynamoDB refused (a duplicate's condition, a conflict) lost no response:
+                # it counts as a 500 not carried out, and the next other write is owed the fault
+                self.injected[AFTER_WRITE if applied else NOT_CARRIED_OUT] += 1
+                self.applied_before_500 += applied
+                if not applied:
+                    self._after_write_owed, self._refused_body = True, request.body
         return _error(request, 500, "com.amazonaws.dynamodb.v20120810#InternalServerError", "Internal server error")
 
 
