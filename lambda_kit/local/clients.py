@@ -41,7 +41,9 @@ class Clients:
                     found = self._clients[service] = self._session.client(
                         service,
                         endpoint_url=self.dynamodb_url if service in DYNAMODB_SERVICES else self.endpoint_url,
-                        config=Config(retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=32),
+                        # The stack builds its requests itself: botocore's validation of them is CPU spent
+                        # on every poll, and the emulators validate them anyway.
+                        config=Config(retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=32, parameter_validation=False),
                     )
         return found
 
