@@ -34,7 +34,7 @@ from typing import Any
 from .. import log as lambda_log
 from ..serverless_config import ConfigError
 from .async_invoker import AsyncInvoker
-from .clients import Clients
+from .clients import Clients, remember_user_agents
 from .config import ServiceConfig, load_service
 from .destinations import Destinations, target_arn
 from .dynamodb_local import DynamoDBLocal, DynamoDBLocalUnavailable, find_installation
@@ -146,6 +146,7 @@ class LocalStack:
             if self.dynamodb_local is not None:
                 dynamodb_url = self._wait_dynamodb_local()
         self.dynamodb_url = dynamodb_url or self.endpoint_url
+        remember_user_agents()
         self.clients = Clients(self.endpoint_url, self.region, self.dynamodb_url)
         self._set_env(aws_environment(self._function_endpoint_url or self.endpoint_url, self.region, self.dynamodb_url))
 
