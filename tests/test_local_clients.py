@@ -40,23 +40,31 @@ def builds(monkeypatch):
     return called, build
 
 
-def test_each_request_carries_the_header_botocore_builds_for_it_built_once_per_feature_set(aws_endpoint, builds):
+def test_each_header_is_the_one_botocore_builds_at_that_moment_built_once_per_feature_set(aws_endpoint, builds, monkeypatch):
+    """Every header the remembered ``to_string`` hands out is compared with botocore's own build
+    for the same builder, at the same moment (the call's context, its feature ids)."""
     called, build = builds
     remember_user_agents()
+    remembered = UserAgentString.to_string
+    handed_out: list[tuple[str, str]] = []
+    builders: list[UserAgentString] = []  # this test's (a stack's leftover poller may call too)
+
+    def compared(self):
+        builders.append(self)
+        header = remembered(self)
+        handed_out.append((_normal(header), _normal(build(self))))
+        return header
+
+    monkeypatch.setattr(UserAgentString, "to_string", compared)
     sqs = boto3.client("sqs")
-    sent: list[tuple[str, str]] = []
-
-    def check(request, **_):
-        sent.append((_normal(request.headers["User-Agent"]), _normal(build(called[-1]))))
-
-    sqs.meta.events.register("before-send", check)
     for _ in range(3):
         for call in CALLS:
             call(sqs)
-    assert len(sent) == 3 * 6
-    assert all(header == expected for header, expected in sent)
-    assert len({header for header, _ in sent}) >= 2  # the paginator's calls carry another header
-    assert len(called) <= len({header for header, _ in sent}) + 2  # botocore builds it twice a call
+    assert len(handed_out) >= 2 * 3 * 6  # botocore asks twice a call
+    assert all(header == expected for header, expected in handed_out)
+    assert len({header for header, _ in handed_out}) >= 2  # the paginator's calls carry another header
+    ours = [builder for builder in called if any(builder is mine for mine in builders)]
+    assert len(ours) <= len(handed_out) / 4  # built once per builder and feature set, not per call
 
 
 def test_a_copy_of_a_builder_with_another_config_builds_its_own(builds):
