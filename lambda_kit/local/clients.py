@@ -73,7 +73,7 @@ def remember_user_agents() -> None:
     except ImportError:  # pragma: no cover - botocore before 1.31 builds a fixed string
         return
     build = UserAgentString.to_string
-    if getattr(build, "remembered", False):
+    if getattr(build, "remembered", False) or "__slots__" in vars(UserAgentString):  # no __dict__ to remember in
         return
 
     @functools.wraps(build)
