@@ -303,6 +303,11 @@ def encode(line: dict[str, Any]) -> str:
         text = None
     if text is not None and len(text) <= _FAST_LINE_CHARS and text.isascii():
         return text + "\n"
+    return _encode_escaped(line)
+
+
+def _encode_escaped(line: dict[str, Any]) -> str:
+    """``encode`` of a line the codec cannot write as it is (not ASCII, long, or refused)."""
     try:
         text = _dumps(line)
     except Exception:
@@ -362,16 +367,11 @@ def emit(
 
 
 def _write(line: dict[str, Any]) -> None:
-    """``encode(line)`` to the sink (standard output unless ``set_sink``), encode's hot path and standard
-    output's write inline."""
-    try:
-        text = codec.dumps_plain(line)
-    except Exception:
-        text = None
-    if text is not None and len(text) <= _FAST_LINE_CHARS and text.isascii():
-        text += "\n"
-    else:
-        text = encode(line)
+    """``encode(line)`` to the sink (standard output unless ``set_sink``): the codec's text as it
+    is when short ASCII (``_write_as_is``), else escaped and cut to fit."""
+    if _write_as_is(line, _FAST_LINE_CHARS):
+        return
+    text = _encode_escaped(line)
     if _sink is None:
         sys.stdout.write(text)
     else:
@@ -445,17 +445,18 @@ def record_processed(record: Any, result: Any, duration_ms: float) -> None:
     _write(line)
 
 
-def _write_as_is(line: dict[str, Any]) -> bool:
-    """Write ``line``, whose values were not cleaned but are of ``codec.as_is_types`` (or dicts of
-    known keys and such values; a user's line: ``extra`` of known keys), when that is the line
-    ``clean`` would give: the codec writes it
-    and its JSON is short ASCII (no string in it needs cutting, no line break to escape). False,
-    writing nothing, otherwise: the caller cleans and writes it."""
+def _write_as_is(line: dict[str, Any], limit: int = MAX_VALUE_CHARS) -> bool:
+    """Write ``line`` as the codec writes it when its JSON is ASCII and at most ``limit`` long (no
+    line break to escape, nothing to cut); False, writing nothing, otherwise. With the default
+    ``limit`` a line whose values were not cleaned (of ``codec.as_is_types``, or dicts of known
+    keys and such values; a user's line: ``extra`` of known keys) is written only when that is the
+    line ``clean`` would give: no string in it is long enough to need cutting; the caller cleans
+    and writes it otherwise. ``_write`` passes the line limit for lines already cleaned."""
     try:
         text = codec.dumps_plain(line)
     except Exception:  # what the codec refuses (a lone surrogate): ``clean`` and ``encode`` write it
         return False
-    if len(text) > MAX_VALUE_CHARS or not text.isascii():
+    if len(text) > limit or not text.isascii():
         return False
     if _sink is None:
         sys.stdout.write(text + "\n")
