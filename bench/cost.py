@@ -580,7 +580,8 @@ def run() -> list[tuple[str, bool, str]]:
         "(a) reads a batch's markers first (strongly consistent BatchGetItem) while it meets duplicates, and writes"
         " only the unseen:"
     )
-    print("  the first batch with duplicates is still cancelled once (nothing told it to read yet).")
+    print("  the first batch with duplicates is still cancelled once (nothing told it to read yet); that cancellation")
+    print("  has the rest of the batch read before it is sent.")
     print()
 
     def row(method: str, duplicates: float, batch: int = 1) -> Row:

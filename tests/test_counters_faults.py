@@ -203,6 +203,18 @@ def test_a_cancellation_with_a_duplicate_and_a_conflict_backs_off_before_the_res
     assert len(calls) == 2 and sleeps == [0.05]
 
 
+def test_a_cancellation_by_a_conflict_alone_reads_nothing(table, dynamodb):
+    """A conflict says another transaction touched an item (most often the same counter item), not
+    that an event was counted: the resend goes without a read of the markers still to be sent."""
+    sleeps: list[float] = []
+    counter = counter_on(table, dynamodb, sleeps)
+    with scripted(dynamodb, "TransactWriteItems", cancelled({"Code": "TransactionConflict"})), requests_sent(
+        dynamodb, "BatchGetItem"
+    ) as read:
+        assert len(counter.increment_many([("k", f"e{i}") for i in range(150)]).counted) == 150
+    assert read == [] and sleeps == [0.05]
+
+
 # -- what a cancelled transaction's reasons turn into ------------------------------------------------
 
 
@@ -462,10 +474,11 @@ def test_a_throttled_marker_read_skips_only_its_own_chunk(table, dynamodb):
         dynamodb, "BatchGetItem"
     ) as read, requests_sent(dynamodb, "TransactWriteItems") as written:
         assert counter.increment_many(batch) == IncrementResult(counted=[], duplicates=batch)
-    # the second 50 markers are still read (and found): only the first 100 are written (99 markers and
-    # their update, then 1 and its update), each transaction cancelled by its markers
-    assert [len(body["RequestItems"][table]["Keys"]) for body in read] == [50]
-    assert [len(body["TransactItems"]) for body in written] == [100, 2]
+    # the second 50 markers are still read (and found): only the first 100 are written, 99 markers and
+    # their update, cancelled by its markers; that cancellation has the last unread marker read (and
+    # found) rather than sent in a second transaction to be cancelled too
+    assert [len(body["RequestItems"][table]["Keys"]) for body in read] == [50, 1]
+    assert [len(body["TransactItems"]) for body in written] == [100]
 
 
 def test_a_marker_read_that_answers_nothing_leaves_the_decision_to_the_transaction(table, dynamodb):
@@ -484,6 +497,39 @@ def test_a_marker_read_that_answers_nothing_leaves_the_decision_to_the_transacti
             counted=[("k", "new")], duplicates=batch
         )
     assert len(written) >= 2 and counter.get("k") == 151
+
+
+@pytest.mark.parametrize(
+    ("read_first", "reads", "transactions"),
+    [(None, [51], [100, 100, 50]), (True, [100, 50, 51], [100, 100, 50]), (False, [], [100, 100, 51, 50])],
+)
+def test_a_cancellation_by_another_writer_has_the_rest_read_not_cancelled_again(
+    table, dynamodb, read_first, reads, transactions
+):
+    """Another writer counts two of the call's events just before its first transaction (a
+    concurrent invocation given the same messages): e0 cancels that transaction, which proves the
+    other writer is at work, so the markers still to be sent (e99 on) are read, and e120 costs a
+    read, not a second cancelled transaction. A new counter (``read_first=None``) read nothing
+    before; ``read_first=False`` never reads, and e120 cancels its transaction too."""
+    import boto3
+
+    counter = counter_on(table, dynamodb, read_first=read_first)
+    other = counter_on(table, boto3.client("dynamodb", endpoint_url=dynamodb.meta.endpoint_url))
+    batch = [("k", f"e{i}") for i in range(150)]
+
+    def concurrent_writer(_body):
+        other.increment_many([("k", "e0"), ("k", "e120")])
+
+    with scripted(dynamodb, "TransactWriteItems", concurrent_writer), requests_sent(
+        dynamodb, "BatchGetItem"
+    ) as read, requests_sent(dynamodb, "TransactWriteItems") as written:
+        result = counter.increment_many(batch)
+    assert result == IncrementResult(
+        counted=[event for event in batch if event[1] not in ("e0", "e120")], duplicates=[("k", "e0"), ("k", "e120")]
+    )
+    assert [len(body["RequestItems"][table]["Keys"]) for body in read] == reads
+    assert [len(body["TransactItems"]) for body in written] == transactions
+    assert counter.get("k") == 150
 
 
 @pytest.mark.parametrize(("share", "reads"), [(0.0018, 0), (0.0024, 2)])
