@@ -203,6 +203,18 @@ def test_a_cancellation_with_a_duplicate_and_a_conflict_backs_off_before_the_res
     assert len(calls) == 2 and sleeps == [0.05]
 
 
+def test_a_redelivered_batch_costs_one_cancelled_transaction_and_a_read(table, dynamodb):
+    """A batch counted before comes back to a counter that has met no duplicates yet (a new
+    environment after a crash past the commit): it does not read first, its first transaction is
+    cancelled by its markers, and the rest is read, not sent to be cancelled in turn."""
+    batch = [("k", f"e{i}") for i in range(250)]
+    counter_on(table, dynamodb).increment_many(batch)
+    with requests_sent(dynamodb, "BatchGetItem") as read, requests_sent(dynamodb, "TransactWriteItems") as written:
+        assert counter_on(table, dynamodb).increment_many(batch) == IncrementResult(counted=[], duplicates=batch)
+    assert [len(body["TransactItems"]) for body in written] == [100]
+    assert [len(body["RequestItems"][table]["Keys"]) for body in read] == [100, 51]
+
+
 def test_a_cancellation_by_a_conflict_alone_reads_nothing(table, dynamodb):
     """A conflict says another transaction touched an item (most often the same counter item), not
     that an event was counted: the resend goes without a read of the markers still to be sent."""

@@ -287,9 +287,9 @@ class Counter:
                     duplicates, transient = self._read_cancellation(error, subjects)
                     retry = [e for group in groups for e in group.events if e not in duplicates]
                     if duplicates and self.read_first is not False:
-                        # Another writer is counting this call's events right now (concurrent
-                        # invocations given the same events): the rest may meet it too, and a read
-                        # costs less than cancelling the next transaction whole.
+                        # Someone counted this call's events before: a redelivered batch, or another
+                        # invocation given the same events right now. The rest may be counted too,
+                        # and a read costs less than cancelling the next transaction whole.
                         seen = self._counted_before(pending)
                         pending = [e for e in pending if e not in seen]
                     pending = retry + pending
