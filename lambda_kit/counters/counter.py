@@ -8,7 +8,9 @@ which a marker exists without its count or the other way round.
 
 Where duplicates are frequent, the batch's markers are read first (a strongly consistent
 ``BatchGetItem``) and only the events not seen are written: a known duplicate then costs a read,
-not a cancelled transaction (see ``duplicates.py``). The markers' conditions still decide races.
+not a cancelled transaction (see ``duplicates.py``). The markers' conditions still decide races;
+a transaction they cancel has the call's unsent markers read before they go (the rest of a
+redelivered batch, or of events another invocation is counting at the same time).
 """
 
 from __future__ import annotations
@@ -123,7 +125,8 @@ class Counter:
     safe, lowering it hides the counts of the dropped shards. ``backoff`` sets the retry policy for
     throttling, conflicts, 5xx and network errors. ``read_first``: read a batch's markers before
     writing it (True), never (False), or when this counter has been meeting duplicates (None, the
-    default: see :mod:`lambda_kit.counters.duplicates`); the role then needs ``dynamodb:BatchGetItem``.
+    default: see :mod:`lambda_kit.counters.duplicates`); unless False, a transaction cancelled by
+    duplicates also has the call's unsent markers read. The role then needs ``dynamodb:BatchGetItem``.
     """
 
     def __init__(
@@ -173,7 +176,8 @@ class Counter:
         few requests as possible.
 
         Up to 100 actions go in one transaction, with one counter update per distinct counter item
-        carrying the summed amount; markers found by a first read (see ``read_first``) are not written.
+        carrying the summed amount; markers found by a first read (see ``read_first``), or by the read
+        after a transaction their duplicates cancelled, are not written.
         Transient errors are retried (see :class:`Backoff`); after the last try the error propagates
         and nothing of the unsent rest is counted, so the caller's retry of the whole batch is safe:
         what was counted comes back as duplicates. A resend after a lost response carries the same
