@@ -1,11 +1,11 @@
 """Structured JSON logs: one object per line on standard output, carrying the current trace id.
 
 Every line passes through the same small steps (the structlog idea, without its per-line cost):
-``clean`` masks secrets, cuts long values and bounds nesting; ``encode`` serializes with the
-codec and falls back to a sanitizing path only when the fast path cannot encode a value; the sink
-writes one line. The decorators call ``emit`` directly (the hot path); ``get_logger`` gives a
-standard ``logging.Logger`` whose lines take the same route (``lambda_kit.logger``, which imports
-``logging`` on the first ``get_logger()`` call, not before).
+``clean`` masks secrets, cuts long values and bounds nesting; the codec's text is written as it
+is when it is short ASCII (``_write_as_is``), else ``encode`` escapes, sanitizes and cuts it to
+fit; the sink writes one line. The decorators call ``emit`` directly (the hot path);
+``get_logger`` gives a standard ``logging.Logger`` whose lines take the same route
+(``lambda_kit.logger``, which imports ``logging`` on the first ``get_logger()`` call, not before).
 """
 
 from __future__ import annotations
@@ -290,24 +290,10 @@ def _fit(line: dict[str, Any]) -> str:
     return _dumps(kept)
 
 
-_FAST_LINE_CHARS = MAX_LINE_CHARS // 4  # below this a line can never need cutting
-
-
 def encode(line: dict[str, Any]) -> str:
-    """``line`` (made of ``clean`` values) as one JSON line: the codec's output as is when it is
-    short ASCII (no line break to escape, nothing to cut: the hot path), else sanitized, escaped
-    and cut to fit."""
-    try:
-        text = codec.dumps_plain(line)
-    except Exception:
-        text = None
-    if text is not None and len(text) <= _FAST_LINE_CHARS and text.isascii():
-        return text + "\n"
-    return _encode_escaped(line)
-
-
-def _encode_escaped(line: dict[str, Any]) -> str:
-    """``encode`` of a line the codec cannot write as it is (not ASCII, long, or refused)."""
+    """``line`` (made of ``clean`` values) as one JSON line when the codec cannot write it as it is
+    (not ASCII, long, or refused: ``_write_as_is`` writes the rest): sanitized, escaped and cut
+    to fit."""
     try:
         text = _dumps(line)
     except Exception:
@@ -366,12 +352,15 @@ def emit(
     _write(line)
 
 
+_FAST_LINE_CHARS = MAX_LINE_CHARS // 4  # below this a line can never need cutting
+
+
 def _write(line: dict[str, Any]) -> None:
-    """``encode(line)`` to the sink (standard output unless ``set_sink``): the codec's text as it
-    is when short ASCII (``_write_as_is``), else escaped and cut to fit."""
+    """``line`` to the sink (standard output unless ``set_sink``): the codec's text as it is when
+    short ASCII (``_write_as_is``), else ``encode``'s."""
     if _write_as_is(line, _FAST_LINE_CHARS):
         return
-    text = _encode_escaped(line)
+    text = encode(line)
     if _sink is None:
         sys.stdout.write(text)
     else:
