@@ -35,8 +35,8 @@ def _guard_overhead() -> list[list[str]]:
     from lambda_kit.decorators import batch_decorator
     from lambda_kit.loop import Options
     from lambda_kit.sources import get
+    from lambda_kit.sources.window import guarded
     from lambda_kit.testing import kinesis_event
-    from lambda_kit.window import guarded
 
     def count(view: Any, context: Any) -> Any:
         return len(view["url"])

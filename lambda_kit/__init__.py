@@ -25,13 +25,13 @@ _EXPORTS = {
     "UnsupportedEvent": "errors",
     "InvalidPayload": "errors",
     "get_logger": "log",
-    "propagate": "propagation",
-    "trace_headers": "propagation",
+    "propagate": "trace.propagation",
+    "trace_headers": "trace.propagation",
     "current_record": "trace",
     "current_trace_id": "trace",
     # CloudWatch Logs subscriptions, tumbling windows
     "cloudwatch_logs_handler": "decorators",
-    "current_window": "window",
+    "current_window": "sources.window",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -62,10 +62,10 @@ if TYPE_CHECKING:
     )
     from .errors import HTTPError, InvalidPayload, UnsupportedEvent  # noqa: F401
     from .log import get_logger  # noqa: F401
-    from .propagation import propagate, trace_headers  # noqa: F401
     from .sources.s3 import S3Object  # noqa: F401
     from .trace import current_record, current_trace_id  # noqa: F401
+    from .trace.propagation import propagate, trace_headers  # noqa: F401
 
 if TYPE_CHECKING:  # CloudWatch Logs subscriptions, tumbling windows
     from .decorators import cloudwatch_logs_handler  # noqa: F401
-    from .window import current_window  # noqa: F401
+    from .sources.window import current_window  # noqa: F401

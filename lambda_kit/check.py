@@ -245,7 +245,7 @@ def _uses_counters(module: Any) -> bool:
 def _reads_window(module: Any) -> bool:
     """Whether the handler module uses ``current_window()`` (imported, or ``lambda_kit.current_window``)."""
     for value in vars(module).values():
-        if getattr(value, "__module__", None) == "lambda_kit.window" and getattr(value, "__name__", None) == "current_window":
+        if getattr(value, "__module__", None) == "lambda_kit.sources.window" and getattr(value, "__name__", None) == "current_window":
             return True
     tree = _module_tree(module)
     return tree is not None and any(

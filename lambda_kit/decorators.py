@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from typing import Any, TypeVar
 
     from .loop import Loop
-    from .window import Window
+    from .sources.window import Window
 
     F = TypeVar("F", bound=Callable[..., Any])
     Commit = Callable[[list[tuple[Record, Any]]], Any]
@@ -73,7 +73,7 @@ def loop_for(decorator: str, function: Any, options: Options) -> Loop | None:
             f"@{decorator}(max_concurrency={options.max_concurrency}): logger= needs Powertools 3 (Logger.thread_safe_append_keys), "
             "so each record running at once logs its own correlation id"
         )
-    from .async_loop import record_loop
+    from .loop.concurrent import record_loop
 
     return record_loop
 
@@ -102,7 +102,7 @@ def batch_decorator(
     marks: dict[str, Any],
     wrap: Callable[[Any, bool], Callable[[Any, Any], Any]] | None = None,
 ) -> Any:
-    """``wrap``, when given, wraps the function for the record loop (``lambda_kit.window.guarded``);
+    """``wrap``, when given, wraps the function for the record loop (``lambda_kit.sources.window.guarded``);
     it is told whether the function is ``async def``."""
 
     def decorate(function: F) -> F:
@@ -218,7 +218,7 @@ def stream_handler(
         "json": json, "on_failure": on_failure, "max_attempts": max_attempts, "commit": commit is not None,
         "on_window_end": on_window_end is not None, "model": model_name(model),
     }
-    from .window import guarded  # tumbling windows: loaded by stream_handler only (cold start)
+    from .sources.window import guarded  # tumbling windows: loaded by stream_handler only (cold start)
 
     return batch_decorator("stream_handler", fn, adapters, options, marks, wrap=guarded)
 
@@ -310,7 +310,7 @@ def api_handler(
     ``model``, ``request.model`` is the JSON body validated into it; a body that does not fit
     answers 422 naming the fields, without calling ``fn``.
     """
-    from .request_scope import run_request
+    from .loop.request import run_request
 
     options = Options(True, log_event, log_result, logger, metrics, model=model)
     adapters = [get("api")()]

@@ -29,13 +29,13 @@ RARE = {
     "contextvars": set(),  # ContextVar comes from _contextvars
     "binascii": {"stream_handler", "kafka_handler", "cloudwatch_logs_handler"},  # every record is base64
     "lambda_kit.aws": set(),
-    "lambda_kit.kpl": set(),
-    "lambda_kit.awslogs": {"cloudwatch_logs_handler"},
+    "lambda_kit.sources.kpl": set(),
+    "lambda_kit.sources.awslogs": {"cloudwatch_logs_handler"},
     "lambda_kit.errors": {"api_handler"},  # HTTPError
     "lambda_kit.validation": set(),
-    "lambda_kit.async_loop": set(),
-    "lambda_kit.event_loop": set(),
-    "lambda_kit.otel": set(),  # only in a process that loaded OpenTelemetry
+    "lambda_kit.loop.concurrent": set(),
+    "lambda_kit.loop.event_loop": set(),
+    "lambda_kit.trace.otel": set(),  # only in a process that loaded OpenTelemetry
 }
 
 
@@ -58,7 +58,7 @@ def test_a_decorated_handler_loads_nothing_heavy_beyond_lambdas_runtime(decorato
     loaded = loaded_by(decorator)
     others = sorted(m for m in loaded - ALLOWED if m != "lambda_kit" and not m.startswith("lambda_kit."))
     assert others == []
-    assert {m for m in loaded if m.startswith("lambda_kit.")} >= {"lambda_kit.decorators", "lambda_kit.log", "lambda_kit.logger"}
+    assert {m for m in loaded if m.startswith("lambda_kit.")} >= {"lambda_kit.decorators", "lambda_kit.log", "lambda_kit.log.logger"}
 
 
 @pytest.mark.parametrize("decorator", DECORATORS)

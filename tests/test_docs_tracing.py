@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lambda_kit.trace_context import LOG_KEYS
+from lambda_kit.trace.context import LOG_KEYS
 
 ROOT = Path(__file__).resolve().parent.parent
 HEADING = "Tracing with Datadog / X-Ray / OpenTelemetry"

@@ -98,7 +98,7 @@ def only_lambda_kit_handler() -> Iterator[None]:
     """pytest attaches its own capture handlers to non-propagating loggers for each test phase;
     those raise on a message they cannot format, and a lone surrogate in their captured text
     breaks pytest-xdist's report: take them off ``log``, put them back after."""
-    from lambda_kit.logger import JsonLogHandler
+    from lambda_kit.log.logger import JsonLogHandler
 
     others = [handler for handler in log.handlers if not isinstance(handler, JsonLogHandler)]
     for handler in others:

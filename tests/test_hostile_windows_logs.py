@@ -28,8 +28,9 @@ from test_hostile_events import (
 )
 
 from lambda_kit import UnsupportedEvent, cloudwatch_logs_handler, current_window, stream_handler
-from lambda_kit.awslogs import unpack
 from lambda_kit.loop import UndecodableRecord
+from lambda_kit.sources.awslogs import unpack
+from lambda_kit.sources.window import STATE_LIMIT, WindowStateError
 from lambda_kit.testing import (
     dynamodb_record,
     kinesis_record,
@@ -37,7 +38,6 @@ from lambda_kit.testing import (
     log_subscription_message,
     tumbling_window,
 )
-from lambda_kit.window import STATE_LIMIT, WindowStateError
 
 # --- strategies: subscription messages and their data ------------------------------------------------
 

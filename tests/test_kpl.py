@@ -16,7 +16,7 @@ from _hostile import captured, of_level, parse_lines
 from test_streams import stream_and_dlq  # noqa: F401  (the moto stream and dead-letter queue)
 
 from lambda_kit import current_record, stream_handler
-from lambda_kit.kpl import MAGIC, schema
+from lambda_kit.sources.kpl import MAGIC, schema
 from lambda_kit.testing import kinesis_event, kinesis_kpl_record, kinesis_record, lambda_context, pipes_batch
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -45,7 +45,7 @@ from lambda_kit.testing import (  # noqa: E402
     sns_record,
     sqs_record,
 )
-from lambda_kit.trace_context import parse_traceparent, parse_xray  # noqa: E402
+from lambda_kit.trace.context import parse_traceparent, parse_xray  # noqa: E402
 from tests._logs import of_level, read_lines  # noqa: E402
 
 W3C = TraceContextTextMapPropagator()

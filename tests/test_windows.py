@@ -14,6 +14,7 @@ from _hostile import using_codec
 from _logs import of_level, read_lines, with_message
 
 from lambda_kit import current_record, current_window, stream_handler
+from lambda_kit.sources.window import STATE_LIMIT, WindowStateError
 from lambda_kit.testing import (
     dynamodb_record,
     dynamodb_stream_event,
@@ -22,7 +23,6 @@ from lambda_kit.testing import (
     lambda_context,
     tumbling_window,
 )
-from lambda_kit.window import STATE_LIMIT, WindowStateError
 
 
 def counting(**options):

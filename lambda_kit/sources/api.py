@@ -29,7 +29,7 @@ import os
 from .. import codec
 from ..errors import HTTPError
 from ..trace import new_id
-from ..trace_context import TraceContext, has_context, text
+from ..trace.context import TraceContext, has_context, text
 from .base import Source, pick_trace
 
 TYPE_CHECKING = False  # typing is not imported at run time (cold start)

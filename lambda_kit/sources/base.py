@@ -26,14 +26,14 @@ from contextlib import nullcontext
 from .. import log
 from ..record import Outcome, Record
 from ..trace import is_valid_id, stable_id
-from ..trace_context import TraceContext, has_context, text
-from ..trace_context import read as read_context
+from ..trace.context import TraceContext, has_context, text
+from ..trace.context import read as read_context
 
 TYPE_CHECKING = False  # typing is not imported at run time (cold start)
 if TYPE_CHECKING:
     from typing import Any, ClassVar
 
-    from ..trace_context import Read
+    from ..trace.context import Read
     from ..validation import Validator
 
 
@@ -147,7 +147,7 @@ class Source:
 
     def scope(self, event: Any) -> Any:
         """A context manager held while the batch is read, run and answered: how an adapter keeps
-        something of the event current (``lambda_kit.window``); by default nothing."""
+        something of the event current (``lambda_kit.sources.window``); by default nothing."""
         return UNSCOPED
 
     def serial(self) -> bool:

@@ -8,8 +8,8 @@ ran: Lambda retries the whole event, then its on-failure destination (or DLQ) ke
 
 from __future__ import annotations
 
-from .. import awslogs
 from ..record import Record
+from . import awslogs
 from .base import Source, malformed
 
 TYPE_CHECKING = False  # typing is not imported at run time (cold start)

@@ -2,15 +2,15 @@
 attribute (a tracer's context in its ``traceparent`` / ``_datadog`` attributes); a failure stops the
 batch at that record (Lambda resumes from its sequence number). EventBridge Pipes batches (a
 top-level list of the same records) are reported by ``eventID``. With a tumbling window the
-window's state goes in and out (``lambda_kit.window``)."""
+window's state goes in and out (``lambda_kit.sources.window``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from ..record import Record
-from ..window import Window, Windowed
 from .base import Source, malformed, pick_trace, pick_trace_id, reason
+from .window import Window, Windowed
 
 TYPE_CHECKING = False  # typing is not imported at run time (cold start)
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ aggregate's sequence number (Lambda checkpoints on it), so the whole aggregate c
 
 A record holding a CloudWatch Logs subscription message (a subscription filter to the stream) is
 one record per log event, each reporting the Kinesis sequence number; a requeued log event goes
-back alone. With a tumbling window the window's state goes in and out (``lambda_kit.window``).
+back alone. With a tumbling window the window's state goes in and out (``lambda_kit.sources.window``).
 """
 
 from __future__ import annotations
@@ -25,25 +25,25 @@ from collections.abc import Callable
 from .. import codec
 from ..record import Record
 from ..trace import is_valid_id
-from ..window import Window, Windowed
 from .base import Source, malformed, pick_trace, pick_trace_id, reason
+from .window import Window, Windowed
 
 TYPE_CHECKING = False  # typing is not imported at run time (cold start)
 if TYPE_CHECKING:
     from typing import Any
 
-    from .. import awslogs
+    from . import awslogs
 
 REQUEUE_KEY = "lambda_kit_requeue"
 
 KPL_BASE64 = "84maw"
 """How the base64 text of every KPL aggregate begins (its magic bytes): a test that costs nothing
-on ordinary records; ``lambda_kit.kpl`` is loaded, and decides on the decoded bytes, only for a
+on ordinary records; ``lambda_kit.sources.kpl`` is loaded, and decides on the decoded bytes, only for a
 record that passes it (cold start)."""
 
 GZIP_BASE64 = "H4sI"
 """How base64 text of gzip data begins (gzip's magic bytes 1f 8b 08): the cheap test for a record
-that may hold a CloudWatch Logs subscription message (``lambda_kit.awslogs`` is loaded only then)."""
+that may hold a CloudWatch Logs subscription message (``lambda_kit.sources.awslogs`` is loaded only then)."""
 
 
 class KinesisSource(Windowed, Source):
@@ -89,7 +89,7 @@ class KinesisSource(Windowed, Source):
     def deaggregated(self, raw: dict[str, Any], kinesis: dict[str, Any]) -> list[Record]:
         """The user records of a KPL aggregate (the record itself when it is none); an aggregate
         that cannot be split fails whole, with the reason."""
-        from .. import kpl
+        from . import kpl
 
         try:
             users = kpl.split(binascii.a2b_base64(kinesis["data"], strict_mode=True))
@@ -123,7 +123,7 @@ class KinesisSource(Windowed, Source):
         data, sequence_number = kinesis.get("data"), kinesis.get("sequenceNumber")
         if type(data) is not str or not data.startswith(GZIP_BASE64) or not isinstance(sequence_number, str) or not sequence_number:
             return None
-        from .. import awslogs
+        from . import awslogs
 
         try:
             message = awslogs.unpack(data)
@@ -206,7 +206,8 @@ class KinesisSource(Windowed, Source):
         Returns the outcome (``"requeued"`` or ``"dead_lettered"``); raises when AWS refused,
         in which case the record is reported as a batch failure like any other.
         """
-        from .. import aws, awslogs  # only for a failed record (cold start)
+        from .. import aws  # only for a failed record (cold start)
+        from . import awslogs
 
         if isinstance(record, awslogs.LogEventRecord):
             return self.requeue_log_event(record, error)
@@ -237,7 +238,8 @@ class KinesisSource(Windowed, Source):
     def requeue_log_event(self, record: awslogs.LogEventRecord, error: BaseException) -> str:
         """A failed log event goes back alone (a subscription message of that event and an attempt
         count), so the log events that succeeded with it are not repeated."""
-        from .. import aws, awslogs
+        from .. import aws
+        from . import awslogs
 
         alone = {**record.document, "logEvents": [record.log_event]}
         attempt = record.attempt + 1
@@ -297,7 +299,7 @@ def fifo_fields(record: Record, kinesis: dict[str, Any] | None) -> dict[str, str
     retried batch, is dropped as a duplicate within SQS's five minutes; two records never share
     one). A key that is no valid group id (empty, over 128 characters, other than printable ASCII,
     or not text) is replaced by its digest; a record without one is grouped by its trace id."""
-    from .. import awslogs
+    from . import awslogs
 
     key = (kinesis or {}).get("partitionKey")
     if not (isinstance(key, str) and 0 < len(key) <= 128 and all("!" <= c <= "~" for c in key)):

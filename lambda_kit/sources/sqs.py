@@ -11,7 +11,7 @@ from __future__ import annotations
 from .. import codec
 from ..record import Record
 from ..trace import is_valid_id
-from ..trace_context import has_context
+from ..trace.context import has_context
 from .base import Source, attribute_text, malformed, pick_trace, reason
 
 TYPE_CHECKING = False  # typing is not imported at run time (cold start)

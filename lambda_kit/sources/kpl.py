@@ -84,7 +84,7 @@ def schema() -> Any:
 
 
 def _load_schema() -> Any:
-    from .extras import MissingExtra, import_optional
+    from ..extras import MissingExtra, import_optional
 
     try:
         aws_kinesis_agg = import_optional("aws_kinesis_agg", "a KPL-aggregated record")

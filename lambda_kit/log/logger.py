@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 
-from . import log
-from .trace import current_record
+from .. import log
+from ..trace import current_record
 
 TYPE_CHECKING = False  # typing is not imported at run time (cold start: ~4 ms)
 if TYPE_CHECKING:

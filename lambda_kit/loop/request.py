@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from time import perf_counter
 
-from . import codec, log, metrics
-from .errors import HTTPError, InvalidPayload
-from .loop import Options, recognize, record_spans, set_powertools_correlation, warn_rejected_trace_id
-from .record import Record
-from .sources import api as api_source
-from .sources.base import Source
-from .trace import reset_current_record, set_current_record
+from .. import codec, log, metrics
+from ..errors import HTTPError, InvalidPayload
+from ..record import Record
+from ..sources import api as api_source
+from ..sources.base import Source
+from ..trace import reset_current_record, set_current_record
+from . import Options, recognize, record_spans, set_powertools_correlation, warn_rejected_trace_id
 
 TYPE_CHECKING = False  # typing is not imported at run time (cold start)
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ arrival, calls the function, logs the result or exactly one ERROR line, and coun
 It never names a source: what a failure means (stop the batch, requeue, report) comes from the
 adapter's ``stop_at_first_failure`` and ``requeueing``.
 
-``record_loop`` runs a plain function's records one at a time; ``lambda_kit.async_loop`` runs an
+``record_loop`` runs a plain function's records one at a time; ``lambda_kit.loop.concurrent`` runs an
 ``async def``'s, several at once, with the same ``RecordSteps``. Each loop has one per-record
 scope (``record_loop``'s body, ``ConcurrentBatch.one``): what happens around every record goes in
 both.
@@ -19,16 +19,16 @@ import sys
 from collections.abc import Callable, Sequence
 from time import perf_counter
 
-from . import log, metrics
-from .record import Outcome, Record
-from .sources.base import Source
-from .trace import reset_current_record, set_current_record
+from .. import log, metrics
+from ..record import Outcome, Record
+from ..sources.base import Source
+from ..trace import reset_current_record, set_current_record
 
 TYPE_CHECKING = False  # typing is not imported at run time (cold start)
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 
-    from .validation import Validator
+    from ..validation import Validator
 
 
 class UndecodableRecord(ValueError):
@@ -68,7 +68,7 @@ class Options:
         self.commit = commit
         self.validate: Validator | None = None
         if model is not None:  # validation (and its extras) is imported only for a model (cold start)
-            from .validation import Validator
+            from ..validation import Validator
 
             self.validate = Validator(model, from_json=not json)
         self.max_concurrency = max_concurrency
@@ -116,8 +116,8 @@ def recognize(decorator: str, adapters: Sequence[Any], event: Any, options: Opti
 def refuse(decorator: str, adapters: Sequence[Any], event: Any, options: Options) -> NoReturn:
     """Log one ERROR line saying what the event looks like and which decorator fits, then raise
     ``UnsupportedEvent``: Lambda retries the event and its DLQ / on-failure destination keeps it."""
-    from .errors import UnsupportedEvent  # errors are loaded when one is raised (cold start)
-    from .sources import describe  # only on this path: it loads every adapter to name the event
+    from ..errors import UnsupportedEvent  # errors are loaded when one is raised (cold start)
+    from ..sources import describe  # only on this path: it loads every adapter to name the event
 
     found, fits = describe(event)
     expected = " or ".join(dict.fromkeys(adapter.label for adapter in adapters))
@@ -134,11 +134,11 @@ def refuse(decorator: str, adapters: Sequence[Any], event: Any, options: Options
 
 def record_spans() -> Any:
     """``otel.record_spans()``, the invocation's span maker: None unless OpenTelemetry is
-    configured. ``lambda_kit.otel`` is loaded only in a process that loaded OpenTelemetry's API
+    configured. ``lambda_kit.trace.otel`` is loaded only in a process that loaded OpenTelemetry's API
     (cold start)."""
     if "opentelemetry.trace" not in sys.modules:
         return None
-    from .otel import record_spans as spans_of_this_invocation
+    from ..trace.otel import record_spans as spans_of_this_invocation
 
     return spans_of_this_invocation()
 
@@ -264,7 +264,7 @@ class RecordSteps:
         }
         if routing_error is not None:
             fields["requeue_error"] = log.clean(routing_error)
-        from .errors import InvalidPayload  # only for a failed record (cold start)
+        from ..errors import InvalidPayload  # only for a failed record (cold start)
 
         message = "record failed"
         if record.error is not None:

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import sys
 
-from .record import Record
-from .trace_context import TraceContext
+from ..record import Record
+from .context import TraceContext
 
 TYPE_CHECKING = False  # typing is not imported at run time (cold start)
 if TYPE_CHECKING:

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import binascii  # base64's functions, without importing base64 and struct (cold start)
 
-from . import codec, log
-from .record import Record
-from .sources.base import pick_trace_id, reason
-from .trace import stable_id
+from .. import codec, log
+from ..record import Record
+from ..trace import stable_id
+from .base import pick_trace_id, reason
 
 TYPE_CHECKING = False  # typing is not imported at run time (cold start)
 if TYPE_CHECKING:

@@ -26,9 +26,9 @@ import base64
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from . import codec, log
-from .trace import current_record
-from .trace_context import DATADOG, TRACEPARENT, TRACESTATE, datadog_headers, fields, outgoing, traceparent
+from .. import codec, log
+from . import current_record
+from .context import DATADOG, TRACEPARENT, TRACESTATE, datadog_headers, fields, outgoing, traceparent
 
 T = TypeVar("T")
 

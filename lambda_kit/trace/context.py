@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from . import codec
+from .. import codec
 
 TYPE_CHECKING = False  # typing is not imported at run time (cold start)
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ Every line passes through the same small steps (the structlog idea, without its 
 is when it is short ASCII (``_write_as_is``), else ``encode`` escapes, sanitizes and cuts it to
 fit; the sink writes one line. The decorators call ``emit`` directly (the hot path);
 ``get_logger`` gives a standard ``logging.Logger`` whose lines take the same route
-(``lambda_kit.logger``, which imports ``logging`` on the first ``get_logger()`` call, not before).
+(``lambda_kit.log.logger``, which imports ``logging`` on the first ``get_logger()`` call, not before).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from _contextvars import ContextVar, Token  # contextvars' own names, without it
 from collections.abc import Callable, Mapping
 from itertools import islice
 
-from . import codec
-from .trace import current_record, record_in_scope
+from .. import codec
+from ..trace import current_record, record_in_scope
 
 TYPE_CHECKING = False  # typing and logging are not imported at run time (cold start)
 if TYPE_CHECKING:
@@ -481,7 +481,7 @@ def safe_str(exc: BaseException) -> str:
         return f"<unprintable {type(exc).__name__}>"
 
 
-# --- the lines of get_logger's loggers (lambda_kit.logger) ----------------------------------------
+# --- the lines of get_logger's loggers (lambda_kit.log.logger) ----------------------------------------
 
 loggers: list[Any] = []  # every logger get_logger made: set_level sets them all
 
@@ -536,7 +536,7 @@ _refused: frozenset[str] = frozenset()  # extra keys the standard path refuses (
 
 def refuse_extra_keys(keys: frozenset[str]) -> None:
     """``write_logger_line`` leaves a line whose ``extra`` names one of ``keys`` to the standard
-    ``logging`` path (which refuses to overwrite a ``LogRecord`` attribute): set by ``lambda_kit.logger``."""
+    ``logging`` path (which refuses to overwrite a ``LogRecord`` attribute): set by ``lambda_kit.log.logger``."""
     global _refused
     _refused = keys
 

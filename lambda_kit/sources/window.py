@@ -29,9 +29,9 @@ from _contextvars import ContextVar  # contextvars' own names, without its modul
 from collections.abc import Callable
 from time import perf_counter
 
-from . import codec, log
-from .record import Outcome, Record
-from .trace import current_record, stable_id
+from .. import codec, log
+from ..record import Outcome, Record
+from ..trace import current_record, stable_id
 
 TYPE_CHECKING = False  # typing is not imported at run time (cold start)
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ class Window:
         try:
             result = function(payload, context)
             if result is not None and hasattr(result, "__await__"):
-                from .event_loop import awaited
+                from ..loop.event_loop import awaited
 
                 result = awaited(result)
         except BaseException:
@@ -250,7 +250,7 @@ class Window:
         try:
             result = on_window_end(self)
             if result is not None and hasattr(result, "__await__"):  # an async def
-                from .event_loop import awaited
+                from ..loop.event_loop import awaited
 
                 result = awaited(result)
         except Exception as exc:
