@@ -29,6 +29,7 @@ class Record:
 
     def __init__(
         self,
+        *,
         source: str,
         id: Any,
         trace_id: str,

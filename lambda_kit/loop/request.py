@@ -41,7 +41,7 @@ def run_request(
         request = api_source.Request(event)
         trace_id, rejected, found = api_source.trace_of(request, trace_header)
         request.trace_id = trace_id
-        record = Record("api", api_source.request_id(event, context), trace_id, request, event, None, 0, rejected, context=found)
+        record = Record(source="api", id=api_source.request_id(event, context), trace_id=trace_id, payload=request, raw=event, error=None, attempt=0, rejected_trace_id=rejected, context=found)
         token = set_current_record(record)
         spans = record_spans()  # None unless OpenTelemetry is configured
         if spans is not None:

@@ -95,7 +95,7 @@ def log_event_records(
     events = message.get("logEvents")
     if kind != DATA or type(events) is not list:
         why = f"messageType {ascii(kind)[:60]} is not {DATA}" if kind != DATA else "the subscription message has no logEvents list"
-        return [Record(source, record_id or "", stable_id(repr(document)[:512]), document, raw if raw is not None else message, why, attempt)]
+        return [Record(source=source, id=record_id or "", trace_id=stable_id(repr(document)[:512]), payload=document, raw=raw if raw is not None else message, error=why, attempt=attempt)]
     common = {
         "log_group": message.get("logGroup"),
         "log_stream": message.get("logStream"),
@@ -113,15 +113,13 @@ def _record(
     why = _malformed(event)
     if why is not None:
         event_id = event.get("id") if type(event) is dict and isinstance(event.get("id"), str) else ""
-        return Record(source, record_id if record_id is not None else event_id, stable_id(event_id or repr(event)[:512]),
-                      event, raw if raw is not None else event, why, attempt)
+        return Record(source=source, id=record_id if record_id is not None else event_id, trace_id=stable_id(event_id or repr(event)[:512]), payload=event, raw=raw if raw is not None else event, error=why, attempt=attempt)
     text = event["message"]
     fields = json_object(text)
     found = fields.get("trace_id") if fields is not None and is_lambda_kit_line(fields) else None
     trace_id, rejected = pick_trace_id(found, event["id"])
     payload = {"id": event["id"], "timestamp": event["timestamp"], "message": text, "json": fields, **common}
-    record = LogEventRecord(source, record_id if record_id is not None else event["id"], trace_id, payload,
-                            raw if raw is not None else event, None, attempt, rejected)
+    record = LogEventRecord(source=source, id=record_id if record_id is not None else event["id"], trace_id=trace_id, payload=payload, raw=raw if raw is not None else event, error=None, attempt=attempt, rejected_trace_id=rejected)
     record.document = document
     record.log_event = event
     return record

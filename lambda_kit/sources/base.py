@@ -263,7 +263,7 @@ def malformed(source: str, raw: Any, why: str) -> Record:
     """A record that cannot be read at all (its payload is the raw record, for the ERROR line):
     it fails with ``why`` and reports an empty id,
     which Lambda treats as a failure of the whole batch (nothing is lost)."""
-    return Record(source, "", stable_id(repr(raw)[:512]), raw, raw, why)
+    return Record(source=source, id="", trace_id=stable_id(repr(raw)[:512]), payload=raw, raw=raw, error=why)
 
 
 def reason(exc: BaseException) -> str:

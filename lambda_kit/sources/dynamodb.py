@@ -103,10 +103,10 @@ class DynamoDBSource(Windowed, Source):
             }
         except Exception as exc:
             trace_id, _ = pick_trace_id(None, fallback)
-            return Record("dynamodb", sequence_number, trace_id, change, raw, f"stream image is malformed ({reason(exc)})")
+            return Record(source="dynamodb", id=sequence_number, trace_id=trace_id, payload=change, raw=raw, error=f"stream image is malformed ({reason(exc)})")
         found = image.get("trace_id") if (image := image_of(payload)) else None
         trace_id, rejected, context = pick_trace("dynamodb", found, fallback, image)
-        return Record("dynamodb", sequence_number, trace_id, payload, raw, None, 0, rejected, context=context)
+        return Record(source="dynamodb", id=sequence_number, trace_id=trace_id, payload=payload, raw=raw, error=None, attempt=0, rejected_trace_id=rejected, context=context)
 
     def ordering_key(self, record: Record) -> Any:
         """The item's key: DynamoDB Streams keeps each item's changes in order."""

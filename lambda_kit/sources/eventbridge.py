@@ -46,7 +46,7 @@ class EventBridgeSource(Source):
         carrier = detail if type(detail) is dict else None
         found = carrier.get("trace_id") if carrier is not None else None
         trace_id, rejected, context = pick_trace("eventbridge", found, event_id, carrier)
-        return Record("eventbridge", event_id, trace_id, detail, raw, error, 0, rejected, context=context)
+        return Record(source="eventbridge", id=event_id, trace_id=trace_id, payload=detail, raw=raw, error=error, attempt=0, rejected_trace_id=rejected, context=context)
 
 
 SOURCE = EventBridgeSource

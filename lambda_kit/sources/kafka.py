@@ -103,7 +103,7 @@ class KafkaSource(Source):
                 error = f"value is not valid JSON ({reason(exc)})"
         message["value"] = value
         payload = raw if error else message
-        return Record("kafka", record_id, trace_id, payload, raw, error, 0, rejected, key, {"partition": key, "offset": offset}, context)
+        return Record(source="kafka", id=record_id, trace_id=trace_id, payload=payload, raw=raw, error=error, attempt=0, rejected_trace_id=rejected, group=key, report_id={"partition": key, "offset": offset}, context=context)
 
     def typed(self, payload: Any, validate: Validator) -> Any:
         """With ``model=`` the message's ``value`` is validated; the rest of the message stays."""

@@ -129,7 +129,7 @@ class KinesisSource(Windowed, Source):
             message = awslogs.unpack(data)
         except ValueError as exc:
             trace_id, _ = pick_trace_id(None, raw.get("eventID") or sequence_number)
-            return [Record("kinesis", sequence_number, trace_id, data, raw, f"kinesis.data {exc}")]
+            return [Record(source="kinesis", id=sequence_number, trace_id=trace_id, payload=data, raw=raw, error=f"kinesis.data {exc}")]
         meta = message.pop(REQUEUE_KEY, None)  # a log event requeued on its own
         attempt = (meta.get("attempt") if type(meta.get("attempt")) is int else 1) if type(meta) is dict else 0
         return awslogs.log_event_records(message, "kinesis", raw, sequence_number, attempt)
@@ -176,7 +176,7 @@ class KinesisSource(Windowed, Source):
         trace_id, rejected, context = pick_trace("kinesis", found, fallback, carrier)
         if error is not None:
             payload = kinesis.get("data")
-        return Record("kinesis", sequence_number, trace_id, payload, raw, error, attempt, rejected, None, report_id, context)
+        return Record(source="kinesis", id=sequence_number, trace_id=trace_id, payload=payload, raw=raw, error=error, attempt=attempt, rejected_trace_id=rejected, group=None, report_id=report_id, context=context)
 
     def _unwrap(self, envelope: dict[str, Any]) -> tuple[Any, int, str | None]:
         meta = envelope[REQUEUE_KEY]

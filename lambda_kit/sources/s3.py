@@ -215,17 +215,17 @@ class S3Source(Source):
         text = carried_text(raw, kind)
         if not isinstance(text, str):
             part = "message body" if kind == "sqs" else "Sns.Message"
-            return [Record("s3", message_id, stable_id(message_id), text, raw, f"{part} is missing or not a string")]
+            return [Record(source="s3", id=message_id, trace_id=stable_id(message_id), payload=text, raw=raw, error=f"{part} is missing or not a string")]
         try:
             doc = unwrap(text, kind == "sqs")
         except ValueError as exc:
-            return [Record("s3", message_id, stable_id(message_id), text, raw, str(exc))]
+            return [Record(source="s3", id=message_id, trace_id=stable_id(message_id), payload=text, raw=raw, error=str(exc))]
         if type(doc) is dict and doc.get("Event") == TEST_EVENT:
             skip_test_event(doc, message_id)
             return []
         items = doc.get("Records") if type(doc) is dict else None
         if type(items) is not list or not items:
-            return [Record("s3", message_id, stable_id(message_id), doc, raw, "the message is not an S3 event notification (no Records)")]
+            return [Record(source="s3", id=message_id, trace_id=stable_id(message_id), payload=doc, raw=raw, error="the message is not an S3 event notification (no Records)")]
         attempt = self.attempt_of(raw, kind)
         return [self.object_record(item, message_id, item, attempt) for item in items]
 
@@ -258,7 +258,7 @@ class S3Source(Source):
 
             key = unquote_plus(key)
         payload = S3Object(name, key, obj.get("size"), obj.get("eTag"), obj.get("versionId"), item.get("eventName"), item.get("eventTime"))
-        return Record("s3", record_id, trace_id, payload, raw, None, attempt, rejected)
+        return Record(source="s3", id=record_id, trace_id=trace_id, payload=payload, raw=raw, error=None, attempt=attempt, rejected_trace_id=rejected)
 
     def eventbridge_record(self, event: dict[str, Any]) -> Record:
         event_id = event.get("id")
@@ -268,15 +268,15 @@ class S3Source(Source):
         name = bucket_name(detail.get("bucket"))
         obj = detail.get("object")
         if name is None:
-            return Record("s3", event_id, stable_id(event_id), event.get("detail"), event, "S3 event has no detail.bucket.name")
+            return Record(source="s3", id=event_id, trace_id=stable_id(event_id), payload=event.get("detail"), raw=event, error="S3 event has no detail.bucket.name")
         if type(obj) is not dict or not isinstance(obj.get("key"), str):
-            return Record("s3", event_id, stable_id(event_id), event.get("detail"), event, "S3 event has no detail.object.key")
+            return Record(source="s3", id=event_id, trace_id=stable_id(event_id), payload=event.get("detail"), raw=event, error="S3 event has no detail.object.key")
         key = obj["key"]
         trace_id, rejected = pick_trace_id(detail.get("request-id"), (name, key, obj.get("sequencer"), event.get("time")))
         payload = S3Object(
             name, key, obj.get("size"), obj.get("etag"), obj.get("version-id"), eventbridge_event_name(event["detail-type"], detail), event.get("time")
         )
-        return Record("s3", event_id, trace_id, payload, event, None, 0, rejected)
+        return Record(source="s3", id=event_id, trace_id=trace_id, payload=payload, raw=event, error=None, attempt=0, rejected_trace_id=rejected)
 
     def typed(self, payload: Any, validate: Validator) -> Any:
         """With ``model=`` the object's fields (``bucket``, ``key``, ``size`` ...) are validated."""
@@ -304,7 +304,7 @@ def fail(message_id: str | None, item: Any, raw: Any, why: str) -> Record:
     directly, as a malformed record)."""
     if message_id is None:
         return malformed("s3", item, why)
-    return Record("s3", message_id, stable_id(message_id), item, raw, why)
+    return Record(source="s3", id=message_id, trace_id=stable_id(message_id), payload=item, raw=raw, error=why)
 
 
 def eventbridge_event_name(detail_type: str, detail: dict[str, Any]) -> str:

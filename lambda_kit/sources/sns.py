@@ -50,7 +50,7 @@ class SnsSource(Source):
                 payload = codec.loads(message)
             except Exception as exc:
                 error = f"Sns.Message is not valid JSON ({reason(exc)})"
-        return Record("sns", message_id, trace_id, payload, raw, error, 0, rejected, context=context)
+        return Record(source="sns", id=message_id, trace_id=trace_id, payload=payload, raw=raw, error=error, attempt=0, rejected_trace_id=rejected, context=context)
 
 
 SOURCE = SnsSource

@@ -97,9 +97,9 @@ class SqsSource(Source):
                 payload = doc
         carrier = attributes if type(attributes) is dict else None
         if xray is None and type(found) is str and is_valid_id(found) and not has_context(carrier):  # the common case
-            return Record("sqs", message_id, found, body if error else payload, raw, error, attempt, None, group)
+            return Record(source="sqs", id=message_id, trace_id=found, payload=body if error else payload, raw=raw, error=error, attempt=attempt, rejected_trace_id=None, group=group)
         trace_id, rejected, context = pick_trace("sqs", found, message_id, carrier, attribute_text, xray)
-        return Record("sqs", message_id, trace_id, body if error else payload, raw, error, attempt, rejected, group, None, context)
+        return Record(source="sqs", id=message_id, trace_id=trace_id, payload=body if error else payload, raw=raw, error=error, attempt=attempt, rejected_trace_id=rejected, group=group, report_id=None, context=context)
 
 
 SOURCE = SqsSource
