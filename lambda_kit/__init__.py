@@ -7,8 +7,7 @@ datadog, Powertools and orjson only when a feature that needs them is first used
 from __future__ import annotations
 
 import importlib
-
-TYPE_CHECKING = False  # the typing module is not imported for this (cold start)
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 

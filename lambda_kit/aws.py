@@ -7,14 +7,11 @@ boto3 costs ~150 ms to import, so nothing here runs at ``import lambda_kit``. Cl
 from __future__ import annotations
 
 import os
-from _thread import allocate_lock  # threading's Lock, without importing threading (cold start)
-
-TYPE_CHECKING = False  # typing is not imported at run time (cold start)
-if TYPE_CHECKING:
-    from typing import Any
+from threading import Lock
+from typing import Any
 
 _clients: dict[tuple[str, str | None, str | None], Any] = {}
-_lock = allocate_lock()
+_lock = Lock()
 
 
 def client(service: str) -> Any:

@@ -31,10 +31,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping
-
-TYPE_CHECKING = False  # typing is not imported at run time (cold start)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 CODECS = ("orjson", "ujson", "json")
 MAX_NESTING = 254  # orjson's limit, kept under every codec

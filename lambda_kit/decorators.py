@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .loop import Options, run_batch
 from .record import Record
 from .sources import get
 from .sources.base import Source
 
-TYPE_CHECKING = False  # typing is not imported at run time (cold start)
 if TYPE_CHECKING:
-    from typing import Any, TypeVar
-
     from .loop import Loop
     from .sources.window import Window
 

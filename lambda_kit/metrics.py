@@ -8,11 +8,8 @@ extension listens on 127.0.0.1:8125; ``DD_AGENT_HOST`` / ``DD_DOGSTATSD_PORT`` o
 from __future__ import annotations
 
 import os
-from _thread import allocate_lock  # threading's Lock, without importing threading (cold start)
-
-TYPE_CHECKING = False  # typing is not imported at run time (cold start)
-if TYPE_CHECKING:
-    from typing import Any
+from threading import Lock
+from typing import Any
 
 PROCESSED = "lambda_kit.records.processed"
 FAILED = "lambda_kit.records.failed"
@@ -20,7 +17,7 @@ RETRIED = "lambda_kit.records.retried"
 
 _statsd: Any = None
 _statsd_target: tuple[str, int] | None = None
-_lock = allocate_lock()
+_lock = Lock()
 
 
 def enabled(option: bool | None) -> bool:

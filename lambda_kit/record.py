@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing is not imported at run time (cold start)
-if TYPE_CHECKING:
-    from typing import Any
-
+from typing import Any
 
 
 class Record:

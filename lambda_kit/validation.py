@@ -10,13 +10,11 @@ the kind of problem (``string_too_short``), never the message.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .errors import InvalidPayload
 from .extras import import_optional, install_hint
 from .log import clean, is_secret_key
-
-TYPE_CHECKING = False  # typing is not imported at run time (cold start)
-if TYPE_CHECKING:
-    from typing import Any
 
 MAX_PROBLEMS = 20  # listed on the line; the count says how many more
 MAX_PROBLEM_CHARS = 300

@@ -19,7 +19,7 @@ Depends on the rest of lambda_kit; nothing in the core depends on it. Modules:
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
+from typing import TYPE_CHECKING
 
 __all__ = ["LocalStack", "Timing"]
 

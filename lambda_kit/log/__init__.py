@@ -13,17 +13,16 @@ from __future__ import annotations
 import os
 import sys
 import time
-from _contextvars import ContextVar, Token  # contextvars' own names, without its module (cold start)
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar, Token
 from itertools import islice
+from typing import TYPE_CHECKING, Any
 
 from .. import codec
 from ..trace import current_record, record_in_scope
 
-TYPE_CHECKING = False  # typing and logging are not imported at run time (cold start)
 if TYPE_CHECKING:
     import logging
-    from typing import Any
 
 MAX_VALUE_CHARS = 8_192
 MAX_LINE_CHARS = 64 * 1024  # bytes of UTF-8, newline not counted

@@ -18,16 +18,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from time import perf_counter
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .. import log, metrics
 from ..record import Outcome, Record
 from ..sources.base import Source
 from ..trace import reset_current_record, set_current_record
 
-TYPE_CHECKING = False  # typing is not imported at run time (cold start)
 if TYPE_CHECKING:
-    from typing import Any, NoReturn
-
     from ..validation import Validator
 
 

@@ -32,10 +32,16 @@ from heapq import heappop, heappush
 from time import perf_counter
 from typing import Any
 
-from . import event_loop
 from ..record import Outcome, Record
 from ..trace import reset_current_record, set_current_record
-from . import Options, RecordSteps, record_spans, set_powertools_correlation, warn_rejected_trace_id
+from . import (
+    Options,
+    RecordSteps,
+    event_loop,
+    record_spans,
+    set_powertools_correlation,
+    warn_rejected_trace_id,
+)
 
 
 def record_loop(records: list[Record], fn: Callable[[Any, Any], Any], context: Any, options: Options, adapter: Any) -> Outcome:

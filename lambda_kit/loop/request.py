@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from time import perf_counter
+from typing import Any
 
 from .. import codec, log, metrics
 from ..errors import HTTPError, InvalidPayload
@@ -17,10 +18,6 @@ from ..sources import api as api_source
 from ..sources.base import Source
 from ..trace import reset_current_record, set_current_record
 from . import Options, recognize, record_spans, set_powertools_correlation, warn_rejected_trace_id
-
-TYPE_CHECKING = False  # typing is not imported at run time (cold start)
-if TYPE_CHECKING:
-    from typing import Any
 
 
 def run_request(

@@ -9,12 +9,9 @@ a decorator loads just its own adapter (cold start). Adapters never import each 
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 from .base import Source
-
-TYPE_CHECKING = False  # typing is not imported at run time (cold start)
-if TYPE_CHECKING:
-    from typing import Any
 
 __all__ = ["NAMES", "Source", "all_sources", "carried_by", "describe", "for_serverless_event", "get"]
 

@@ -25,16 +25,13 @@ generated; every response carries it. Error bodies are ``{"error": message,
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from .. import codec
 from ..errors import HTTPError
 from ..trace import new_id
 from ..trace.context import TraceContext, has_context, text
 from .base import Source, pick_trace
-
-TYPE_CHECKING = False  # typing is not imported at run time (cold start)
-if TYPE_CHECKING:
-    from typing import Any
 
 
 class ApiSource(Source):

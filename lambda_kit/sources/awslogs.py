@@ -12,15 +12,12 @@ messages are skipped with an INFO line.
 from __future__ import annotations
 
 import binascii  # base64's functions, without importing base64 and struct (cold start)
+from typing import Any
 
 from .. import codec, log
 from ..record import Record
 from ..trace import stable_id
 from .base import pick_trace_id, reason
-
-TYPE_CHECKING = False  # typing is not imported at run time (cold start)
-if TYPE_CHECKING:
-    from typing import Any
 
 MAX_UNPACKED_BYTES = 16 * 1024 * 1024
 """A subscription message unpacks to a few MB at most (CloudWatch Logs batches up to 1 MB of log

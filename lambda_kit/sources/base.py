@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import nullcontext
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import log
 from ..record import Outcome, Record
@@ -29,10 +30,7 @@ from ..trace import is_valid_id, stable_id
 from ..trace.context import TraceContext, has_context, text
 from ..trace.context import read as read_context
 
-TYPE_CHECKING = False  # typing is not imported at run time (cold start)
 if TYPE_CHECKING:
-    from typing import Any, ClassVar
-
     from ..trace.context import Read
     from ..validation import Validator
 

@@ -8,13 +8,11 @@ ran: Lambda retries the whole event, then its on-failure destination (or DLQ) ke
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..record import Record
 from . import awslogs
 from .base import Source, malformed
-
-TYPE_CHECKING = False  # typing is not imported at run time (cold start)
-if TYPE_CHECKING:
-    from typing import Any
 
 
 class CloudWatchLogsSource(Source):

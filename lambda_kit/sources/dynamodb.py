@@ -7,15 +7,13 @@ window's state goes in and out (``lambda_kit.sources.window``)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ..record import Record
 from .base import Source, malformed, pick_trace, pick_trace_id, reason
 from .window import Window, Windowed
 
-TYPE_CHECKING = False  # typing is not imported at run time (cold start)
 if TYPE_CHECKING:
-    from typing import Any
-
     from ..validation import Validator
 
 

@@ -9,13 +9,11 @@ not hand to Lambda at all (function missing, permission denied)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from .. import codec
 from ..record import Record
 from .base import Source, malformed, pick_trace, reason
-
-TYPE_CHECKING = False  # typing is not imported at run time (cold start)
-if TYPE_CHECKING:
-    from typing import Any
 
 
 class EventBridgeSource(Source):

@@ -25,15 +25,13 @@ Failures, as Lambda's Kafka event source mapping handles them:
 from __future__ import annotations
 
 import binascii  # base64's functions, without importing base64 and struct (cold start)
+from typing import TYPE_CHECKING, Any
 
 from .. import codec
 from ..record import Outcome, Record
 from .base import Source, failure_report, malformed, pick_trace, raise_first_failure, reason
 
-TYPE_CHECKING = False  # typing is not imported at run time (cold start)
 if TYPE_CHECKING:
-    from typing import Any
-
     from ..validation import Validator
 
 EVENT_SOURCES = ("aws:kafka", "SelfManagedKafka", "aws:SelfManagedKafka")

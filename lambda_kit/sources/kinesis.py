@@ -21,6 +21,7 @@ from __future__ import annotations
 import binascii  # base64's functions, without importing base64 and struct (cold start)
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from .. import codec
 from ..record import Record
@@ -28,10 +29,7 @@ from ..trace import is_valid_id
 from .base import Source, malformed, pick_trace, pick_trace_id, reason
 from .window import Window, Windowed
 
-TYPE_CHECKING = False  # typing is not imported at run time (cold start)
 if TYPE_CHECKING:
-    from typing import Any
-
     from . import awslogs
 
 REQUEUE_KEY = "lambda_kit_requeue"

@@ -16,10 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
-
-TYPE_CHECKING = False  # typing is not imported at run time (cold start)
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 MAGIC = b"\xf3\x89\x9a\xc2"
 DIGEST_SIZE = 16  # MD5

@@ -23,16 +23,14 @@ fallback is a digest of the record (stable across retries).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from .. import codec, log
 from ..record import Outcome, Record
 from ..trace import stable_id
 from .base import Source, malformed, pick_trace_id, raise_first_failure, reason, records_claimed
 
-TYPE_CHECKING = False  # typing is not imported at run time (cold start)
 if TYPE_CHECKING:
-    from typing import Any
-
     from ..validation import Validator
 
     ObjectFields = Mapping[str, Any]

@@ -4,14 +4,12 @@ a failure is re-raised so Lambda's asynchronous retries and the DLQ take over.""
 
 from __future__ import annotations
 
+from typing import Any
+
 from .. import codec
 from ..record import Record
 from ..trace import is_valid_id
 from .base import Source, attribute_text, malformed, pick_trace, reason
-
-TYPE_CHECKING = False  # typing is not imported at run time (cold start)
-if TYPE_CHECKING:
-    from typing import Any
 
 
 class SnsSource(Source):

@@ -8,15 +8,13 @@ the same records) are taken too, and reported by the same ``messageId``."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from .. import codec
 from ..record import Record
 from ..trace import is_valid_id
 from ..trace.context import has_context
 from .base import Source, attribute_text, malformed, pick_trace, reason
-
-TYPE_CHECKING = False  # typing is not imported at run time (cold start)
-if TYPE_CHECKING:
-    from typing import Any
 
 
 def _is_sns_envelope(doc: Any) -> bool:

@@ -25,17 +25,14 @@ function with ``guarded`` (one record's changes kept or undone). The record loop
 
 from __future__ import annotations
 
-from _contextvars import ContextVar  # contextvars' own names, without its module (cold start)
 from collections.abc import Callable
+from contextvars import ContextVar
 from time import perf_counter
+from typing import Any, NoReturn
 
 from .. import codec, log
 from ..record import Outcome, Record
 from ..trace import current_record, stable_id
-
-TYPE_CHECKING = False  # typing is not imported at run time (cold start)
-if TYPE_CHECKING:
-    from typing import Any, NoReturn
 
 __all__ = ["STATE_LIMIT", "Window", "WindowStateError", "Windowed", "current_window", "guarded"]
 

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import os
 import re
-from _contextvars import ContextVar  # contextvars' own names, without its module (cold start)
-
-TYPE_CHECKING = False  # typing is not imported at run time (cold start)
-if TYPE_CHECKING:
-    from typing import Any
+from contextvars import ContextVar
+from typing import Any
 
 _VALID_ID = re.compile(r"[A-Za-z0-9\-_.:=;/+]{1,128}")
 

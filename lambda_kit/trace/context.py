@@ -23,12 +23,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from .. import codec
-
-TYPE_CHECKING = False  # typing is not imported at run time (cold start)
-if TYPE_CHECKING:
-    from typing import Any
 
 TRACEPARENT = "traceparent"
 TRACESTATE = "tracestate"

@@ -14,13 +14,10 @@ the record's log keys and written ``traceparent`` carry its ids.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from ..record import Record
 from .context import TraceContext
-
-TYPE_CHECKING = False  # typing is not imported at run time (cold start)
-if TYPE_CHECKING:
-    from typing import Any
 
 
 def record_spans() -> RecordSpans | None:
