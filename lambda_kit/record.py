@@ -56,11 +56,8 @@ class Record:
 
     def set_context(self, context: Any) -> None:
         """Carry ``context`` (a ``trace_context.TraceContext``) and its log keys from now on."""
-        from . import log  # only records with a tracer's context get here
-
         self.context = context
         self.log_keys = context.log_keys()
-        log.carry_record_keys()
 
     def __repr__(self) -> str:
         return f"Record(source={self.source!r}, id={self.id!r}, trace_id={self.trace_id!r})"

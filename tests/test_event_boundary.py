@@ -30,7 +30,7 @@ from lambda_kit import (
     stream_handler,
 )
 from lambda_kit import sources as registry
-from lambda_kit.loop import UndecodableRecord
+from lambda_kit.errors import UndecodableRecord
 from lambda_kit.testing import EXAMPLES, api_event, event, lambda_context, sqs_event
 
 DECORATORS = {

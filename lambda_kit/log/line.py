@@ -1,0 +1,238 @@
+"""The one log-line builder (``emit``) and its one writer (``write``).
+
+Every line lambda_kit writes, the decorators' own and those of ``get_logger`` loggers, is made by
+``emit``: the base fields (``timestamp``, ``level``, ``message``, ``function_name``,
+``request_id``; inside a record's scope its ``trace_id``, its tracer's keys and its ``record_id``),
+then the line's own fields, then the caller's ``extra`` (a key the line already has is written as
+``extra_<key>``). Each value goes through ``mask.clean``. ``write`` encodes the line with the codec,
+escapes the Unicode line breaks a reader would split on, cuts the largest fields of a line over
+``MAX_LINE_CHARS`` bytes, and hands it to the sink (standard output unless ``set_sink``).
+Adding a field to every line is one edit, in ``base``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from contextvars import ContextVar, Token
+from typing import Any
+
+from .. import codec
+from ..trace import current_record
+from .mask import clean, clean_fields, cut, text_of
+
+__all__ = [
+    "LEVELS", "MAX_LINE_CHARS", "current_function_name", "level_from_environment", "on_level_change", "emit", "enabled", "enter_invocation", "error_fields",
+    "flush", "leave_invocation", "safe_str", "set_level", "set_sink", "threshold", "timestamp", "write",
+]
+
+MAX_LINE_CHARS = 64 * 1024  # bytes of UTF-8, newline not counted
+LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}
+BASE_KEYS = ("timestamp", "level", "message", "function_name", "request_id", "trace_id", "record_id")
+_UNCUT = ("timestamp", "level", "trace_id")
+_UNICODE_LINE_BREAKS = (("\x85", "\\u0085"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
+
+
+# --- levels ----------------------------------------------------------------------------------------
+
+def level_from_environment() -> int:
+    """``LAMBDA_KIT_LOG_LEVEL``, else ``LOG_LEVEL``, else ``AWS_LAMBDA_LOG_LEVEL``, else INFO."""
+    for variable in ("LAMBDA_KIT_LOG_LEVEL", "LOG_LEVEL", "AWS_LAMBDA_LOG_LEVEL"):
+        value = os.environ.get(variable, "").upper()
+        if value in LEVELS:
+            return LEVELS[value]
+    return LEVELS["INFO"]
+
+
+_threshold = level_from_environment()
+_on_level_change: list[Callable[[int], None]] = []
+
+
+def set_level(level: str | int) -> None:
+    """Set the level below which lambda_kit's own lines (and ``get_logger`` loggers') are dropped."""
+    global _threshold
+    _threshold = LEVELS[level.upper()] if isinstance(level, str) else int(level)
+    for listener in _on_level_change:
+        listener(_threshold)
+
+
+def on_level_change(listener: Callable[[int], None]) -> None:
+    """Call ``listener(level)`` whenever ``set_level`` changes the level (``get_logger``'s loggers)."""
+    _on_level_change.append(listener)
+
+
+def enabled(levelno: int) -> bool:
+    return levelno >= _threshold
+
+
+def threshold() -> int:
+    """The level below which lines are dropped (``set_level``, else the environment's)."""
+    return _threshold
+
+
+# --- the invocation being served -------------------------------------------------------------------
+
+_invocation: ContextVar[tuple[str | None, str | None]] = ContextVar(
+    "lambda_kit_invocation", default=(os.environ.get("AWS_LAMBDA_FUNCTION_NAME"), None)
+)
+
+
+def enter_invocation(context: Any) -> tuple[Token[tuple[str | None, str | None]], str | None]:
+    """Stamp the lines written until ``leave_invocation`` with this invocation's function name and
+    request id; returns (token, function name)."""
+    name = getattr(context, "function_name", None) or os.environ.get("AWS_LAMBDA_FUNCTION_NAME")
+    return _invocation.set((name, getattr(context, "aws_request_id", None))), name
+
+
+def leave_invocation(token: Token[tuple[str | None, str | None]]) -> None:
+    _invocation.reset(token)
+
+
+def current_function_name() -> str | None:
+    return _invocation.get()[0]
+
+
+# --- the sink --------------------------------------------------------------------------------------
+
+def _stdout(text: str) -> None:
+    sys.stdout.write(text)
+
+
+_sink: Callable[[str], None] = _stdout
+
+
+def set_sink(write_text: Callable[[str], None] | None) -> Callable[[str], None] | None:
+    """Send every line to ``write_text`` instead of standard output (the local stack's log file);
+    ``None``: standard output again. Returns the sink it replaces (None for standard output)."""
+    global _sink
+    previous = None if _sink is _stdout else _sink
+    _sink = write_text or _stdout
+    return previous
+
+
+def flush() -> None:
+    if _sink is _stdout:
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+
+
+# --- building a line -------------------------------------------------------------------------------
+
+_date: tuple[int, str] = (0, "")  # the clock's second and its date and time text: cached per second
+
+
+def timestamp(now: float) -> str:
+    """``now`` as ISO 8601 UTC text, to the millisecond."""
+    global _date
+    second = int(now)
+    if second != _date[0]:
+        _date = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+    return f"{_date[1]}.{int((now - second) * 1000):03d}Z"
+
+
+def base(level: str, message: Any, trace_id: str | None, now: float | None) -> dict[str, Any]:
+    """The fields every line starts with."""
+    function_name, request_id = _invocation.get()
+    line: dict[str, Any] = {
+        "timestamp": timestamp(time.time() if now is None else now),
+        "level": level,
+        "message": clean(message),
+        "function_name": function_name,
+        "request_id": request_id,
+    }
+    record = current_record()
+    if trace_id is None and record is not None:
+        trace_id = record.trace_id
+    if trace_id is not None:
+        line["trace_id"] = trace_id
+    if record is not None:
+        if record.log_keys:
+            line.update(record.log_keys)
+        line["record_id"] = clean(record.id)
+    return line
+
+
+def emit(
+    level: str,
+    message: Any,
+    trace_id: str | None = None,
+    fields: dict[str, Any] | None = None,
+    extra: Any = None,
+    now: float | None = None,
+) -> None:
+    """Write one line: the base fields, then ``fields`` (the line's own), then ``extra`` (a
+    caller's: renamed ``extra_<key>`` where the line already has the key). ``trace_id`` defaults
+    to the current record's."""
+    line = base(level, message, trace_id, now)
+    if fields:
+        line.update(clean_fields(fields))
+    if extra:
+        for key, value in clean_fields(extra).items():
+            line[f"extra_{key}" if key in line else key] = value
+    write(line)
+
+
+def error_fields(exc: BaseException) -> dict[str, Any]:
+    return {
+        "error_type": type(exc).__name__,
+        "error": safe_str(exc),
+        "traceback": "".join(traceback.format_exception(exc)),
+    }
+
+
+def safe_str(exc: BaseException) -> str:
+    return text_of(exc)
+
+
+# --- writing a line --------------------------------------------------------------------------------
+
+def _utf8_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
+def _dumps(line: dict[str, Any]) -> str:
+    """The codec's JSON with the Unicode line breaks escaped: legal raw in JSON, yet they split a
+    line for ``str.splitlines`` and some log viewers."""
+    text = codec.dumps(line)
+    if not text.isascii():
+        for char, escape in _UNICODE_LINE_BREAKS:
+            text = text.replace(char, escape)
+    return text
+
+
+def _fit(line: dict[str, Any]) -> str:
+    """Cut the largest fields until the line is at most ``MAX_LINE_CHARS`` bytes, each from its
+    own text (one marker), at budgets of 16, 4, 1 KiB, then 256 characters."""
+    texts = {key: value if type(value) is str else codec.dumps(value) for key, value in line.items()}
+    budget = MAX_LINE_CHARS // 4
+    while budget >= 256:
+        fitted = {key: cut(texts[key], budget) if key not in _UNCUT and _utf8_size(texts[key]) > budget else value
+                  for key, value in line.items()}
+        text = _dumps(fitted)
+        if _utf8_size(text) <= MAX_LINE_CHARS:
+            return text
+        budget //= 4
+    # too many fields to fit even cut short: the base fields (each at most 1 KiB), and how many others went
+    kept = {key: _at_most(line[key], 1_024) for key in BASE_KEYS if key in line}
+    kept["fields_dropped"] = len(line) - len(kept)
+    return _dumps(kept)
+
+
+def _at_most(value: Any, limit: int) -> Any:
+    return cut(value, limit) if type(value) is str and len(value) > limit else value
+
+
+def write(line: dict[str, Any]) -> None:
+    """The one writer: ``line`` (of ``clean`` values) as one JSON line to the sink."""
+    try:
+        text = _dumps(line)
+    except Exception as exc:  # what ``clean`` let through and the codec refuses: the base fields, and why
+        text = _dumps({**{key: line[key] for key in BASE_KEYS if key in line}, "log_error": text_of(exc)})
+    if len(text) > MAX_LINE_CHARS // 4 and _utf8_size(text) > MAX_LINE_CHARS:
+        text = _fit(line)
+    _sink(text + "\n")
