@@ -281,10 +281,10 @@ def api_handler(
     adapters = [get("api")()]
 
     def decorate(function: F) -> F:
-        asynchronous = is_async("api_handler", function)
+        is_async("api_handler", function)  # refuses generator functions; a coroutine is awaited on the path
 
         def handler(event: Any, context: Any = None) -> Any:
-            return run_request(adapters, function, options, trace_header, max_body, event, context, asynchronous)
+            return run_request(adapters, function, options, trace_header, max_body, event, context)
 
         return marked(options, adapters, {"trace_header": trace_header}, function, handler)  # type: ignore[no-any-return]
 

@@ -32,11 +32,8 @@ RARE = {
     "lambda_kit.aws": set(),
     "lambda_kit.sources.kpl": set(),
     "lambda_kit.sources.awslogs": {"cloudwatch_logs_handler"},
-    "lambda_kit.errors": {"api_handler"},  # HTTPError
-    "lambda_kit.validation": set(),
     "lambda_kit.loop.concurrent": set(),
     "lambda_kit.loop.event_loop": set(),
-    "lambda_kit.trace.otel": set(),  # only in a process that loaded OpenTelemetry
 }
 
 

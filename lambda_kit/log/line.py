@@ -83,8 +83,14 @@ _invocation: ContextVar[tuple[str | None, str | None]] = ContextVar(
 def enter_invocation(context: Any) -> tuple[Token[tuple[str | None, str | None]], str | None]:
     """Stamp the lines written until ``leave_invocation`` with this invocation's function name and
     request id; returns (token, function name)."""
-    name = getattr(context, "function_name", None) or os.environ.get("AWS_LAMBDA_FUNCTION_NAME")
-    return _invocation.set((name, getattr(context, "aws_request_id", None))), name
+    name = _text_attribute(context, "function_name") or os.environ.get("AWS_LAMBDA_FUNCTION_NAME")
+    return _invocation.set((name, _text_attribute(context, "aws_request_id"))), name
+
+
+def _text_attribute(context: Any, name: str) -> str | None:
+    """A context attribute that is text (Lambda's are); anything else is not written."""
+    value = getattr(context, name, None)
+    return clean(value) if isinstance(value, str) else None
 
 
 def leave_invocation(token: Token[tuple[str | None, str | None]]) -> None:

@@ -28,7 +28,7 @@ MASK = "***"
 # "private_key" and "Private-Key" are one): a key holding any of them is secret.
 SECRET_KEY_PARTS = (
     "authorization", "cookie", "apikey", "password", "passwd", "pwd", "passphrase", "token", "secret",
-    "credential", "privatekey", "session", "signature",
+    "credential", "privatekey", "session",
 )
 _INT_LIMIT = 10**4_299  # Python writes no int of more digits as text
 _JSON_TEXT_START = ("{", "[")

@@ -36,7 +36,7 @@ from . import event_loop
 from .options import Options
 from .path import RecordPath
 
-__all__ = ["on_event_loop", "run_concurrent"]
+__all__ = ["run_concurrent"]
 
 T = TypeVar("T")
 
@@ -68,10 +68,6 @@ def run_concurrent(records: list[Record], function: Callable[[Any, Any], Any], c
     limit = 1 if adapter.serial() else options.max_concurrency
     return event_loop.run(Lanes(records, path, adapter).run(limit))
 
-
-def on_event_loop(path: RecordPath, record: Record) -> None:
-    """One record (an HTTP request) of an ``async def``, run on this thread's event loop."""
-    event_loop.run(awaiting(path).run_record(record, 0))
 
 
 def lane_key(adapter: Any, record: Record, index: int) -> Any:

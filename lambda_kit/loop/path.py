@@ -259,10 +259,12 @@ class RecordPath:
             failed_ids = reported_ids(reported)
         except Exception as exc:
             error = exc
-        log.emit("ERROR" if error else "INFO", "batch commit failed" if error else "batch committed", fields={
-            "records": len(self.pending), "failed": len(self.pending) if error else len(failed_ids),
-            "duration_ms": duration_ms(started), **(log.error_fields(error) if error else {}),
-        })
+        failed = len(self.pending) if error else sum(record.id in failed_ids for record, _, _ in self.pending)
+        fields = {"records": len(self.pending), "failed": failed, "duration_ms": duration_ms(started),
+                  "trace_ids": list(dict.fromkeys(record.trace_id for record, _, _ in self.pending))}
+        if error is not None:
+            fields.update(error_type=type(error).__name__, error=log.safe_str(error))
+        log.emit("WARNING" if failed else "INFO", "batch committed", fields=fields)
         self.settle(failed_ids, error)
 
     def settle(self, failed_ids: set[Any], error: BaseException | None) -> None:
@@ -290,8 +292,8 @@ def reported_ids(reported: Any) -> set[Any]:
         return set()
     if isinstance(reported, str | bytes | dict) or not hasattr(reported, "__iter__"):
         raise TypeError(
-            f"the commit returned a {type(reported).__name__}: return the records (or record ids) that failed, "
-            "or None, or raise to fail them all"
+            f"the commit returned a value of type {type(reported).__name__}: return the records (or record ids) "
+            "that failed, or None, or raise to fail them all"
         )
     return {getattr(item, "id", item) for item in reported}
 

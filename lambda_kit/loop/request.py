@@ -35,18 +35,15 @@ def run_request(
     max_body: int | None,
     event: Any,
     context: Any,
-    asynchronous: bool = False,
 ) -> dict[str, Any]:
+    """One request: the path runs here; an ``async def``'s coroutine runs on this thread's loop
+    (a handler called inside a running loop answers 500, saying why in its ERROR line)."""
     token, function_name = log.enter_invocation(context)
     path: RequestPath | None = None
     try:
         recognize(options, adapters, event)
         path = RequestPath(function, context, options, adapters[0], trace_header, max_body)
-        record = request_record(event, context, trace_header)
-        if asynchronous:
-            run_on_event_loop(path, record)
-        else:
-            run_now(path.run_record(record, 0))
+        run_now(path.run_record(request_record(event, context, trace_header), 0))
         return path.response
     finally:
         if path is not None and metrics.enabled(options.metrics):
@@ -54,12 +51,6 @@ def run_request(
             metrics.count(function_name, "api", 0 if failed else 1, 1 if failed else 0, 0)
         log.flush()
         log.leave_invocation(token)
-
-
-def run_on_event_loop(path: RecordPath, record: Record) -> None:
-    from .concurrent import on_event_loop  # asyncio costs 30+ ms to import: only for async def
-
-    on_event_loop(path, record)
 
 
 def request_record(event: Any, context: Any, trace_header: str) -> Record:
