@@ -166,7 +166,7 @@ def _floor_handler(user_lines: int = 0) -> Callable[[Any, Any], Any]:
         return ts_cache[1] + millis[int((now - second) * 1000)]
 
     def handler(event: Any, context: Any) -> Any:
-        loads, dumps = codec.loads, codec.dumps_plain  # the codec itself, as the decorator's log lines use it
+        loads, dumps = codec.loads, codec.dumps  # the codec itself, as the decorator's log lines use it
         write = sys.stdout.write
         function_name, request_id = context.function_name, context.aws_request_id
         failures: list[Any] = []
@@ -178,19 +178,19 @@ def _floor_handler(user_lines: int = 0) -> Callable[[Any, Any], Any]:
             write(dumps({
                 "timestamp": stamp(), "level": "INFO", "message": "record received",
                 "function_name": function_name, "request_id": request_id, "trace_id": trace_id,
-                "source": "sqs", "record_id": message_id, "payload": payload,
+                "record_id": message_id, "source": "sqs", "payload": payload,
             }) + "\n")
             for n in lines:
                 write(dumps({
                     "timestamp": stamp(), "level": "INFO", "message": "counting",
                     "function_name": function_name, "request_id": request_id, "trace_id": trace_id,
-                    "logger": LOGGER, "url": payload["url"], "n": n,
+                    "record_id": message_id, "logger": LOGGER, "url": payload["url"], "n": n,
                 }) + "\n")
             result = len(payload["url"])
             write(dumps({
                 "timestamp": stamp(), "level": "INFO", "message": "record processed",
                 "function_name": function_name, "request_id": request_id, "trace_id": trace_id,
-                "source": "sqs", "record_id": message_id, "outcome": "ok",
+                "record_id": message_id, "source": "sqs", "outcome": "ok",
                 "duration_ms": round((perf_counter() - started) * 1000, 3), "result": result,
             }) + "\n")
         return {"batchItemFailures": failures}

@@ -237,8 +237,14 @@ HOSTILE_BODIES = [
 def test_every_codec_reads_a_body_as_the_same_value_or_refuses_it(body):
     """Integers of any size exact; non-finite numbers and lone surrogates refused (as orjson
     refuses them) under every codec."""
-    results = assert_same(under_each_codec(lambda: outcome(lambda: codec.loads(body))))
-    as_bytes = assert_same(under_each_codec(lambda: outcome(lambda: codec.loads(body.encode("utf-8", "surrogatepass")))))
+    def read(text: Any) -> tuple[Any, ...]:
+        try:
+            return ("ok", codec.loads(text))
+        except ValueError:  # each codec's own class of it (JSONDecodeError ...): one outcome, refused
+            return ("refused",)
+
+    results = assert_same(under_each_codec(lambda: read(body)))
+    as_bytes = assert_same(under_each_codec(lambda: read(body.encode("utf-8", "surrogatepass"))))
     assert as_bytes[0] == results[0] and as_bytes[1:] == results[1:] or results[0] == "error"
     if results[0] == "ok":
         assert results[1] == json.loads(body)

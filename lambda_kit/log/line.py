@@ -4,7 +4,9 @@ Every line lambda_kit writes, the decorators' own and those of ``get_logger`` lo
 ``emit``: the base fields (``timestamp``, ``level``, ``message``, ``function_name``,
 ``request_id``; inside a record's scope its ``trace_id``, its tracer's keys and its ``record_id``),
 then the line's own fields, then the caller's ``extra`` (a key the line already has is written as
-``extra_<key>``). Each value goes through ``mask.clean``. ``write`` encodes the line with the codec,
+``extra_<key>``). What comes from outside goes through ``mask.clean``, the one masking rule: the
+line's own fields hold it already cleaned (a payload, a result, an error's text), every ``extra``
+value is cleaned here. ``write`` encodes the line with the codec,
 escapes the Unicode line breaks a reader would split on, cuts the largest fields of a line over
 ``MAX_LINE_CHARS`` bytes, and hands it to the sink (standard output unless ``set_sink``).
 Adding a field to every line is one edit, in ``base``.
@@ -21,7 +23,7 @@ from contextvars import ContextVar, Token
 from typing import Any
 
 from .. import codec
-from ..trace import current_record
+from ..trace import record_in_scope
 from .mask import clean, clean_fields, cut, text_of
 
 __all__ = [
@@ -103,24 +105,19 @@ def current_function_name() -> str | None:
 
 # --- the sink --------------------------------------------------------------------------------------
 
-def _stdout(text: str) -> None:
-    sys.stdout.write(text)
-
-
-_sink: Callable[[str], None] = _stdout
+_sink: Callable[[str], None] | None = None  # None: standard output (the one Lambda ships)
 
 
 def set_sink(write_text: Callable[[str], None] | None) -> Callable[[str], None] | None:
     """Send every line to ``write_text`` instead of standard output (the local stack's log file);
     ``None``: standard output again. Returns the sink it replaces (None for standard output)."""
     global _sink
-    previous = None if _sink is _stdout else _sink
-    _sink = write_text or _stdout
+    previous, _sink = _sink, write_text
     return previous
 
 
 def flush() -> None:
-    if _sink is _stdout:
+    if _sink is None:
         try:
             sys.stdout.flush()
         except (OSError, ValueError):
@@ -129,16 +126,17 @@ def flush() -> None:
 
 # --- building a line -------------------------------------------------------------------------------
 
-_date: tuple[int, str] = (0, "")  # the clock's second and its date and time text: cached per second
+_stamp: tuple[int, str] = (-1, "")  # the last millisecond written and its text: the lines of one share it
 
 
 def timestamp(now: float) -> str:
     """``now`` as ISO 8601 UTC text, to the millisecond."""
-    global _date
-    second = int(now)
-    if second != _date[0]:
-        _date = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
-    return f"{_date[1]}.{int((now - second) * 1000):03d}Z"
+    global _stamp
+    millisecond = int(now * 1000)
+    if millisecond != _stamp[0]:
+        second, fraction = divmod(millisecond, 1000)
+        _stamp = (millisecond, f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(second))}.{fraction:03d}Z")
+    return _stamp[1]
 
 
 def base(level: str, message: Any, trace_id: str | None, now: float | None) -> dict[str, Any]:
@@ -147,11 +145,11 @@ def base(level: str, message: Any, trace_id: str | None, now: float | None) -> d
     line: dict[str, Any] = {
         "timestamp": timestamp(time.time() if now is None else now),
         "level": level,
-        "message": clean(message),
+        "message": message,
         "function_name": function_name,
         "request_id": request_id,
     }
-    record = current_record()
+    record = record_in_scope()
     if trace_id is None and record is not None:
         trace_id = record.trace_id
     if trace_id is not None:
@@ -171,12 +169,13 @@ def emit(
     extra: Any = None,
     now: float | None = None,
 ) -> None:
-    """Write one line: the base fields, then ``fields`` (the line's own), then ``extra`` (a
-    caller's: renamed ``extra_<key>`` where the line already has the key). ``trace_id`` defaults
-    to the current record's."""
+    """Write one line: the base fields, then ``fields`` (the line's own: JSON-ready, what came
+    from outside already ``clean``), then ``extra`` (a caller's, cleaned here: renamed
+    ``extra_<key>`` where the line already has the key). ``message`` is the caller's text (a user's
+    is cleaned by ``get_logger``'s loggers); ``trace_id`` defaults to the current record's."""
     line = base(level, message, trace_id, now)
     if fields:
-        line.update(clean_fields(fields))
+        line.update(fields)
     if extra:
         for key, value in clean_fields(extra).items():
             line[f"extra_{key}" if key in line else key] = value
@@ -184,10 +183,11 @@ def emit(
 
 
 def error_fields(exc: BaseException) -> dict[str, Any]:
+    """An exception's fields, ready for a line: its type, its text and its traceback, cleaned."""
     return {
         "error_type": type(exc).__name__,
-        "error": safe_str(exc),
-        "traceback": "".join(traceback.format_exception(exc)),
+        "error": clean(safe_str(exc)),
+        "traceback": clean("".join(traceback.format_exception(exc))),
     }
 
 
@@ -241,4 +241,4 @@ def write(line: dict[str, Any]) -> None:
         text = _dumps({**{key: line[key] for key in BASE_KEYS if key in line}, "log_error": text_of(exc)})
     if len(text) > MAX_LINE_CHARS // 4 and _utf8_size(text) > MAX_LINE_CHARS:
         text = _fit(line)
-    _sink(text + "\n")
+    (sys.stdout.write if _sink is None else _sink)(text + "\n")

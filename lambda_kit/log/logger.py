@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import line
-from .mask import text_of
+from .mask import clean, text_of
 
 __all__ = ["JsonLogHandler", "JsonLogger", "get_logger"]
 
@@ -41,6 +41,8 @@ _STANDARD_FACTORY = logging.getLogRecordFactory()
 def message_text(msg: Any, args: Any) -> Any:
     """The line's message: ``msg % args`` as ``LogRecord.getMessage`` makes it; a message that
     cannot be formatted must not cost the line (its ``msg`` then)."""
+    if not args and type(msg) is str:
+        return msg
     if isinstance(args, tuple) and len(args) == 1 and isinstance(args[0], Mapping) and args[0]:
         args = args[0]  # as LogRecord reads log.info("%(a)s", {"a": 1})
     try:
@@ -63,7 +65,7 @@ def user_line(name: str, level: str, message: Any, exception: BaseException | No
     fields: dict[str, Any] = {"logger": name}
     if exception is not None:
         fields.update(line.error_fields(exception))
-    line.emit(level, message, fields=fields, extra=extra, now=now)
+    line.emit(level, clean(message), fields=fields, extra=extra, now=now)
 
 
 class JsonLogHandler(logging.Handler):
@@ -111,24 +113,54 @@ def _delegated(attribute: str) -> property:
 class JsonLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
     """What ``get_logger`` returns: the standard logger (``.logger``) with lambda_kit's direct
     path. Every other attribute is the standard logger's (``addHandler``, ``handlers``,
-    ``addFilter``, ``propagate``, ``level`` ...)."""
+    ``addFilter``, ``propagate``, ``level`` ...). The level methods take ``logging``'s arguments and
+    hand them on as they are (``LoggerAdapter``'s pass them through ``**kwargs``, a third of a
+    direct line's cost)."""
 
     propagate = _delegated("propagate")
     level = _delegated("level")
     disabled = _delegated("disabled")
 
-    def log(  # type: ignore[override]
-        self, level: int, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None,
-        stack_info: bool = False, stacklevel: int = 1,
-    ) -> None:
+    def debug(self, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None, stack_info: bool = False,
+              stacklevel: int = 1) -> None:
+        self.write(logging.DEBUG, msg, args, exc_info, extra, stack_info, stacklevel)
+
+    def info(self, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None, stack_info: bool = False,
+             stacklevel: int = 1) -> None:
+        self.write(logging.INFO, msg, args, exc_info, extra, stack_info, stacklevel)
+
+    def warning(self, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None, stack_info: bool = False,
+                stacklevel: int = 1) -> None:
+        self.write(logging.WARNING, msg, args, exc_info, extra, stack_info, stacklevel)
+
+    def error(self, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None, stack_info: bool = False,
+              stacklevel: int = 1) -> None:
+        self.write(logging.ERROR, msg, args, exc_info, extra, stack_info, stacklevel)
+
+    def exception(self, msg: Any, *args: Any, exc_info: Any = True, extra: Any = None, stack_info: bool = False,
+                  stacklevel: int = 1) -> None:
+        self.write(logging.ERROR, msg, args, exc_info, extra, stack_info, stacklevel)
+
+    def critical(self, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None, stack_info: bool = False,
+                 stacklevel: int = 1) -> None:
+        self.write(logging.CRITICAL, msg, args, exc_info, extra, stack_info, stacklevel)
+
+    def log(self, level: int, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None,  # type: ignore[override]
+            stack_info: bool = False, stacklevel: int = 1) -> None:
+        self.write(level, msg, args, exc_info, extra, stack_info, stacklevel)
+
+    def write(self, level: int, msg: Any, args: Any, exc_info: Any, extra: Any, stack_info: bool, stacklevel: int) -> None:
+        """The direct path when lambda_kit's handler alone would see the line, else ``logging``'s."""
         logger = self.logger
         if not logger.isEnabledFor(level):
             return
         if stack_info or not only_lambda_kit_sees(logger, level) or (extra and not STANDARD_ATTRS.isdisjoint(extra)):
-            # the standard path (it refuses an extra naming a LogRecord attribute, as logging does)
-            logger.log(level, msg, *args, exc_info=exc_info, extra=extra, stack_info=stack_info, stacklevel=stacklevel + 1)
+            # the standard path (it refuses an extra naming a LogRecord attribute, as logging does); the
+            # caller's frame is two above: the level method's, then this one's
+            logger.log(level, msg, *args, exc_info=exc_info, extra=extra, stack_info=stack_info, stacklevel=stacklevel + 2)
             return
-        user_line(logger.name, logging.getLevelName(level), message_text(msg, args), exception_of(exc_info), extra)
+        exception = exception_of(exc_info) if exc_info else None
+        user_line(logger.name, logging.getLevelName(level), message_text(msg, args), exception, extra)
 
     def __getattr__(self, attribute: str) -> Any:
         if attribute == "logger":  # not set yet: no standard logger to ask

@@ -33,6 +33,7 @@ SECRET_KEY_PARTS = (
 _INT_LIMIT = 10**4_299  # Python writes no int of more digits as text
 _JSON_TEXT_START = ("{", "[")
 _LEADING = " \t\r\n\ufeff"  # whitespace JSON allows before a value, and a byte order mark
+_SPECIAL_START = frozenset(_JSON_TEXT_START + tuple(_LEADING))  # text starting so may hold JSON
 
 _secret_keys: dict[str, bool] = {}
 
@@ -123,9 +124,14 @@ def _key(key: Any) -> str:
 
 def _clean_items(value: Any, depth: int) -> dict[str, Any]:
     out = {}
+    known = _secret_keys.get
     for key, item in value.items():
-        key = _key(key)
-        out[key] = MASK if item is not None and is_secret_key(key) else clean(item, depth)
+        if type(key) is not str or len(key) > MAX_VALUE_CHARS or not key.isascii():
+            key = _key(key)
+        secret = known(key)
+        if secret is None:
+            secret = is_secret_key(key)
+        out[key] = MASK if secret and item is not None else clean(item, depth)
     return out
 
 
@@ -165,7 +171,16 @@ def _clean_other(value: Any, depth: int) -> Any:
 
 def clean(value: Any, depth: int = 0) -> Any:
     """``value`` ready to log (the rules are in this module's docstring)."""
-    return _CLEANERS.get(type(value), _clean_other)(value, depth)
+    kind = type(value)
+    if kind is str:
+        if len(value) <= MAX_VALUE_CHARS and value.isascii() and value[:1] not in _SPECIAL_START:
+            return value  # the most common value, short text that holds no JSON: as it is
+    elif kind is int:
+        if -_INT_LIMIT < value < _INT_LIMIT:
+            return value
+    elif value is None or kind is bool:
+        return value
+    return _CLEANERS.get(kind, _clean_other)(value, depth)
 
 
 _KINDS = {str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}

@@ -78,7 +78,8 @@ def refuse(options: Options, adapters: Sequence[Any], event: Any) -> NoReturn:
     expected = " or ".join(dict.fromkeys(adapter.label for adapter in adapters))
     error = UnsupportedEvent(decorator, expected, found, fits if fits != decorator else None)
     log.emit("ERROR", "event not processed: unsupported event", fields={
-        "decorator": decorator, "error_type": "UnsupportedEvent", "error": str(error), "event_shape": log.outline(event),
+        "decorator": decorator, "error_type": "UnsupportedEvent", "error": log.clean(str(error)),
+        "event_shape": log.clean(log.outline(event)),
     })
     if metrics.enabled(options.metrics):
         metrics.count(log.current_function_name(), "unsupported", 0, 1, 0)

@@ -16,7 +16,6 @@ path (``lambda_kit.loop.request``).
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable, Coroutine
 from time import perf_counter
 from typing import Any, TypeVar
@@ -77,6 +76,11 @@ def is_batch_response(result: Any) -> bool:
     return isinstance(result, dict) and "batchItemFailures" in result
 
 
+def is_awaitable(result: Any) -> bool:
+    """Whether the function handed back something to await (a coroutine, a future)."""
+    return result is not None and hasattr(type(result), "__await__")
+
+
 def duration_ms(started: float) -> float:
     return round((perf_counter() - started) * 1000, 3)
 
@@ -127,7 +131,10 @@ class RecordPath:
         error = None
         try:
             self.enter(record)
-            self.returned(record, await self.run(record), started)
+            result = self.call(record)
+            if is_awaitable(result):
+                result = await self.resolve(result)
+            self.returned(record, result, started)
         except BaseException as exc:
             if not self.owns(exc):
                 raise
@@ -142,7 +149,7 @@ class RecordPath:
         """The record's trace warnings, the logger's correlation id, the retry count, ``received``."""
         if record.rejected_trace_id is not None:
             log.emit("WARNING", "ignored an invalid trace id; using the fallback id", fields={
-                "source": record.source, "rejected_trace_id": ascii(record.rejected_trace_id)[:256],
+                "source": record.source, "rejected_trace_id": log.clean(ascii(record.rejected_trace_id)[:256]),
             })
         if self.correlate is not None:
             self.correlate(record.trace_id)
@@ -152,35 +159,34 @@ class RecordPath:
             log.emit("INFO", self.received_message, fields=self.received_fields(record))
 
     def received_fields(self, record: Record) -> dict[str, Any]:
-        return {"source": record.source, "payload": record.payload}
+        return {"source": record.source, "payload": log.clean(record.payload)}
 
-    async def run(self, record: Record) -> Any:
-        """The function called with the record's payload (validated, with ``model=``)."""
+    def call(self, record: Record) -> Any:
+        """The function called with the record's payload (validated, with ``model=``); what it
+        hands back, awaitable or not."""
         if record.error is not None:
             raise UndecodableRecord(record.error)
         payload = record.payload
         validate = self.options.validate
         if validate is not None:
             payload = self.adapter.typed(payload, validate)
-        result = self.function(payload, self.context)
-        if inspect.isawaitable(result):
-            result = await self.resolve(result)
-        return result
+        return self.function(payload, self.context)
 
     def returned(self, record: Record, result: Any, started: float) -> None:
         """The function returned: the record waits for the batch's commit, or is processed."""
         if is_batch_response(result):
             raise BatchResponseReturned()
+        duration = round((perf_counter() - started) * 1000, 3)
         if self.options.commit is not None:
-            self.pending.append((record, result, duration_ms(started)))
+            self.pending.append((record, result, duration))
             return
-        self.processed(record, result, duration_ms(started))
+        self.processed(record, result, duration)
 
     def processed(self, record: Record, result: Any, duration: float) -> None:
         self.outcome.processed += 1
         if self.log_result:
             log.emit("INFO", self.processed_message, fields={
-                "source": record.source, "outcome": "ok", "duration_ms": duration, "result": result,
+                "source": record.source, "outcome": "ok", "duration_ms": duration, "result": log.clean(result),
             })
 
     def span_outcome(self, error: BaseException | None) -> str | None:
@@ -195,7 +201,7 @@ class RecordPath:
         fields = {"source": record.source, "outcome": routed, "attempt": record.attempt + 1,
                   "duration_ms": duration_ms(started), **failure_fields(record, error)}
         if routing_error is not None:
-            fields["requeue_error"] = routing_error
+            fields["requeue_error"] = log.clean(routing_error)
         log.emit("ERROR", failure_message(record, error), fields=fields)
         if routed != "failed":
             return
@@ -221,7 +227,7 @@ class RecordPath:
         token = set_current_record(record)
         try:
             log.emit("WARNING", "not processed: an earlier record of its group failed; it is retried in order",
-                     fields={"source": record.source, "group": record.group})
+                     fields={"source": record.source, "group": log.clean(record.group)})
         finally:
             reset_current_record(token)
 
@@ -242,7 +248,7 @@ class RecordPath:
         """The adapter keeps order: after ``record`` failed, ``skipped`` are not processed this time."""
         self.outcome.skipped = skipped
         log.emit("WARNING", "stopped the batch at the failed record; Lambda retries from it, in order",
-                 record.trace_id, {"source": record.source, "record_id": record.id, "not_processed": len(skipped)})
+                 record.trace_id, {"source": record.source, "record_id": log.clean(record.id), "not_processed": len(skipped)})
 
     async def commit(self, records: list[Record]) -> None:
         """Run the batch's commit over every record the function accepted, in batch order; write
@@ -254,7 +260,7 @@ class RecordPath:
         error: BaseException | None = None
         try:
             reported = self.options.commit([(record, result) for record, result, _ in self.pending])  # type: ignore[misc]
-            if inspect.isawaitable(reported):
+            if is_awaitable(reported):
                 reported = await self.resolve(reported)
             failed_ids = reported_ids(reported)
         except Exception as exc:
@@ -263,7 +269,7 @@ class RecordPath:
         fields = {"records": len(self.pending), "failed": failed, "duration_ms": duration_ms(started),
                   "trace_ids": list(dict.fromkeys(record.trace_id for record, _, _ in self.pending))}
         if error is not None:
-            fields.update(error_type=type(error).__name__, error=log.safe_str(error))
+            fields.update(error_type=type(error).__name__, error=log.clean(log.safe_str(error)))
         log.emit("WARNING" if failed else "INFO", "batch committed", fields=fields)
         self.settle(failed_ids, error)
 
@@ -310,11 +316,11 @@ def failure_fields(record: Record, error: BaseException) -> dict[str, Any]:
     """What the ERROR line says of the failure: the raw part an unreadable record could not be
     decoded from, the fields a payload that does not fit the model got wrong (never a value), or
     the exception and its traceback."""
-    fields: dict[str, Any] = {"error_type": type(error).__name__, "error": log.safe_str(error)}
+    fields = log.error_fields(error)
     if record.error is not None:
-        fields["payload"] = record.payload
+        fields["payload"] = log.clean(record.payload)
+        del fields["traceback"]
     elif type(error) is InvalidPayload:
-        fields["invalid"] = error.problems
-    else:
-        fields["traceback"] = log.error_fields(error)["traceback"]
+        fields["invalid"] = log.clean(error.problems)
+        del fields["traceback"]
     return fields

@@ -9,7 +9,6 @@ the trace header.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Sequence
 from time import perf_counter
 from typing import Any
@@ -78,23 +77,20 @@ class RequestPath(RecordPath):
     def received_fields(self, record: Record) -> dict[str, Any]:
         return request_fields(record.payload)
 
-    async def run(self, record: Record) -> Any:
+    def call(self, record: Record) -> Any:
         request = record.payload
         if self.max_body is not None and request.body_size > self.max_body:
             raise HTTPError(413, f"request body is larger than {self.max_body} bytes")
         if self.options.validate is not None:
             request.model = validated(self.options.validate, request)
-        result = self.function(request, self.context)
-        if inspect.isawaitable(result):
-            result = await self.resolve(result)
-        return result
+        return self.function(request, self.context)
 
     def returned(self, record: Record, result: Any, started: float) -> None:
         self.response = api_source.shape_response(record.payload, result, record.trace_id, self.trace_header)
         self.status_outcome = "ok"
         if self.log_result:
             fields = result_fields(self.response, started)
-            fields["result"] = result_for_log(result)
+            fields["result"] = log.clean(result_for_log(result))
             log.emit("INFO", self.processed_message, fields=fields)
 
     def failed(self, record: Record, error: BaseException, started: float, index: int) -> None:
@@ -105,7 +101,7 @@ class RequestPath(RecordPath):
             status = error.status if 400 <= error.status <= 599 else 500
             self.response = api_source.error_response(request, status, error.message, record.trace_id,
                                                       self.trace_header, error.headers)
-            fields = {**result_fields(self.response, started), "error": error.message}
+            fields = {**result_fields(self.response, started), "error": log.clean(error.message)}
         else:
             self.response = api_source.error_response(request, 500, "Internal Server Error", record.trace_id,
                                                       self.trace_header)
@@ -158,10 +154,10 @@ def request_fields(request: api_source.Request) -> dict[str, Any]:
     elif body and "x-www-form-urlencoded" in request.headers.get("content-type", ""):
         # logged as its fields, so a password=... in a form is masked like a JSON one
         body = dict(parse_qsl(body, keep_blank_values=True))
-    return {
+    return log.clean({
         "source": "api", "shape": request.shape, "method": request.method, "path": request.path,
         "query": request.query, "headers": request.headers, "body": body,
-    }
+    })
 
 
 def result_fields(response: dict[str, Any], started: float) -> dict[str, Any]:
@@ -169,7 +165,7 @@ def result_fields(response: dict[str, Any], started: float) -> dict[str, Any]:
     known = isinstance(status, int)
     return {
         "source": "api",
-        "status": status,
+        "status": log.clean(status),
         "outcome": "ok" if known and status < 400 else "client_error" if known and status < 500 else "server_error",
         "duration_ms": round((perf_counter() - started) * 1000, 3),
     }
