@@ -47,13 +47,13 @@ Decorator = Callable[[Handler], Handler]
 
 
 class Route:
-    """One function on one method of one template, with its model."""
+    """One function on one method of one template, with its model's validator."""
 
     __slots__ = ("function", "validate")
 
-    def __init__(self, function: Handler, model: Any) -> None:
+    def __init__(self, function: Handler, validate: Validator | None) -> None:
         self.function = function
-        self.validate = None if model is None else Validator(model)
+        self.validate = validate
 
     def __call__(self, request: Request, context: Any) -> Any:
         if self.validate is not None:
@@ -147,9 +147,10 @@ class Router:
         """Route ``methods`` on the ``path`` template to the decorated function, unchanged."""
         names = _methods(methods)
         target = self._resource(path)
+        validate = None if model is None else Validator(model)  # a model pydantic cannot build fails here
 
         def register(function: Handler) -> Handler:
-            route = Route(function, model)
+            route = Route(function, validate)
             for method in names:
                 target.add(method, route)
             return function
