@@ -46,15 +46,13 @@ def _dict(value: Any) -> dict[Any, Any]:
     return value if value and type(value) is dict else {}
 
 
-def _path(path: Any) -> str:
-    return as_text(path) if path else "/"
-
-
 def _lowered(single: Any) -> dict[str, str]:
     """Single-value headers with lower-case names, as text; ``None`` values left out."""
+    if not single or type(single) is not dict:
+        return {}
     return {
         (key if type(key) is str else str(key)).lower(): value if type(value) is str else str(value)
-        for key, value in _dict(single).items() if value is not None
+        for key, value in single.items() if value is not None
     }
 
 
@@ -158,12 +156,6 @@ def _spelling(name: str, letters: list[int], number: int) -> str:
     return "".join(chars)
 
 
-def _finished(response: dict[str, Any], body: str, is_base64: bool) -> dict[str, Any]:
-    response["body"] = body
-    response["isBase64Encoded"] = is_base64
-    return response
-
-
 # --- the shapes -----------------------------------------------------------------------------------
 
 class Shape:
@@ -189,7 +181,8 @@ class Shape:
 
     @staticmethod
     def path(event: dict[str, Any]) -> str:
-        return _path(event.get("path"))
+        path = event.get("path")
+        return as_text(path) if path else "/"
 
     @classmethod
     def render(cls, status: int, headers: dict[str, list[str]], body: str, is_base64: bool,
@@ -215,7 +208,8 @@ class RestV1(Shape):
         multi = {name: values for name, values in headers.items() if len(values) > 1}
         if multi:
             response["multiValueHeaders"] = multi
-        return _finished(response, body, is_base64)
+        response["body"], response["isBase64Encoded"] = body, is_base64
+        return response
 
 
 class Alb(Shape):
@@ -235,7 +229,8 @@ class Alb(Shape):
                description: Any = None) -> dict[str, Any]:
         response = {"statusCode": status, "statusDescription": _description(status, description)}
         response.update(cls.header_fields(headers))
-        return _finished(response, body, is_base64)
+        response["body"], response["isBase64Encoded"] = body, is_base64
+        return response
 
     @staticmethod
     def header_fields(headers: dict[str, list[str]]) -> dict[str, Any]:
@@ -278,7 +273,8 @@ class HttpV2(Shape):
 
     @staticmethod
     def path(event: dict[str, Any]) -> str:
-        return _path(event.get("rawPath") or event["requestContext"]["http"].get("path"))
+        path = event.get("rawPath") or event["requestContext"]["http"].get("path")
+        return as_text(path) if path else "/"
 
     @classmethod
     def render(cls, status: int, headers: dict[str, list[str]], body: str, is_base64: bool,
@@ -293,7 +289,8 @@ class HttpV2(Shape):
         response: dict[str, Any] = {"statusCode": status, "headers": single}
         if cookies:
             response["cookies"] = cookies
-        return _finished(response, body, is_base64)
+        response["body"], response["isBase64Encoded"] = body, is_base64
+        return response
 
 
 class FunctionUrl(HttpV2):
