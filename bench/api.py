@@ -88,8 +88,9 @@ def _powertools(stream: Any, routes: int = 0) -> Callable[[Any, Any], Any]:
         response = app.resolve(event, context)
         response.setdefault("headers", {})["X-Trace-Id"] = trace_id
         logger.info("request processed", extra={
-            "source": "api", "record_id": event["requestContext"]["requestId"], "status": response["statusCode"],
-            "outcome": "ok", "duration_ms": round((perf_counter() - started) * 1000, 3), "result": response.get("body"),
+            "source": "api", "record_id": event["requestContext"]["requestId"],
+            "status": response["statusCode"], "outcome": "ok",
+            "duration_ms": round((perf_counter() - started) * 1000, 3), "result": response.get("body"),
         })
         return response
 
@@ -121,8 +122,8 @@ def _compare(case: str, routes: int) -> Target:
             for name, values in samples.items()]
     rows.append(["Powertools / lambda_kit (median of per-round ratios)", f"{statistics.median(ratios):.1f}x",
                  f"{min(ratios):.1f}-{max(ratios):.1f}x"])
-    table(f"API request, {case} (HTTP API v2 POST, 3 log lines), CPU µs per request, {ROUNDS} interleaved rounds "
-          f"of {REQUESTS} requests", ["variant", "median", "min-max"], rows)
+    table(f"API request, {case} (HTTP API v2 POST, 3 log lines), CPU µs per request, {ROUNDS} interleaved "
+          f"rounds of {REQUESTS} requests", ["variant", "median", "min-max"], rows)
     ratio = statistics.median(ratios)
     return (f"api_handler, {case}, >= {TARGET_RATIO:g}x faster than APIGatewayHttpResolver + Logger",
             ratio >= TARGET_RATIO, f"{ratio:.1f}x")

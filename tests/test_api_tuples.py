@@ -19,9 +19,10 @@ FORMS = "return (body, status) or (body, status, headers), as Flask takes them"
 
 
 def request(shape):
+    traced = {"X-Trace-Id": "t-tuple"}
     if shape == "alb-multi":
-        return api_event("POST", "/orders", version="alb", multi_value=True, headers={"X-Trace-Id": "t-tuple"})
-    return api_event("POST", "/orders", version=shape, headers={"X-Trace-Id": "t-tuple"})
+        return api_event("POST", "/orders", version="alb", multi_value=True, headers=traced)
+    return api_event("POST", "/orders", version=shape, headers=traced)
 
 
 def returning(value):
@@ -50,35 +51,40 @@ def test_body_and_status_is_that_response(shape, returned, status, body, content
 @pytest.mark.parametrize("shape", SHAPES)
 def test_body_status_and_headers_is_that_response_with_those_headers(shape):
     event = request(shape)
-    as_dict = returning(({"id": "o-1"}, 201, {"Location": "/orders/o-1", "X-Trace-Id": "spoof", "X-None": None}))
+    headers = {"Location": "/orders/o-1", "X-Trace-Id": "spoof", "X-None": None}
+    as_dict = returning(({"id": "o-1"}, 201, headers))
     response = as_dict(event, None)
     kind = kind_of(event)
     assert response["statusCode"] == 201 and json.loads(body_bytes(response)) == {"id": "o-1"}
     assert header_values(response, kind, "Location") == ["/orders/o-1"]
-    assert header_values(response, kind, "X-Trace-Id") == ["t-tuple"] and header_values(response, kind, "X-None") == []
+    assert header_values(response, kind, "X-Trace-Id") == ["t-tuple"]
+    assert header_values(response, kind, "X-None") == []
 
-    as_pairs = returning(("", 200, [("Set-Cookie", "a=1"), ("Set-Cookie", "b=2"), ["Content-Type", "text/plain"]]))
+    pairs = [("Set-Cookie", "a=1"), ("Set-Cookie", "b=2"), ["Content-Type", "text/plain"]]
+    as_pairs = returning(("", 200, pairs))
     response = as_pairs(event, None)
     assert header_values(response, kind, "Set-Cookie") == ["a=1", "b=2"]
     assert header_values(response, kind, "Content-Type") == ["text/plain"]
-    assert {name.lower() for name, _ in sent_headers(response, kind)} == {"set-cookie", "content-type", "x-trace-id"}
+    sent = {name.lower() for name, _ in sent_headers(response, kind)}
+    assert sent == {"set-cookie", "content-type", "x-trace-id"}
+
+
+NO_STATUS = "whose second item is no HTTP status (100-599)"
+NO_HEADERS = "whose headers are neither a dict nor a list of (name, value) pairs"
 
 
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize(("returned", "said"), [
-    ((201, {"id": "o-1"}), "the function returned a tuple (int, dict) whose second item is no HTTP status "
-                           f"(100-599) (the status goes second): {FORMS}"),
-    (({"id": "o-1"}, {"Location": "/x"}), "the function returned a tuple (dict, dict) whose second item is no "
-                                          f"HTTP status (100-599): {FORMS}"),
-    (({"id": 1}, 700), f"the function returned a tuple (dict, int) whose second item is no HTTP status (100-599): {FORMS}"),
-    (({"id": 1}, True), f"the function returned a tuple (dict, bool) whose second item is no HTTP status (100-599): {FORMS}"),
+    ((201, {"id": "o-1"}),
+     f"the function returned a tuple (int, dict) {NO_STATUS} (the status goes second): {FORMS}"),
+    (({"id": "o-1"}, {"Location": "/x"}), f"the function returned a tuple (dict, dict) {NO_STATUS}: {FORMS}"),
+    (({"id": 1}, 700), f"the function returned a tuple (dict, int) {NO_STATUS}: {FORMS}"),
+    (({"id": 1}, True), f"the function returned a tuple (dict, bool) {NO_STATUS}: {FORMS}"),
     ((({"id": 1},)), f"the function returned a tuple of 1 items (dict): {FORMS}"),
     (("a", 200, {}, "x"), f"the function returned a tuple of 4 items (str, int, dict, str): {FORMS}"),
     ((), f"the function returned a tuple of 0 items (): {FORMS}"),
-    (("a", 200, "Location: /x"), "the function returned a tuple (str, int, str) whose headers are neither a dict nor a "
-                                 f"list of (name, value) pairs: {FORMS}"),
-    (("a", 200, [("Location",)]), "the function returned a tuple (str, int, list) whose headers are neither a dict "
-                                  f"nor a list of (name, value) pairs: {FORMS}"),
+    (("a", 200, "Location: /x"), f"the function returned a tuple (str, int, str) {NO_HEADERS}: {FORMS}"),
+    (("a", 200, [("Location",)]), f"the function returned a tuple (str, int, list) {NO_HEADERS}: {FORMS}"),
 ])
 def test_any_other_tuple_is_a_500_whose_error_line_names_the_fix(shape, returned, said):
     event = request(shape)

@@ -96,10 +96,6 @@ def _cookies(header: str | None) -> dict[str, str]:
     return cookies
 
 
-def _media_type(content_type: str) -> str:
-    return content_type.split(";", 1)[0].strip().lower()
-
-
 class Request:
     """What an ``api_handler`` function receives, whatever the shape of the event.
 
@@ -190,7 +186,7 @@ class Request:
         """The decoded JSON body (``parse_json``); a body that is not JSON answers 400 (415 for
         another content type)."""
         if self._json is _UNSET:
-            media = _media_type(self.headers.get("content-type", ""))
+            media = self.headers.get("content-type", "").split(";", 1)[0].strip().lower()
             if media and media != "application/json" and not media.endswith("+json"):
                 raise HTTPError(415, "Content-Type must be application/json")
             value = parse_json(self.body_bytes if self._base64 else self._raw_body)

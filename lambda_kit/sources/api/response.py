@@ -23,7 +23,7 @@ from typing import Any
 
 from ... import codec
 from .request import Request
-from .shapes import UNKNOWN_PHRASE, as_text, grouped, status_description
+from .shapes import UNKNOWN_PHRASE, Grouped, as_text, grouped, status_description
 
 __all__ = ["as_response", "error_response", "header_pairs", "headless", "shape_response"]
 
@@ -64,9 +64,10 @@ def _from_tuple(result: tuple[Any, ...]) -> dict[str, Any]:
 
 def _tuple_headers(headers: Any, kinds: str) -> dict[str, list[str]]:
     if isinstance(headers, Mapping):
-        return grouped(_single_pairs(headers))
+        return dict(grouped(_single_pairs(headers)).values())
     if isinstance(headers, list | tuple) and all(_is_pair(pair) for pair in headers):
-        return grouped([(as_text(name), as_text(value)) for name, value in headers if value is not None])
+        pairs = [(as_text(name), as_text(value)) for name, value in headers if value is not None]
+        return dict(grouped(pairs).values())
     raise TypeError(f"the function returned a tuple ({kinds}) whose headers are neither a dict nor a list of "
                     f"(name, value) pairs: {TUPLE_FORMS}")
 
@@ -82,6 +83,8 @@ def _http_status(value: Any) -> int | None:
 
 
 def _status(value: Any) -> int:
+    if type(value) is int and 100 <= value <= 599:  # as most functions give it
+        return value
     status = _http_status(value)
     if status is None:
         raise TypeError(f"the function returned statusCode {value!r}, which is not an HTTP status (100-599)")
@@ -108,8 +111,9 @@ def _multi_pairs(multi: Any) -> Pairs:
 def header_pairs(response: dict[str, Any]) -> Pairs:
     """Every header of a response dict, whichever way it was given (``headers``,
     ``multiValueHeaders``, ``cookies``), as (name, value) pairs."""
-    headers, multi, cookies = response.get("headers"), response.get("multiValueHeaders"), response.get("cookies")
+    headers, cookies = response.get("headers"), response.get("cookies")
     pairs = _single_pairs(headers) if headers else []
+    multi = response.get("multiValueHeaders")
     if multi:
         pairs += _multi_pairs(multi)
     if cookies:
@@ -117,30 +121,19 @@ def header_pairs(response: dict[str, Any]) -> Pairs:
     return pairs
 
 
-def _set(headers: dict[str, list[str]], name: str, value: str) -> None:
+def _set(headers: Grouped, name: str, value: str) -> None:
     """Header ``name`` set to ``value`` alone, however the response spelled it, after the others."""
-    known = _spelling(headers, name)
-    if known is not None:
-        del headers[known]
-    headers[name] = [value]
-
-
-def _spelling(headers: dict[str, list[str]], name: str) -> str | None:
-    """How ``headers`` spell ``name`` (``grouped`` keeps one spelling per name), if they have it."""
     lowered = name.lower()
-    for known in headers:
-        if known.lower() == lowered:
-            return known
-    return None
+    headers.pop(lowered, None)
+    headers[lowered] = (name, [value])
 
 
-def _headers(response: dict[str, Any], content_type: str | None) -> dict[str, list[str]]:
-    """The response's headers, grouped by name (``grouped``), with a ``Content-Type`` of
-    ``content_type`` unless it has one."""
+def _headers(response: dict[str, Any], content_type: str | None) -> Grouped:
+    """The response's headers (``grouped``), with a ``Content-Type`` of ``content_type`` unless it has one."""
     pairs = header_pairs(response)
     headers = grouped(pairs) if pairs else {}
-    if content_type is not None and _spelling(headers, "Content-Type") is None:
-        headers["Content-Type"] = [content_type]
+    if content_type is not None and "content-type" not in headers:
+        headers["content-type"] = ("Content-Type", [content_type])
     return headers
 
 
@@ -179,7 +172,7 @@ def headless(result: Any) -> dict[str, Any]:
     and headers, Content-Type included, that the body would have had."""
     response = as_response(result)
     headers = _headers(response, _body(response.get("body"), False)[2])
-    return {"statusCode": response["statusCode"], "multiValueHeaders": headers,
+    return {"statusCode": response["statusCode"], "multiValueHeaders": dict(headers.values()),
             "statusDescription": response.get("statusDescription")}
 
 
@@ -189,7 +182,7 @@ def error_response(request: Request, status: int, message: str, trace_id: str, t
     try:
         found = grouped(_single_pairs(headers))
     except (TypeError, ValueError):
-        found = {}
+        found: Grouped = {}
     _set(found, "Content-Type", JSON_TYPE)
     _set(found, trace_header, trace_id)
     return request.front_door.render(status, found, _error_body(status, message, trace_id), False)

@@ -140,7 +140,7 @@ class Router:
     def __init__(self) -> None:
         self._static: dict[str, Resource] = {}
         self._templates: list[Resource] = []  # the most specific first
-        self._by_head: dict[str, list[Resource]] = {}  # the templates a path with this first segment may match
+        self._by_head: dict[str, list[Resource]] = {}  # the templates paths of this first segment may match
         self._any_head: list[Resource] = []  # those whose first segment is a parameter
 
     def route(self, path: str, methods: str | Iterable[str] = ("GET",), *, model: Any = None) -> Decorator:
@@ -231,7 +231,8 @@ class Router:
 
     def __repr__(self) -> str:
         resources = [*self._static.values(), *self._templates]
-        return f"Router({', '.join(f'{resource.template} {sorted(resource.methods)}' for resource in resources)})"
+        routes = ", ".join(f"{resource.template} {sorted(resource.methods)}" for resource in resources)
+        return f"Router({routes})"
 
 
 def _run(route: Route, matched: Any, request: Request, context: Any) -> Any:

@@ -24,7 +24,7 @@ from urllib.parse import parse_qsl, unquote_plus
 
 __all__ = [
     "Alb", "AlbMultiValue", "FunctionUrl", "HttpV2", "RestV1", "SHAPES", "Shape", "UNKNOWN_PHRASE",
-    "as_text", "grouped", "shape_of", "status_description",
+    "Grouped", "as_text", "grouped", "shape_of", "status_description",
 ]
 
 UNKNOWN_PHRASE = "Unknown Status"
@@ -125,12 +125,19 @@ def _query_alb(event: dict[str, Any]) -> dict[str, list[str]]:
 
 # --- writing responses ----------------------------------------------------------------------------
 
-def grouped(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
-    """Values per header name, names compared case-insensitively (the first spelling kept)."""
-    spelling: dict[str, str] = {}
-    found: dict[str, list[str]] = {}
+Grouped = dict[str, tuple[str, list[str]]]
+"""A response's headers: by lower-case name, (the name as first spelled, its values)."""
+
+
+def grouped(pairs: list[tuple[str, str]]) -> Grouped:
+    """(name, value) pairs by header name, names compared case-insensitively (the first spelling kept)."""
+    found: Grouped = {}
     for name, value in pairs:
-        found.setdefault(spelling.setdefault(name.lower(), name), []).append(value)
+        lowered = name.lower()
+        if lowered in found:
+            found[lowered][1].append(value)
+        else:
+            found[lowered] = (name, [value])
     return found
 
 
@@ -185,9 +192,9 @@ class Shape:
         return as_text(path) if path else "/"
 
     @classmethod
-    def render(cls, status: int, headers: dict[str, list[str]], body: str, is_base64: bool,
+    def render(cls, status: int, headers: Grouped, body: str, is_base64: bool,
                description: Any = None) -> dict[str, Any]:
-        """The response: ``headers`` are the values per name (``grouped``)."""
+        """The response, with ``headers`` (``grouped``)."""
         raise NotImplementedError
 
 
@@ -201,11 +208,11 @@ class RestV1(Shape):
         return isinstance(event.get("httpMethod"), str) and "elb" not in event["requestContext"]
 
     @classmethod
-    def render(cls, status: int, headers: dict[str, list[str]], body: str, is_base64: bool,
+    def render(cls, status: int, headers: Grouped, body: str, is_base64: bool,
                description: Any = None) -> dict[str, Any]:
-        single = {name: values[0] for name, values in headers.items() if len(values) == 1}
+        single = {name: values[0] for name, values in headers.values() if len(values) == 1}
         response: dict[str, Any] = {"statusCode": status, "headers": single}
-        multi = {name: values for name, values in headers.items() if len(values) > 1}
+        multi = {name: values for name, values in headers.values() if len(values) > 1}
         if multi:
             response["multiValueHeaders"] = multi
         response["body"], response["isBase64Encoded"] = body, is_base64
@@ -225,7 +232,7 @@ class Alb(Shape):
                 and type(event.get("multiValueHeaders")) is not dict)
 
     @classmethod
-    def render(cls, status: int, headers: dict[str, list[str]], body: str, is_base64: bool,
+    def render(cls, status: int, headers: Grouped, body: str, is_base64: bool,
                description: Any = None) -> dict[str, Any]:
         response = {"statusCode": status, "statusDescription": _description(status, description)}
         response.update(cls.header_fields(headers))
@@ -233,10 +240,10 @@ class Alb(Shape):
         return response
 
     @staticmethod
-    def header_fields(headers: dict[str, list[str]]) -> dict[str, Any]:
+    def header_fields(headers: Grouped) -> dict[str, Any]:
         single: dict[str, str] = {}
-        for name, values in headers.items():
-            if len(values) > 1 and name.lower() == "set-cookie":
+        for lowered, (name, values) in headers.items():
+            if len(values) > 1 and lowered == "set-cookie":
                 single.update(zip(_case_variants(name, len(values)), values, strict=True))
             else:
                 single[name] = ", ".join(values)
@@ -252,8 +259,8 @@ class AlbMultiValue(Alb):
                 and type(event.get("multiValueHeaders")) is dict)
 
     @staticmethod
-    def header_fields(headers: dict[str, list[str]]) -> dict[str, Any]:
-        return {"multiValueHeaders": headers}
+    def header_fields(headers: Grouped) -> dict[str, Any]:
+        return {"multiValueHeaders": dict(headers.values())}
 
 
 class HttpV2(Shape):
@@ -265,7 +272,9 @@ class HttpV2(Shape):
 
     @staticmethod
     def matches(event: dict[str, Any]) -> bool:
-        return not isinstance(event.get("httpMethod"), str) and not _on_function_url(event)
+        domain = event["requestContext"].get("domainName")
+        on_function_url = type(domain) is str and ".lambda-url." in domain
+        return not isinstance(event.get("httpMethod"), str) and not on_function_url
 
     @staticmethod
     def method(event: dict[str, Any]) -> str:
@@ -277,18 +286,13 @@ class HttpV2(Shape):
         return as_text(path) if path else "/"
 
     @classmethod
-    def render(cls, status: int, headers: dict[str, list[str]], body: str, is_base64: bool,
+    def render(cls, status: int, headers: Grouped, body: str, is_base64: bool,
                description: Any = None) -> dict[str, Any]:
-        single: dict[str, str] = {}
-        cookies: list[str] = []
-        for name, values in headers.items():
-            if name.lower() == "set-cookie":
-                cookies += values
-            else:
-                single[name] = ",".join(values)
+        single = {name: ",".join(values) for lowered, (name, values) in headers.items()
+                  if lowered != "set-cookie"}
         response: dict[str, Any] = {"statusCode": status, "headers": single}
-        if cookies:
-            response["cookies"] = cookies
+        if "set-cookie" in headers:
+            response["cookies"] = headers["set-cookie"][1]
         response["body"], response["isBase64Encoded"] = body, is_base64
         return response
 
@@ -300,12 +304,9 @@ class FunctionUrl(HttpV2):
 
     @staticmethod
     def matches(event: dict[str, Any]) -> bool:
-        return not isinstance(event.get("httpMethod"), str) and _on_function_url(event)
-
-
-def _on_function_url(event: dict[str, Any]) -> bool:
-    domain = event["requestContext"].get("domainName")
-    return type(domain) is str and ".lambda-url." in domain
+        domain = event["requestContext"].get("domainName")
+        on_function_url = type(domain) is str and ".lambda-url." in domain
+        return not isinstance(event.get("httpMethod"), str) and on_function_url
 
 
 def _description(status: int, description: Any) -> str:
