@@ -25,17 +25,17 @@ says why). DynamoDB Local expires TTL items itself, so the TTL sweeper runs only
 
 from __future__ import annotations
 
+import json
 import os
 import time
-from collections.abc import Iterable
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from .. import log as lambda_log
 from ..serverless_config import ConfigError
 from .async_invoker import AsyncInvoker
 from .clients import Clients, remember_user_agents
-from .config import ServiceConfig, load_service
+from .config import EventSource, FunctionConfig, ServiceConfig, load_service
 from .destinations import Destinations, target_arn
 from .dynamodb_local import DynamoDBLocal, DynamoDBLocalUnavailable, find_installation
 from .endpoint import aws_environment
@@ -54,8 +54,7 @@ from .stream_source import StreamEventSource, TtlDeletions
 from .ttl import TtlSweeper
 
 _UNSET: Any = object()
-RELAYS: dict[str, type[QueueRelay]] = {"eventBridge": EventBridgeEventSource, "s3": S3EventSource}
-"""serverless.yml event kinds fed through an internal queue (``relay.py``), besides SNS."""
+Delivered = TypeVar("Delivered")
 
 
 class LocalStack:
@@ -104,12 +103,10 @@ class LocalStack:
         self.clients: Clients | None = None
         self.resources: Resources | None = None
         self.runtimes: dict[str, FunctionRuntime] = {}
-        self.pollers: list[Poller] = []
-        self.streams: list[StreamEventSource] = []
-        self.sqs_sources: list[SqsEventSource] = []
-        self.sns_sources: list[SnsEventSource] = []
-        self.relays: list[QueueRelay] = []  # EventBridge rules and S3 notifications
+        self.deliveries: list[Any] = []  # what feeds the functions their events: pollers, relays, streams
+        self.routes: list[Route] = []
         self.gateway: HttpGateway | None = None
+        self.destinations: Destinations | None = None
         self.invoker: AsyncInvoker | None = None
         self.ttl_deletions = TtlDeletions()
         self.ttl: TtlSweeper | None = None
@@ -135,13 +132,38 @@ class LocalStack:
 
     def _start(self) -> None:
         self._started = True
+        self._start_endpoints()
+        self.resources = Resources(self.config, self._clients())
+        self.resources.create_all()
+        selected = [f for f in self.config.functions.values() if self.only is None or f.key in self.only]
+        self._resolve_destinations()
+        self._set_function_environment(selected)
+        self.log = LogFile(self.log_path, echo=self.echo, prefix=f"{self.config.service}-{self.config.stage}-")
+        lambda_log.set_sink(self.log.write)
+        for function in selected:
+            runtime = FunctionRuntime(function, self.config.project_dir, self.region, hooks=self.hooks)
+            runtime.handler()  # import now: a broken handler path fails the start, in one line
+            self.runtimes[function.key] = runtime
+        self.destinations = Destinations(self._clients())
+        self.invoker = AsyncInvoker(self.destinations, self.timing, self.journal)
+        for runtime in self.runtimes.values():
+            for event in runtime.function.events:
+                self._wire(runtime, event)
+        if self.routes and self.api_port is not None:
+            self.gateway = HttpGateway(self.routes, self.api_port, stage="$default").start()
+        for delivery in self.deliveries:
+            delivery.start()
+        self._start_ttl()
+
+    def _start_endpoints(self) -> None:
+        """moto (unless ``endpoint_url`` is given) and the DynamoDB, started side by side; the
+        clients and the environment the functions see."""
         dynamodb_url = (self._dynamodb_endpoint_url or "").rstrip("/")
         if self._endpoint_url:
             self.endpoint_url = self._endpoint_url.rstrip("/")
         else:
             self.endpoint = EndpointProcess().launch()  # moto starts while DynamoDB Local does
-            if not dynamodb_url:
-                dynamodb_url = self._start_dynamodb_local()
+            dynamodb_url = dynamodb_url or self._start_dynamodb_local()
             self.endpoint_url = self.endpoint.wait_ready().url
             if self.dynamodb_local is not None:
                 dynamodb_url = self._wait_dynamodb_local()
@@ -150,94 +172,50 @@ class LocalStack:
         self.clients = Clients(self.endpoint_url, self.region, self.dynamodb_url)
         self._set_env(aws_environment(self._function_endpoint_url or self.endpoint_url, self.region, self.dynamodb_url))
 
-        self.resources = Resources(self.config, self.clients)
-        self.resources.create_all()
-
-        selected = [f for f in self.config.functions.values() if self.only is None or f.key in self.only]
+    def _resolve_destinations(self) -> None:
+        """Function-level destinations (asynchronous invocations) name resources with intrinsics."""
+        assert self.resources is not None
         for function in self.config.functions.values():
-            # Function-level destinations (async invocations) name resources with intrinsics.
             for key in ("destinations", "onError"):
                 if function.raw.get(key) is not None:
                     function.raw = {**function.raw, key: self.resources.resolve(function.raw[key])}
+
+    def _set_function_environment(self, selected: list[FunctionConfig]) -> None:
+        """The functions' environment, in this process's (they share it: a variable two functions
+        set differently is journaled, the later one's value used)."""
+        assert self.resources is not None
         environment: dict[str, str] = {}
         for function in selected:
             for key, value in self.resources.resolve(function.environment).items():
                 text = _env_text(value)
-                if key in environment and environment[key] != text:
+                if environment.get(key, text) != text:
                     self.journal.record("env.conflict", variable=key, function=function.key, values=[environment[key], text])
                 environment[key] = text
         self._set_env(environment)
 
-        self.log = LogFile(self.log_path, echo=self.echo, prefix=f"{self.config.service}-{self.config.stage}-")
-        lambda_log.set_sink(self.log.write)
+    def _wire(self, runtime: FunctionRuntime, event: EventSource) -> None:
+        """Deliver one event of a function as its source says (``Source.delivery``), or note that it
+        is not emulated. Without ``event_sources``, only the HTTP routes."""
+        assert self.resources is not None
+        found = self.config.sources_of(event)
+        delivery = found[0].delivery if found else ""
+        if not self.event_sources and delivery not in PASSIVE:
+            return
+        deliver = DELIVERIES.get(delivery, _not_emulated)
+        started = deliver(self, runtime, event, self.resources.resolve(event.spec))
+        if started is not None:
+            self.deliveries.append(started)
 
-        for function in selected:
-            runtime = FunctionRuntime(function, self.config.project_dir, self.region, hooks=self.hooks)
-            runtime.handler()  # import now: a broken handler path fails the start, in one line
-            self.runtimes[function.key] = runtime
-
-        destinations = Destinations(self.clients)
-        self.invoker = AsyncInvoker(destinations, self.timing, self.journal)
-        routes: list[Route] = []
-        for runtime in self.runtimes.values():
-            http_specs, rest_specs = [], []
-            for event in runtime.function.events:
-                if event.kind in ("httpApi", "http"):
-                    (http_specs if event.kind == "httpApi" else rest_specs).append(event.spec)
-                    continue
-                if not self.event_sources:
-                    continue
-                spec = self.resources.resolve(event.spec)
-                if event.kind == "sqs":
-                    arn = target_arn(spec)
-                    if not arn:
-                        raise ConfigError(f"functions.{runtime.function.key}.events[{event.index}].sqs needs an arn")
-                    source = SqsEventSource(runtime, event, spec, destinations.queue_url(arn), arn, self.clients, self.timing, self.journal, self.region)
-                    self.sqs_sources.append(source)
-                elif event.kind == "stream":
-                    arn = target_arn(spec)
-                    if not arn:
-                        raise ConfigError(f"functions.{runtime.function.key}.events[{event.index}].stream needs an arn")
-                    self.streams.append(StreamEventSource(
-                        runtime, event, spec, arn, self.clients, destinations, self.timing, self.journal, self.region,
-                        self.ttl_deletions, moto_quirks=self.dynamodb_local is None,
-                    ))
-                elif event.kind == "sns":
-                    topic = target_arn(spec) or self.clients("sns").create_topic(Name=str(spec.get("topicName")))["TopicArn"]
-                    sns = SnsEventSource(runtime, event, spec, topic, self.clients, self.invoker, self.timing, self.journal)
-                    sns.setup()
-                    self.sns_sources.append(sns)
-                elif event.kind in RELAYS and (event.kind != "eventBridge" or "pattern" in spec):
-                    relay = RELAYS[event.kind](runtime, event, spec, self.clients, self.invoker, self.timing, self.journal)
-                    relay.setup()
-                    self.relays.append(relay)
-                else:
-                    unsupported = "eventBridge schedule" if event.kind == "eventBridge" else event.kind
-                    self.journal.record("event.unsupported", function=runtime.function.key, event_kind=unsupported)
-            routes.extend(routes_for(runtime, http_specs))
-            routes.extend(routes_for(runtime, rest_specs, payload="1.0"))
-
-        if routes and self.api_port is not None:
-            self.gateway = HttpGateway(routes, self.api_port, stage="$default").start()
-
-        for sqs in self.sqs_sources:
-            sqs.start()
-            self.pollers.append(sqs)
-        for sns in self.sns_sources:
-            sns.start()
-            self.pollers.append(sns)
-        for relay in self.relays:
-            relay.start()
-            self.pollers.append(relay)
-        for stream in self.streams:
-            stream.start()
+    def _start_ttl(self) -> None:
+        """The TTL sweeper, where moto serves DynamoDB (DynamoDB Local expires items itself)."""
+        assert self.resources is not None
         ttl_tables = {
             r.attributes["Ref"]: r.attributes["TtlAttribute"]
             for r in self.resources.of_type("AWS::DynamoDB::Table")
             if r.attributes.get("TtlAttribute")
         }
         if ttl_tables and self.ttl_enabled and self.event_sources and self.dynamodb_local is None:
-            self.ttl = TtlSweeper(ttl_tables, self.clients, self.ttl_deletions, self.timing, self.journal)
+            self.ttl = TtlSweeper(ttl_tables, self._clients(), self.ttl_deletions, self.timing, self.journal)
             self.ttl.start()
 
     def _start_dynamodb_local(self) -> str:
@@ -323,8 +301,31 @@ class LocalStack:
         """One synchronous invocation (as ``aws lambda invoke`` would)."""
         return self.runtime(function).invoke(event, source="direct")
 
-    def add_hook(self, hook: Hook) -> None:
-        self.hooks.append(hook)
+    def delivering(self, kind: type[Delivered]) -> list[Delivered]:
+        """The deliveries of one class (``SqsEventSource`` ...)."""
+        return [delivery for delivery in self.deliveries if isinstance(delivery, kind)]
+
+    @property
+    def streams(self) -> list[StreamEventSource]:
+        return self.delivering(StreamEventSource)
+
+    @property
+    def pollers(self) -> list[Poller]:
+        """The deliveries polling a queue: SQS sources, SNS subscriptions, EventBridge and S3 relays."""
+        return self.delivering(Poller)
+
+    @property
+    def sqs_sources(self) -> list[SqsEventSource]:
+        return self.delivering(SqsEventSource)
+
+    @property
+    def sns_sources(self) -> list[SnsEventSource]:
+        return self.delivering(SnsEventSource)
+
+    @property
+    def relays(self) -> list[QueueRelay]:
+        """EventBridge rules and S3 notifications (and, as they relay too, SNS subscriptions)."""
+        return [relay for relay in self.delivering(QueueRelay) if not isinstance(relay, SnsEventSource)]
 
     # --- inspecting it --------------------------------------------------------------------------
 
@@ -375,29 +376,34 @@ class LocalStack:
 
     def dead_letter_queues(self) -> dict[str, str]:
         """Logical id -> queue URL of every queue that receives failed work: redrive targets,
-        stream on-failure destinations, async onFailure / onError destinations."""
+        stream on-failure destinations, async onFailure / onError destinations, an EventBridge
+        rule target's dead-letter queue, SNS's own delivery failures (a subscription's redrive)."""
         assert self.resources is not None
         arns = set(self.resources.dead_letter_queue_arns())
         for function in self.config.functions.values():
             arns.add(target_arn((function.setting("destinations") or {}).get("onFailure")) or "")
             arns.add(target_arn(function.setting("onError")) or "")
-            for event in function.events:
-                if event.kind == "stream":
-                    spec = self.resources.resolve(event.spec)
-                    arns.add(target_arn((spec.get("destinations") or {}).get("onFailure")) or "")
-                if event.kind == "eventBridge" and event.spec.get("deadLetterQueueArn"):  # the rule target's DLQ
-                    arns.add(str(self.resources.resolve(event.spec["deadLetterQueueArn"])))
-                if event.kind == "sns":  # SNS's own delivery failures (subscription redrive policy)
-                    redrive = event.spec.get("redrivePolicy") or {}
-                    if redrive.get("deadLetterTargetRef") in self.resources.by_id:
-                        arns.add(self.resources.by_id[redrive["deadLetterTargetRef"]].attributes.get("Arn", ""))
-                    elif redrive.get("deadLetterTargetArn"):
-                        arns.add(str(self.resources.resolve(redrive["deadLetterTargetArn"])))
-        found = {}
-        for resource in self.resources.of_type("AWS::SQS::Queue"):
-            if resource.attributes.get("Arn") in arns:
-                found[resource.logical_id] = resource.attributes["QueueUrl"]
-        return found
+            arns.update(self._event_dead_letter_arn(event) for event in function.events)
+        return {
+            resource.logical_id: resource.attributes["QueueUrl"]
+            for resource in self.resources.of_type("AWS::SQS::Queue")
+            if resource.attributes.get("Arn") in arns
+        }
+
+    def _event_dead_letter_arn(self, event: EventSource) -> str:
+        """The queue an event's failures go to, whatever its kind: its on-failure destination, its
+        rule target's dead-letter queue, its subscription's redrive policy (by reference or ARN)."""
+        assert self.resources is not None
+        spec = self.resources.resolve(event.spec)
+        redrive = spec.get("redrivePolicy") if isinstance(spec.get("redrivePolicy"), dict) else {}
+        referenced = self.resources.by_id.get(str(redrive.get("deadLetterTargetRef")))
+        found = [
+            target_arn((spec.get("destinations") or {}).get("onFailure")),
+            spec.get("deadLetterQueueArn"),
+            referenced.attributes.get("Arn") if referenced is not None else None,
+            redrive.get("deadLetterTargetArn"),
+        ]
+        return next((str(arn) for arn in found if arn), "")
 
     def dlq_counts(self) -> dict[str, int]:
         return {logical: self.queue_count(url) for logical, url in self.dead_letter_queues().items()}
@@ -415,7 +421,7 @@ class LocalStack:
             components.append(self.gateway)
         if not all(c.idle(quiet) for c in components):
             return False
-        for source in [*self.sqs_sources, *self.sns_sources, *self.relays]:
+        for source in self.pollers:
             if source.queue_url and self.queue_count(source.queue_url) > 0:
                 return False
         return True
@@ -449,11 +455,87 @@ def _env_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (dict, list)):
-        import json
-
         return json.dumps(value)
     return "" if value is None else str(value)
 
 
-def project_path(path: str | os.PathLike[str]) -> Path:
-    return Path(path).resolve()
+# --- delivering each source's events (``Source.delivery``) ------------------------------------------
+
+
+def _required_arn(runtime: FunctionRuntime, event: EventSource, spec: dict[str, Any]) -> str:
+    arn = target_arn(spec)
+    if not arn:
+        raise ConfigError(f"functions.{runtime.function.key}.events[{event.index}].{event.kind} needs an arn")
+    return arn
+
+
+def _queue(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec: dict[str, Any]) -> Any:
+    arn = _required_arn(runtime, event, spec)
+    assert stack.destinations is not None
+    queue_url = stack.destinations.queue_url(arn)
+    return SqsEventSource(runtime, event, spec, queue_url, arn, stack._clients(), stack.timing, stack.journal, stack.region)
+
+
+def _stream(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec: dict[str, Any]) -> Any:
+    arn = _required_arn(runtime, event, spec)
+    assert stack.destinations is not None
+    return StreamEventSource(
+        runtime, event, spec, arn, stack._clients(), stack.destinations, stack.timing, stack.journal, stack.region,
+        stack.ttl_deletions, moto_quirks=stack.dynamodb_local is None,
+    )
+
+
+def _topic(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec: dict[str, Any]) -> Any:
+    clients = stack._clients()
+    topic = target_arn(spec) or clients("sns").create_topic(Name=str(spec.get("topicName")))["TopicArn"]
+    subscription = SnsEventSource(runtime, event, spec, topic, clients, stack.invoker, stack.timing, stack.journal)
+    subscription.setup()
+    return subscription
+
+
+def _relay(kind: type[QueueRelay]) -> Delivery:
+    def deliver(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec: dict[str, Any]) -> Any:
+        relay = kind(runtime, event, spec, stack._clients(), stack.invoker, stack.timing, stack.journal)
+        relay.setup()
+        return relay
+
+    return deliver
+
+
+def _rule(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec: dict[str, Any]) -> Any:
+    if "pattern" not in spec:  # a schedule: nothing sends it locally
+        stack.journal.record("event.unsupported", function=runtime.function.key, event_kind=f"{event.kind} schedule")
+        return None
+    return _relay(EventBridgeEventSource)(stack, runtime, event, spec)
+
+
+PAYLOADS = {"httpApi": "2.0", "http": "1.0"}
+"""The HTTP events the gateway serves, with their payload format (ALB and Function URLs: not served)."""
+
+
+def _route(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec: dict[str, Any]) -> Any:
+    if event.kind not in PAYLOADS:
+        return _not_emulated(stack, runtime, event, spec)
+    stack.routes.extend(routes_for(runtime, [event.spec], payload=PAYLOADS[event.kind]))
+    return None
+
+
+def _not_emulated(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec: dict[str, Any]) -> Any:
+    stack.journal.record("event.unsupported", function=runtime.function.key, event_kind=event.kind)
+    return None
+
+
+Delivery = Callable[[LocalStack, FunctionRuntime, EventSource, dict[str, Any]], Any]
+
+DELIVERIES: dict[str, Delivery] = {
+    "queue": _queue,
+    "stream": _stream,
+    "topic": _topic,
+    "rule": _rule,
+    "notification": _relay(S3EventSource),
+    "gateway": _route,
+}
+"""How each ``Source.delivery`` is wired: given the stack, the function's runtime, the event and its
+resolved settings, it returns what to start (None: nothing runs for it)."""
+PASSIVE = ("gateway",)
+"""Deliveries wired even without ``event_sources``: they poll nothing."""

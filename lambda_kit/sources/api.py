@@ -39,6 +39,8 @@ class ApiSource(Source):
     label = "an HTTP request event (API Gateway, Function URL or ALB)"
     decorator = "api_handler"
     serverless_events = ("httpApi", "http", "alb", "url")
+    arn_service = "execute-api"
+    delivery = "gateway"
     """``url`` is no event but the function property ``url:`` (a Function URL); ``lambda-kit
     check`` reads it as one."""
 
