@@ -30,7 +30,6 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ..local.terminal import printable
 from ._errors import UserError, failure_line
 from ._help import cmd_help
 from ._invoke import cmd_invoke
@@ -67,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra and args.command not in LOAD_COMMANDS:
-        parser.error(printable(f"unrecognized arguments: {' '.join(extra)}"))
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return _run(args, argv)
     except KeyboardInterrupt:

@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 from urllib.parse import parse_qsl
 
 from .. import sources
+from ..local.terminal import printable
 from ..local.timeline import TraceError, parse_since
 from ._help import TOPICS
 
@@ -23,7 +24,7 @@ class Parser(argparse.ArgumentParser):
     """argparse, but a bad command line is one line on stderr (exit 2), not usage + error."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+        self.exit(2, printable(f"{self.prog}: {message} (see {self.prog} --help)") + "\n")
 
 
 def _bounds(low: float | None, high: float | None) -> str:
