@@ -94,11 +94,15 @@ def _yaml() -> Any:
     """PyYAML and its SafeLoader made strict and bounded; built on first use, since PyYAML comes
     with the ``local`` extra and the decorators never need it."""
     yaml = import_optional("yaml", "reading serverless.yml")
-    loader = type("ServerlessLoader", (yaml.SafeLoader,), {
-        "__init__": _init,
-        "compose_node": _compose_node,
-        "construct_mapping": _construct_mapping,
-    })
+    loader = type(
+        "ServerlessLoader",
+        (yaml.SafeLoader,),
+        {
+            "__init__": _init,
+            "compose_node": _compose_node,
+            "construct_mapping": _construct_mapping,
+        },
+    )
     # Every `!Name` tag (Ref, GetAtt, Sub, Join, If, Select, ImportValue, ...) -> its long form.
     loader.add_multi_constructor("!", _construct_tag)
     return yaml, loader
@@ -145,7 +149,9 @@ def _measure(node: Any, sizes: dict[int, tuple[int, int]], mark: Any) -> tuple[i
     if depth > MAX_DEPTH:
         raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels", mark)
     if size > MAX_NODES:
-        raise yaml.composer.ComposerError(None, None, f"more than {MAX_NODES:,} values once its aliases are expanded", mark)
+        raise yaml.composer.ComposerError(
+            None, None, f"more than {MAX_NODES:,} values once its aliases are expanded", mark
+        )
     return size, depth
 
 

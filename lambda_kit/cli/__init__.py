@@ -48,7 +48,11 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "local": cmd_local, "trace": cmd_trace, "invoke": cmd_invoke, "check": cmd_check, "help": cmd_help,
+    "local": cmd_local,
+    "trace": cmd_trace,
+    "invoke": cmd_invoke,
+    "check": cmd_check,
+    "help": cmd_help,
 }
 LOAD_RUNNERS: dict[str, Callable[[argparse.Namespace, Any], int]] = {"run": cmd_run, "soak": cmd_soak}
 """The commands that drive the service's own load: they get its module too."""

@@ -21,19 +21,23 @@ class UserError(Exception):
 
 USER_ERRORS = (UserError, ConfigError, TraceError, LoadError)
 
-STACK_ERRORS = frozenset({
-    "lambda_kit.local.filters.FilterError",
-    "lambda_kit.local.gateway.PortInUse",
-    "lambda_kit.local.moto_process.EndpointUnavailable",
-    "lambda_kit.local.runtime.HandlerImportError",
-})
+STACK_ERRORS = frozenset(
+    {
+        "lambda_kit.local.filters.FilterError",
+        "lambda_kit.local.gateway.PortInUse",
+        "lambda_kit.local.moto_process.EndpointUnavailable",
+        "lambda_kit.local.runtime.HandlerImportError",
+    }
+)
 """The local stack's user errors, by name: importing their modules would load the stack."""
 
 AWS_ERRORS = {
     "EndpointConnectionError": "cannot reach the AWS endpoint: {}",
     "ConnectionClosedError": "cannot reach the AWS endpoint: {}",
-    "NoCredentialsError": "no AWS credentials: configure them (aws configure, AWS_PROFILE) or unset AWS_ENDPOINT_URL",
-    "PartialCredentialsError": "no AWS credentials: configure them (aws configure, AWS_PROFILE) or unset AWS_ENDPOINT_URL",
+    "NoCredentialsError": "no AWS credentials: configure them (aws configure, AWS_PROFILE) or unset "
+    "AWS_ENDPOINT_URL",
+    "PartialCredentialsError": "no AWS credentials: configure them (aws configure, AWS_PROFILE) or unset "
+    "AWS_ENDPOINT_URL",
 }
 """botocore's errors a user fixes, by class name (botocore comes with the local extra)."""
 
@@ -61,7 +65,9 @@ def _save_traceback(exc: BaseException) -> str:
     path = Path(".lambda-kit") / "last-error.txt"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)), encoding="utf-8")
+        path.write_text(
+            "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)), encoding="utf-8"
+        )
         return str(path)
     except OSError:
         return "stderr"
@@ -74,4 +80,6 @@ def failure_line(command: str, exc: BaseException) -> tuple[str, int]:
     if message is not None:
         return printable(f"lambda-kit {command}: {message}"), 2
     where = _save_traceback(exc)
-    return printable(f"lambda-kit {command}: internal error: {type(exc).__name__}: {one_line(exc)} (details in {where})"), 1
+    return printable(
+        f"lambda-kit {command}: internal error: {type(exc).__name__}: {one_line(exc)} (details in {where})"
+    ), 1

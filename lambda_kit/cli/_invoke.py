@@ -47,6 +47,24 @@ class Route:
     template: str | None = None
     key: str = ""  # an HTTP API's routeKey ("GET /orders/{id}", "$default")
 
+    def takes(self, path: str | None) -> bool:
+        """Whether a request to ``path`` (None: the route's own) comes in by this route."""
+        return path is None or self.template is None or path_parameters(self.template, path) is not None
+
+    @property
+    def shown(self) -> str:
+        return self.key or self.template or self.path
+
+    def gateway_options(self, path: str, given: dict[str, str]) -> dict[str, Any]:
+        """An API Gateway route's path parameters in ``path`` (``given`` by hand win) and route key
+        (an HTTP API's ``routeKey``, a REST API's ``resource``)."""
+        assert self.template is not None
+        found = {**(path_parameters(self.template, path) or {}), **given}
+        return {
+            "path_params": found or None,
+            "route": self.key if dict(self.options).get("version") == "v2" else self.template,
+        }
+
 
 _PARAMETER = re.compile(r"\{([^{}+]+)(\+?)\}")
 
@@ -54,17 +72,21 @@ _PARAMETER = re.compile(r"\{([^{}+]+)(\+?)\}")
 def path_parameters(template: str, path: str) -> dict[str, str] | None:
     """The parameters of route ``template`` in ``path`` (``{id}``: one segment, ``{proxy+}``: the
     rest), URL-decoded; None when the path is not the route's."""
-    names: list[str] = []
-    pattern = ""
-    for segment in (s for s in template.split("/") if s):
-        found = _PARAMETER.fullmatch(segment)
-        if found is None:
-            pattern += "/" + re.escape(segment)
-            continue
-        names.append(found.group(1))
-        pattern += "/(.+)" if found.group(2) else "/([^/]+)"
-    match = re.fullmatch(pattern + "/?", path)
-    return None if match is None else {name: unquote(value) for name, value in zip(names, match.groups(), strict=True)}
+    segments = [_PARAMETER.fullmatch(segment) or segment for segment in template.split("/") if segment]
+    names = [segment.group(1) for segment in segments if isinstance(segment, re.Match)]
+    match = re.fullmatch("".join(map(_segment_pattern, segments)) + "/?", path)
+    return (
+        None
+        if match is None
+        else {name: unquote(value) for name, value in zip(names, match.groups(), strict=True)}
+    )
+
+
+def _segment_pattern(segment: str | re.Match[str]) -> str:
+    """A template's segment as a pattern: itself, one segment (``{id}``) or the rest (``{proxy+}``)."""
+    if isinstance(segment, str):
+        return "/" + re.escape(segment)
+    return "/(.+)" if segment.group(2) else "/([^/]+)"
 
 
 ANY_METHOD = ("*", "any", "ANY")
@@ -77,7 +99,13 @@ def _api_route(version: str) -> Any:
         if template == "*":
             return Route("GET", "/", (("version", version),), "/", "$default")
         template = template if template.startswith("/") else "/" + template
-        return Route("GET" if declared == "ANY" else declared, template, (("version", version),), template, f"{declared} {template}")
+        return Route(
+            "GET" if declared == "ANY" else declared,
+            template,
+            (("version", version),),
+            template,
+            f"{declared} {template}",
+        )
 
     return route
 
@@ -105,26 +133,43 @@ DEFAULT_ROUTE = Route("GET", "/", ())
 
 def _route(function: FunctionConfig, path: str | None) -> Route:
     """The function's route ``path`` goes to (the first that takes it), else its first route."""
-    routes = [ROUTES[event.kind](event.spec) for event in function.events if event.kind in ROUTES] or [DEFAULT_ROUTE]
-    taking = [r for r in routes if path is None or r.template is None or path_parameters(r.template, path) is not None]
+    routes = _routes(function)
+    taking = [route for route in routes if route.takes(path)]
     if not taking:
-        shown = ", ".join(r.key or r.template or r.path for r in routes)
-        print(printable(f"lambda-kit invoke: warning: --path {path} is none of {function.key}'s routes ({shown})"), file=sys.stderr)
+        shown = ", ".join(route.shown for route in routes)
+        print(
+            printable(
+                f"lambda-kit invoke: warning: --path {path} is none of {function.key}'s routes ({shown})"
+            ),
+            file=sys.stderr,
+        )
     return (taking or routes)[0]
 
 
+def _routes(function: FunctionConfig) -> list[Route]:
+    """The function's routes, its HTTP events' in order (none: GET / in an HTTP API's shape)."""
+    return [ROUTES[event.kind](event.spec) for event in function.events if event.kind in ROUTES] or [
+        DEFAULT_ROUTE
+    ]
+
+
 def _api_options(args: argparse.Namespace, function: FunctionConfig) -> dict[str, Any]:
+    """What ``api_event`` takes for the request: the route's front door, method and path, the
+    query, and for an API Gateway route its path parameters and route key."""
     route = _route(function, args.path)
-    method, path = args.method or route.method, args.path or route.path
-    options: dict[str, Any] = {**dict(route.options), "method": method, "path": path, "query": args.query}
+    path = args.path or route.path
+    options: dict[str, Any] = {
+        **dict(route.options),
+        "method": args.method or route.method,
+        "path": path,
+        "query": args.query,
+    }
     given = dict(args.path_params or ())
-    if route.template is None:
-        if given:
-            raise UserError(f"--path-param: {function.key}'s front door ({options.get('version')}) has no path parameters")
-        return options
-    options["path_params"] = {**(path_parameters(route.template, path) or {}), **given} or None
-    options["route"] = route.key if options.get("version") == "v2" else route.template
-    return options
+    if route.template is None and given:
+        raise UserError(
+            f"--path-param: {function.key}'s front door ({options.get('version')}) has no path parameters"
+        )
+    return options if route.template is None else {**options, **route.gateway_options(path, given)}
 
 
 # --- the event ---------------------------------------------------------------------------------------
@@ -167,7 +212,9 @@ def _resolved_arn(stack: Any, event: EventSource) -> str | None:
     return arn if isinstance(arn, str) else None
 
 
-def _event(kind: str, payload: Any, options: dict[str, Any], trace_id: str | None, source_arn: str | None) -> dict[str, Any]:
+def _event(
+    kind: str, payload: Any, options: dict[str, Any], trace_id: str | None, source_arn: str | None
+) -> dict[str, Any]:
     try:
         return testing.event(kind, payload, trace_id=trace_id, source_arn=source_arn, **options)
     except ValueError as exc:
@@ -178,7 +225,13 @@ def _event(kind: str, payload: Any, options: dict[str, Any], trace_id: str | Non
 
 
 def _check_options(args: argparse.Namespace) -> None:
-    given = [option for option, value in zip(HTTP_OPTIONS, (args.method, args.path, args.path_params, args.query), strict=True) if value is not None]
+    given = [
+        option
+        for option, value in zip(
+            HTTP_OPTIONS, (args.method, args.path, args.path_params, args.query), strict=True
+        )
+        if value is not None
+    ]
     if given and args.event != "api":
         raise UserError(f"{', '.join(given)} only apply to --event api, not --event {args.event}")
     if args.trace_id is not None:
@@ -187,7 +240,9 @@ def _check_options(args: argparse.Namespace) -> None:
 
 def _invoke_kinds(config: ServiceConfig, function: FunctionConfig) -> list[str]:
     """The ``--event`` sources that fit the function's events in serverless.yml."""
-    return list(dict.fromkeys(source.name for event in function.events for source in config.sources_of(event)))
+    return list(
+        dict.fromkeys(source.name for event in function.events for source in config.sources_of(event))
+    )
 
 
 def cmd_invoke(args: argparse.Namespace) -> int:
@@ -200,11 +255,15 @@ def cmd_invoke(args: argparse.Namespace) -> int:
     options = _api_options(args, function) if args.event == "api" else {}
     check_endpoint()
     lines: list[str] = []
-    stack = LocalStack(config, functions=[function.key], api_port=None, log_path=None, event_sources=False, ttl=False)
+    stack = LocalStack(
+        config, functions=[function.key], api_port=None, log_path=None, event_sources=False, ttl=False
+    )
     stack.start()
     try:
         log.set_sink(lines.append)
-        event = _event(args.event, payload, options, args.trace_id, _event_source_arn(stack, function, args.event))
+        event = _event(
+            args.event, payload, options, args.trace_id, _event_source_arn(stack, function, args.event)
+        )
         _warn_unfit(args, config, function)  # once the event is built: a bad payload is one error line
         result = stack.invoke(function.key, event)
     finally:
@@ -216,16 +275,32 @@ def cmd_invoke(args: argparse.Namespace) -> int:
 def _warn_unfit(args: argparse.Namespace, config: ServiceConfig, function: FunctionConfig) -> None:
     kinds = _invoke_kinds(config, function)
     if kinds and args.event not in kinds:
-        print(printable(f"lambda-kit invoke: warning: {function.key} gets {' and '.join(kinds)} events in {shown_path(config.path)}, not {args.event}"), file=sys.stderr)
+        print(
+            printable(
+                f"lambda-kit invoke: warning: {function.key} gets {' and '.join(kinds)} events in "
+                f"{shown_path(config.path)}, not {args.event}"
+            ),
+            file=sys.stderr,
+        )
 
 
 def _print_result(args: argparse.Namespace, function: FunctionConfig, result: Any, lines: list[str]) -> None:
-    print(printable(f"invoked {function.key} ({function.name}) with {sources.get(args.event).label} in {result.duration * 1000:.1f} ms, request id {result.request_id}"))
+    print(
+        printable(
+            f"invoked {function.key} ({function.name}) with {sources.get(args.event).label} in "
+            f"{result.duration * 1000:.1f} ms, request id {result.request_id}"
+        )
+    )
     if result.error is not None:
         print(printable(f"  error: {type(result.error).__name__}: {one_line(result.error)}"))
     else:
         print("response:")
-        print("\n".join(printable(row) for row in json.dumps(result.response, indent=2, default=str, ensure_ascii=False).split("\n")))
+        print(
+            "\n".join(
+                printable(row)
+                for row in json.dumps(result.response, indent=2, default=str, ensure_ascii=False).split("\n")
+            )
+        )
     print(f"log lines ({len(lines)}):")
     for line in lines:
         print(printable(line.rstrip("\n")))

@@ -12,7 +12,7 @@ import threading
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
-from ..local.config import EventSource, ServiceConfig, load_service
+from ..local.config import EventSource, FunctionConfig, ServiceConfig, load_service
 from ..local.service_load import load_module
 from ..local.terminal import printable, shown_path
 from ._errors import UserError
@@ -51,12 +51,18 @@ def check_endpoint() -> None:
         return
     parts = urlsplit(url)
     if not parts.hostname:
-        raise UserError(f"AWS_ENDPOINT_URL={url!r} is not a URL: set it to e.g. http://localhost:4566, or unset it to use the embedded moto")
+        raise UserError(
+            f"AWS_ENDPOINT_URL={url!r} is not a URL: set it to e.g. http://localhost:4566, or unset it to "
+            "use the embedded moto"
+        )
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
         socket.create_connection((parts.hostname, port), timeout=2).close()
     except OSError:
-        raise UserError(f"AWS_ENDPOINT_URL={url} does not answer: start it (e.g. LocalStack) or unset AWS_ENDPOINT_URL to use the embedded moto") from None
+        raise UserError(
+            f"AWS_ENDPOINT_URL={url} does not answer: start it (e.g. LocalStack) or unset "
+            "AWS_ENDPOINT_URL to use the embedded moto"
+        ) from None
 
 
 LABELS = {"httpApi": "http api", "http": "rest api", "stream": "{source} stream"}
@@ -68,6 +74,10 @@ def _label(config: ServiceConfig, event: EventSource) -> str:
     return LABELS.get(event.kind, event.kind).format(source=found[0].name if found else event.kind)
 
 
+def _labels(config: ServiceConfig, function: FunctionConfig) -> str:
+    return ", ".join(dict.fromkeys(_label(config, event) for event in function.events)) or "direct only"
+
+
 def _start_stack(args: argparse.Namespace, out: TextIO, **options: Any) -> Any:
     from ..local.endpoint import port_is_free  # the local stack: moto and boto3, the local extra
     from ..local.stack import LocalStack  # (the same)
@@ -75,9 +85,14 @@ def _start_stack(args: argparse.Namespace, out: TextIO, **options: Any) -> Any:
     config = load_service(args.config, stage=args.stage)
     check_endpoint()
     if args.port and not port_is_free(args.port):
-        raise UserError(f"port {args.port} on 127.0.0.1 is in use: pass --port with a free port (or --port 0 for any free port)")
+        raise UserError(
+            f"port {args.port} on 127.0.0.1 is in use: pass --port with a free port (or --port 0 for any "
+            "free port)"
+        )
     _say(out, f"lambda-kit · {config.service} (stage {config.stage}) from {shown_path(config.path)}")
-    stack = LocalStack(config, api_port=args.port, log_path=args.logs, echo=sys.stderr if args.echo else False, **options)
+    stack = LocalStack(
+        config, api_port=args.port, log_path=args.logs, echo=sys.stderr if args.echo else False, **options
+    )
     stack.start()
     _banner(stack, args, out)
     return stack
@@ -88,21 +103,41 @@ def _say(out: TextIO, text: str) -> None:
 
 
 def _banner(stack: Any, args: argparse.Namespace, out: TextIO) -> None:
-    endpoint = f"moto (own process) on {stack.endpoint_url}" if stack.endpoint is not None else f"{stack.endpoint_url} (AWS_ENDPOINT_URL)"
+    endpoint = (
+        f"moto (own process) on {stack.endpoint_url}"
+        if stack.endpoint is not None
+        else f"{stack.endpoint_url} (AWS_ENDPOINT_URL)"
+    )
     _say(out, f"  AWS endpoint   {endpoint}")
     _say(out, f"  DynamoDB       {stack.dynamodb_description}")
     if stack.gateway is not None:
-        _say(out, f"  HTTP API       {stack.api_url}   {' · '.join(route.key for route in stack.gateway.routes)}")
+        _say(
+            out,
+            f"  HTTP API       {stack.api_url}   {' · '.join(route.key for route in stack.gateway.routes)}",
+        )
     functions = [
-        f"{runtime.function.key} ({', '.join(dict.fromkeys(_label(stack.config, e) for e in runtime.function.events)) or 'direct only'})"
+        f"{runtime.function.key} ({_labels(stack.config, runtime.function)})"
         for runtime in stack.runtimes.values()
     ]
     _say(out, f"  functions      {' · '.join(functions)}")
     _say(out, f"  logs           {args.logs}")
+    _notes(stack, out)
+
+
+def _notes(stack: Any, out: TextIO) -> None:
+    """What the stack noted at start: variables functions set differently, events not emulated."""
     for event in stack.journal.events("env.conflict"):
-        _say(out, f"  warning: {event['variable']} differs between functions ({' vs '.join(event['values'])}); in-process they share one environment, {event['function']}'s value is used")
+        _say(
+            out,
+            f"  warning: {event['variable']} differs between functions ({' vs '.join(event['values'])}); "
+            f"in-process they share one environment, {event['function']}'s value is used",
+        )
     for event in stack.journal.events("event.unsupported"):
-        _say(out, f"  note: {event['function']}: `{event['event_kind']}` events are not emulated locally (invoke it with `lambda-kit invoke`)")
+        _say(
+            out,
+            f"  note: {event['function']}: `{event['event_kind']}` events are not emulated locally "
+            "(invoke it with `lambda-kit invoke`)",
+        )
 
 
 def _serve_until_interrupted(stack: Any, out: TextIO) -> None:
@@ -162,5 +197,7 @@ def _verdict(command: str, failed: list[str]) -> int:
 
 
 def _soak_overrun(seconds: float) -> None:
-    print(f"lambda-kit soak: FAILED: still running after {seconds:.0f} s; stopped", file=sys.stderr, flush=True)
+    print(
+        f"lambda-kit soak: FAILED: still running after {seconds:.0f} s; stopped", file=sys.stderr, flush=True
+    )
     os._exit(3)

@@ -40,7 +40,9 @@ def _from_aws(args: argparse.Namespace) -> _Found:
     search = timeline.insights_lines if args.insights else timeline.cloudwatch_lines
     region = args.region or config.region
     lines, notes = search(args.trace_id, groups, timeline.parse_since(args.since), region)
-    source = f"CloudWatch Logs, {len(groups)} log groups of {config.service}-{config.stage}, last {args.since}"
+    source = (
+        f"CloudWatch Logs, {len(groups)} log groups of {config.service}-{config.stage}, last {args.since}"
+    )
     return _Found(lines, source, f"{config.service}-{config.stage}-", region, notes)
 
 
@@ -65,7 +67,9 @@ def _xray_link(trace_id: str, found: _Found) -> str | None:
     link = timeline.xray_link(trace_id, found.region)
     if link is not None:
         return link
-    joined = next((line["xray_trace_id"] for line in found.lines if isinstance(line.get("xray_trace_id"), str)), None)
+    joined = next(
+        (line["xray_trace_id"] for line in found.lines if isinstance(line.get("xray_trace_id"), str)), None
+    )
     return None if joined is None else timeline.xray_link(joined, found.region)
 
 

@@ -32,7 +32,6 @@ Exit status: 0 clean or
 warnings only, 1 errors, 2 no usable serverless.yml.
 """
 
-
 from __future__ import annotations
 
 import ast
@@ -41,6 +40,7 @@ import importlib
 import os
 import re
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -85,14 +85,20 @@ def _own(name: str, package: str) -> bool:
     return name == package or name.startswith(package + ".")
 
 
+def _forget(package: str) -> dict[str, Any]:
+    """Take ``package`` and its submodules out of ``sys.modules``; returns them."""
+    found = {name: module for name, module in sys.modules.items() if _own(name, package)}
+    for name in found:
+        del sys.modules[name]
+    return found
+
+
 @contextlib.contextmanager
 def _importing_from(project_dir: str, environment: dict[str, str], package: str) -> Iterator[None]:
     """Import ``package`` from ``project_dir`` with ``environment`` set; put everything back after."""
     saved_path = list(sys.path)
     saved_env = dict(os.environ)
-    shadowed = {name: module for name, module in sys.modules.items() if _own(name, package)}
-    for name in shadowed:
-        del sys.modules[name]
+    shadowed = _forget(package)
     sys.path.insert(0, project_dir)
     os.environ.update(environment)
     importlib.invalidate_caches()
@@ -102,8 +108,7 @@ def _importing_from(project_dir: str, environment: dict[str, str], package: str)
         sys.path[:] = saved_path
         os.environ.clear()
         os.environ.update(saved_env)
-        for name in [n for n in sys.modules if _own(n, package)]:
-            del sys.modules[name]
+        _forget(package)
         sys.modules.update(shadowed)
 
 
@@ -119,19 +124,26 @@ def _module_tree(module: Any) -> ast.Module | None:
         return None
 
 
+COUNTERS = "lambda_kit.counters"
+
+
 def _holds_counters(value: Any) -> bool:
-    origin = getattr(value, "__name__", "") if isinstance(value, type(sys)) else getattr(value, "__module__", "")
-    return isinstance(origin, str) and origin.startswith("lambda_kit.counters")
+    origin = (
+        getattr(value, "__name__", "") if isinstance(value, type(sys)) else getattr(value, "__module__", "")
+    )
+    return isinstance(origin, str) and origin.startswith(COUNTERS)
 
 
 def _imports_counters(node: ast.AST) -> bool:
     if isinstance(node, ast.Import):
-        return any(alias.name.startswith("lambda_kit.counters") for alias in node.names)
-    if not isinstance(node, ast.ImportFrom) or not node.module:
-        return False
-    return node.module.startswith("lambda_kit.counters") or (
-        node.module == "lambda_kit" and any(alias.name == "counters" for alias in node.names)
+        return any(alias.name.startswith(COUNTERS) for alias in node.names)
+    return isinstance(node, ast.ImportFrom) and _from_counters(
+        node.module or "", [alias.name for alias in node.names]
     )
+
+
+def _from_counters(module: str, names: list[str]) -> bool:
+    return module.startswith(COUNTERS) or (module == "lambda_kit" and "counters" in names)
 
 
 def _uses_counters(module: Any) -> bool:
@@ -144,7 +156,8 @@ def _uses_counters(module: Any) -> bool:
 
 def _is_current_window(value: Any) -> bool:
     return (getattr(value, "__module__", None), getattr(value, "__name__", None)) == (
-        "lambda_kit.sources.window", "current_window"
+        "lambda_kit.sources.window",
+        "current_window",
     )
 
 
@@ -175,12 +188,16 @@ def _import_error(function: FunctionConfig, module_name: str, exc: BaseException
     return f"handler module {path}.py does not import ({reason}): fix the module"
 
 
-def _import_handler(function: FunctionConfig, config: ServiceConfig, findings: list[Finding]) -> _Handler | None:
+def _import_handler(
+    function: FunctionConfig, config: ServiceConfig, findings: list[Finding]
+) -> _Handler | None:
     """The function's handler, imported with the function's environment; None (and a finding)
     when it cannot be."""
     raw = function.setting("handler")
     if not isinstance(raw, str) or "." not in raw:
-        findings.append(Finding("error", function.key, f"handler {raw!r} is not of the form path/to/module.function"))
+        findings.append(
+            Finding("error", function.key, f"handler {raw!r} is not of the form path/to/module.function")
+        )
         return None
     module_name = function.module.strip(".")
     environment = _string_env(function.environment)
@@ -194,11 +211,13 @@ def _import_handler(function: FunctionConfig, config: ServiceConfig, findings: l
             return None
         fn = getattr(module, function.attribute, None)
         if not callable(fn):
-            message = f"handler module {module_name} has no function {function.attribute!r}: fix the handler path {raw!r}"
-            findings.append(Finding("error", function.key, message))
+            missing = f"handler module {module_name} has no function {function.attribute!r}"
+            findings.append(Finding("error", function.key, f"{missing}: fix the handler path {raw!r}"))
             return None
         marks = getattr(fn, "__lambda_kit__", None)
-        return _Handler(marks if isinstance(marks, dict) else None, _uses_counters(module), _reads_window(module))
+        return _Handler(
+            marks if isinstance(marks, dict) else None, _uses_counters(module), _reads_window(module)
+        )
 
 
 # ------------------------------------------------------------------ one function
@@ -222,6 +241,10 @@ class _Subject:
         return self.handler.marks if self.handler is not None and self.handler.marks else {}
 
     @property
+    def decorator(self) -> str | None:
+        return self.marks.get("decorator")
+
+    @property
     def counts(self) -> bool:
         return self.handler is not None and self.handler.uses_counters
 
@@ -229,85 +252,155 @@ class _Subject:
     def reads_window(self) -> bool:
         return self.handler is not None and self.handler.reads_window
 
-    def error(self, message: str, subject: str | None = None) -> None:
-        self.findings.append(Finding("error", subject or self.name, message))
+    def add(self, level: str, message: str, subject: str | None = None) -> None:
+        self.findings.append(Finding(level, subject or self.name, message))
 
-    def warning(self, message: str, subject: str | None = None) -> None:
-        self.findings.append(Finding("warning", subject or self.name, message))
+
+Check = Callable[[_Subject, EventSource], None]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One mistake an event can hold: when ``broken`` says it does, a finding of ``level`` with
+    ``message`` (its ``{kind}`` and ``{decorator}`` filled in)."""
+
+    level: str
+    broken: Callable[[_Subject, EventSource], bool]
+    message: str
+
+    def __call__(self, subject: _Subject, event: EventSource) -> None:
+        if self.broken(subject, event):
+            subject.add(self.level, self.message.format(kind=event.kind, decorator=subject.decorator))
 
 
 def _check_function(subject: _Subject) -> None:
     events = subject.function.events
     delivered = {event.kind: sources.for_serverless_event(event.kind) for event in events}
-    # What the handler processes of each event: the sources it delivers, or carries (S3 notifications
-    # in SQS messages); the delivering source's traits apply to both.
-    handled = set(subject.marks.get("sources") or ())
-    processed = {kind: handled & {s.name for s in [*found, *sources.carried_by(kind)]} for kind, found in delivered.items()}
-    _check_decorator(subject, delivered, processed)
+    processed = _processed(subject, delivered)
+    _check_marks(subject, delivered)
+    _check_fit(subject, delivered, processed)
     for event in events:
-        _check_event(subject, event, delivered[event.kind], bool(processed[event.kind]))
+        _check_reporting(subject, event, delivered[event.kind], bool(processed[event.kind]))
+        for check in EVENT_CHECKS.get(event.kind, ()):
+            check(subject, event)
     _check_window_use(subject)
     _check_async_destination(subject, delivered)
+
+
+def _processed(subject: _Subject, delivered: dict[str, list[Any]]) -> dict[str, set[str]]:
+    """What the handler processes of each event: the sources it delivers, or carries (S3
+    notifications in SQS messages); the delivering source's traits apply to both."""
+    handled = set(subject.marks.get("sources") or ())
+    return {
+        kind: handled & {s.name for s in [*found, *sources.carried_by(kind)]}
+        for kind, found in delivered.items()
+    }
+
+
+def _check_marks(subject: _Subject, delivered: dict[str, list[Any]]) -> None:
+    if subject.handler is not None and not subject.marks and any(delivered.values()):
+        subject.add(
+            "warning",
+            "handler is not a lambda_kit decorator (no __lambda_kit__), so its partial-failure wiring "
+            "cannot be checked",
+        )
 
 
 WHAT_DELIVERS = {"url": ("a Function URL (url:)", "remove url")}
 """How a mismatch names an event kind and its fix, where not ``<kind> events`` / ``move the event``."""
 
 
-def _check_decorator(subject: _Subject, delivered: dict[str, list[Any]], processed: dict[str, set[str]]) -> None:
-    if subject.handler is not None and not subject.marks and any(delivered.values()):
-        subject.warning("handler is not a lambda_kit decorator (no __lambda_kit__), so its partial-failure wiring cannot be checked")
-    decorator = subject.marks.get("decorator")
-    if not decorator:
-        return
-    for kind in sorted(kind for kind, found in delivered.items() if found and not processed[kind]):
+def _check_fit(subject: _Subject, delivered: dict[str, list[Any]], processed: dict[str, set[str]]) -> None:
+    """The decorator processes every kind of event the function has."""
+    unfit = (
+        sorted(kind for kind, found in delivered.items() if found and not processed[kind])
+        if subject.decorator
+        else []
+    )
+    for kind in unfit:
         fits = " or ".join(dict.fromkeys(s.decorator for s in delivered[kind]))
         what, fix = WHAT_DELIVERS.get(kind, (f"{kind} events", "move the event"))
-        subject.error(f"handler is a {decorator} but the function has {what}: use {fits} or {fix}")
-
-
-def _check_event(subject: _Subject, event: EventSource, found: list[Any], processed: bool) -> None:
-    if processed and any(s.reports_batch_failures for s in found) and event.spec.get("functionResponseType") != RBIF:
-        subject.error(
-            f"add functionResponseType: {RBIF} to its {event.kind} event: without it Lambda ignores the failures "
-            f"the {subject.marks.get('decorator')} reports and treats failed records as processed"
+        subject.add(
+            "error", f"handler is a {subject.decorator} but the function has {what}: use {fits} or {fix}"
         )
-    for check in EVENT_CHECKS.get(event.kind, ()):
-        check(subject, event)
+
+
+def _check_reporting(subject: _Subject, event: EventSource, found: list[Any], processed: bool) -> None:
+    reports = processed and any(s.reports_batch_failures for s in found)
+    if reports and event.spec.get("functionResponseType") != RBIF:
+        subject.add(
+            "error",
+            f"add functionResponseType: {RBIF} to its {event.kind} event: without it Lambda ignores the "
+            "failures "
+            f"the {subject.decorator} reports and treats failed records as processed",
+        )
 
 
 def _check_async_destination(subject: _Subject, delivered: dict[str, list[Any]]) -> None:
     kinds = sorted(kind for kind, found in delivered.items() if any(s.asynchronous for s in found))
-    function = subject.function
-    destinations = function.setting("destinations") if isinstance(function.setting("destinations"), dict) else {}
-    if kinds and not destinations.get("onFailure") and not function.setting("onError"):
-        subject.error(
-            f"add destinations.onFailure (or onError) to the function: its {', '.join(kinds)} events invoke it "
-            "asynchronously and failed invocations are dropped after Lambda's retries"
+    destinations = _mapping(subject.function.setting("destinations"))
+    if kinds and not (destinations.get("onFailure") or subject.function.setting("onError")):
+        subject.add(
+            "error",
+            f"add destinations.onFailure (or onError) to the function: its {', '.join(kinds)} events "
+            "invoke it "
+            "asynchronously and failed invocations are dropped after Lambda's retries",
         )
+
+
+def _latest(subject: _Subject, event: EventSource) -> bool:
+    return event.spec.get("startingPosition") == "LATEST"
+
+
+STARTING_POSITION = (
+    Rule(
+        "error",
+        lambda subject, event: _latest(subject, event) and subject.counts,
+        "its {kind} event starts at LATEST but the handler counts with lambda_kit.counters: records "
+        "written before the mapping starts are never counted; use TRIM_HORIZON",
+    ),
+    Rule(
+        "warning",
+        lambda subject, event: _latest(subject, event) and not subject.counts,
+        "its {kind} event starts at LATEST: records written before the mapping starts are skipped; use "
+        "TRIM_HORIZON unless that is intended",
+    ),
+)
 
 
 # --- streams and Kafka ---
 
 
-def _check_stream(subject: _Subject, event: EventSource) -> None:
-    spec = event.spec
-    if not _mapping(spec.get("destinations")).get("onFailure"):
-        subject.error("add destinations.onFailure (an SQS queue or SNS topic) to its stream event: records that exhaust their retries are dropped without a trace")
-    if spec.get("maximumRetryAttempts", -1) == -1 and spec.get("maximumRecordAgeInSeconds", -1) == -1:
-        subject.warning("set maximumRetryAttempts on its stream event: retries are unlimited by default, so one failing record blocks its shard until it expires")
-    _check_starting_position(subject, event)
-    if subject.marks.get("on_failure") == "requeue" and [s.name for s in subject.config.sources_of(event)] == ["dynamodb"]:
-        subject.error("on_failure='requeue' only works on Kinesis streams: use on_failure='stop' for its DynamoDB stream event")
+def _unlimited_retries(spec: dict[str, Any]) -> bool:
+    return spec.get("maximumRetryAttempts", -1) == -1 and spec.get("maximumRecordAgeInSeconds", -1) == -1
 
 
-def _check_starting_position(subject: _Subject, event: EventSource) -> None:
-    if event.spec.get("startingPosition") != "LATEST":
-        return
-    if subject.counts:
-        subject.error(f"its {event.kind} event starts at LATEST but the handler counts with lambda_kit.counters: records written before the mapping starts are never counted; use TRIM_HORIZON")
-    else:
-        subject.warning(f"its {event.kind} event starts at LATEST: records written before the mapping starts are skipped; use TRIM_HORIZON unless that is intended")
+def _requeues_dynamodb(subject: _Subject, event: EventSource) -> bool:
+    names = [source.name for source in subject.config.sources_of(event)]
+    return subject.marks.get("on_failure") == "requeue" and names == ["dynamodb"]
+
+
+STREAM_RULES = (
+    Rule(
+        "error",
+        lambda subject, event: not _mapping(event.spec.get("destinations")).get("onFailure"),
+        "add destinations.onFailure (an SQS queue or SNS topic) to its stream event: records that exhaust "
+        "their retries are dropped without a trace",
+    ),
+    Rule(
+        "warning",
+        lambda subject, event: _unlimited_retries(event.spec),
+        "set maximumRetryAttempts on its stream event: retries are unlimited by default, so one failing "
+        "record blocks its shard until it expires",
+    ),
+    *STARTING_POSITION,
+    Rule(
+        "error",
+        _requeues_dynamodb,
+        "on_failure='requeue' only works on Kinesis streams: use on_failure='stop' for its DynamoDB "
+        "stream event",
+    ),
+)
 
 
 def _check_kafka(subject: _Subject, event: EventSource) -> None:
@@ -318,13 +411,33 @@ def _check_kafka(subject: _Subject, event: EventSource) -> None:
     logical_id = _kafka_mapping_id(subject.name, kind, spec)
     extension = _mapping(subject.config.extensions.get(logical_id or "", {}).get("Properties"))
     where = f"resources.extensions.{logical_id or '<its event source mapping>'}.Properties"
-    destination = _mapping(_mapping(extension.get("DestinationConfig")).get("OnFailure")).get("Destination")
-    if not destination and not (kind == "kafka" and spec.get("onFailureDestination")):
-        setting = "onFailureDestination" if kind == "kafka" else f"{where}.DestinationConfig.OnFailure.Destination (the msk event has no setting for it)"
-        subject.error(f"add an on-failure destination to its {kind} event ({setting}): a batch that keeps failing blocks its partitions until its records expire, and is then dropped")
+    if not _kafka_destination(kind, spec, extension):
+        setting = (
+            "onFailureDestination"
+            if kind == "kafka"
+            else f"{where}.DestinationConfig.OnFailure.Destination (the msk event has no setting for it)"
+        )
+        subject.add(
+            "error",
+            f"add an on-failure destination to its {kind} event ({setting}): a batch that keeps failing "
+            "blocks its partitions until its records expire, and is then dropped",
+        )
     if subject.marks.get("on_failure") == "report" and not _provisioned_reporting(spec, extension):
-        subject.error(f"kafka_handler(on_failure='report') returns batchItemFailures, which Lambda reads only in provisioned mode with {RBIF}: add provisionedPollerConfig to its {kind} event and FunctionResponseTypes: [{RBIF}] to {where}, or use on_failure='raise'; without them Lambda treats failed records as processed")
-    _check_starting_position(subject, event)
+        subject.add(
+            "error",
+            "kafka_handler(on_failure='report') returns batchItemFailures, which Lambda reads only in "
+            f"provisioned mode with {RBIF}: add provisionedPollerConfig to its {kind} event and "
+            f"FunctionResponseTypes: [{RBIF}] to {where}, or use on_failure='raise'; without them Lambda "
+            "treats failed records as processed",
+        )
+    for rule in STARTING_POSITION:
+        rule(subject, event)
+
+
+def _kafka_destination(kind: str, spec: dict[str, Any], extension: dict[str, Any]) -> Any:
+    if kind == "kafka" and spec.get("onFailureDestination"):
+        return spec["onFailureDestination"]
+    return _mapping(_mapping(extension.get("DestinationConfig")).get("OnFailure")).get("Destination")
 
 
 def _provisioned_reporting(spec: dict[str, Any], extension: dict[str, Any]) -> bool:
@@ -363,56 +476,77 @@ def _alphanumeric_name(name: str, keep: bool = False) -> str:
 # --- EventBridge, SNS, SQS and HTTP ---
 
 S3_OBJECT_EVENTS = {"Object Created", "Object Deleted"}
+TRANSFORMATIONS = ("input", "inputPath", "inputTransformer")
 
 
-def _check_event_bridge(subject: _Subject, event: EventSource) -> None:
-    """An EventBridge rule invokes the function asynchronously: a failed invocation is retried by
-    Lambda and then kept by the function's on-failure destination (checked with the other
-    asynchronous events). The rule's own dead-letter queue keeps what EventBridge could not hand
-    to Lambda at all. Input transformations and patterns must give the decorator its events."""
-    spec, decorator = event.spec, subject.marks.get("decorator")
-    if not spec.get("deadLetterQueueArn"):
-        subject.warning("add deadLetterQueueArn to its eventBridge event: events EventBridge cannot hand to the function (function deleted, permission missing) are dropped after its retries (24 h by default)")
-    changed = [key for key in ("input", "inputPath", "inputTransformer") if spec.get(key) is not None]
-    if changed and decorator in ("eventbridge_handler", "s3_handler"):
-        subject.error(f"its eventBridge event sets {changed[0]}, so the function receives that instead of the EventBridge event and the {decorator} refuses every invocation: remove {changed[0]}")
-    if decorator == "s3_handler" and not _only_s3_object_events(_mapping(spec.get("pattern"))):
-        subject.error("its eventBridge pattern lets through events the s3_handler refuses: match source: [aws.s3] and detail-type: [Object Created] and/or [Object Deleted]")
+def _check_transformation(subject: _Subject, event: EventSource) -> None:
+    """An EventBridge rule with an input transformation hands the function something else than
+    the EventBridge event, which its decorator refuses."""
+    changed = [key for key in TRANSFORMATIONS if event.spec.get(key) is not None]
+    if changed and subject.decorator in ("eventbridge_handler", "s3_handler"):
+        subject.add(
+            "error",
+            f"its eventBridge event sets {changed[0]}, so the function receives that instead of the "
+            f"EventBridge event and the {subject.decorator} refuses every invocation: remove {changed[0]}",
+        )
 
 
-def _only_s3_object_events(pattern: dict[str, Any]) -> bool:
+def _wider_than_s3_objects(subject: _Subject, event: EventSource) -> bool:
+    pattern = _mapping(event.spec.get("pattern"))
     detail_type = pattern.get("detail-type")
-    return pattern.get("source") == ["aws.s3"] and isinstance(detail_type, list) and bool(detail_type) and set(detail_type) <= S3_OBJECT_EVENTS
+    narrow = isinstance(detail_type, list) and bool(detail_type) and set(detail_type) <= S3_OBJECT_EVENTS
+    return subject.decorator == "s3_handler" and not (pattern.get("source") == ["aws.s3"] and narrow)
 
 
-def _check_sns(subject: _Subject, event: EventSource) -> None:
-    if not isinstance(event.spec.get("redrivePolicy"), dict):
-        subject.warning("add redrivePolicy (a dead-letter queue) to its sns event: messages SNS cannot deliver to the function are dropped")
+EVENTBRIDGE_RULES: tuple[Check, ...] = (
+    # A rule invokes the function asynchronously (a failure is kept by the function's on-failure
+    # destination); the rule's own dead-letter queue keeps what it could not hand to Lambda at all.
+    Rule(
+        "warning",
+        lambda subject, event: not event.spec.get("deadLetterQueueArn"),
+        "add deadLetterQueueArn to its eventBridge event: events EventBridge cannot hand to the function "
+        "(function deleted, permission missing) are dropped after its retries (24 h by default)",
+    ),
+    _check_transformation,
+    Rule(
+        "error",
+        _wider_than_s3_objects,
+        "its eventBridge pattern lets through events the s3_handler refuses: match source: [aws.s3] and "
+        "detail-type: [Object Created] and/or [Object Deleted]",
+    ),
+)
 
 
 def _check_visibility(subject: _Subject, event: EventSource) -> None:
     queues = subject.config.of_type(QUEUE)
     queue = _queue_of(event.spec.get("arn"), queues)
+    visibility = (
+        _mapping(queues[queue].get("Properties")).get("VisibilityTimeout", DEFAULT_VISIBILITY_TIMEOUT)
+        if queue
+        else None
+    )
     timeout = subject.function.timeout
-    if queue is None or timeout is None:
-        return
-    visibility = _mapping(queues[queue].get("Properties")).get("VisibilityTimeout", DEFAULT_VISIBILITY_TIMEOUT)
-    if not isinstance(visibility, int) or isinstance(visibility, bool) or visibility >= 6 * timeout:
+    if not _whole(visibility) or timeout is None or visibility >= 6 * timeout:
         return
     if visibility < timeout:
-        subject.error(f"VisibilityTimeout {visibility} s is shorter than the {subject.name} timeout ({timeout:g} s): Lambda rejects the event source; set it to at least {6 * timeout:g}", queue)
+        subject.add(
+            "error",
+            f"VisibilityTimeout {visibility} s is shorter than the {subject.name} timeout ({timeout:g} "
+            f"s): Lambda rejects the event source; set it to at least {6 * timeout:g}",
+            queue,
+        )
     else:
-        subject.warning(f"VisibilityTimeout {visibility} s is under 6 x the {subject.name} timeout ({timeout:g} s): throttled batches may be received again while still in flight; set it to at least {6 * timeout:g}", queue)
+        subject.add(
+            "warning",
+            f"VisibilityTimeout {visibility} s is under 6 x the {subject.name} timeout ({timeout:g} s): "
+            "throttled batches may be received again while still in flight; set it to at least "
+            f"{6 * timeout:g}",
+            queue,
+        )
 
 
-def _check_alb(subject: _Subject, event: EventSource) -> None:
-    if event.spec.get("multiValueHeaders") is not True:
-        subject.warning("set multiValueHeaders: true on its alb event: without it the load balancer passes only the last value of a repeated query parameter or header (request.query_all holds one value each)")
-
-
-def _check_url(subject: _Subject, event: EventSource) -> None:
-    if str(event.spec.get("invokeMode", "")).upper() == "RESPONSE_STREAM":
-        subject.error("its url has invokeMode: RESPONSE_STREAM, but Lambda streams responses only from Node.js and custom runtimes: the response api_handler returns (statusCode, headers, body) would not be read as an HTTP response; remove invokeMode (BUFFERED is the default)")
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 # --- tumbling windows and CloudWatch Logs data on a stream ---
@@ -424,48 +558,116 @@ def _window_seconds(spec: dict[str, Any]) -> Any:
     return spec.get("tumblingWindowInSeconds", 0)
 
 
+def _windowed(event: EventSource) -> bool:
+    seconds = _window_seconds(event.spec)
+    return _whole(seconds) and 0 < seconds <= MAX_TUMBLING_WINDOW
+
+
 def _check_window(subject: _Subject, event: EventSource) -> None:
     seconds = _window_seconds(event.spec)
-    if isinstance(seconds, str) and "${" in seconds:
+    if isinstance(seconds, str) and "${" in seconds:  # a variable: the framework's to check
         return
-    if not isinstance(seconds, int) or isinstance(seconds, bool) or not 0 <= seconds <= MAX_TUMBLING_WINDOW:
-        subject.error(f"tumblingWindowInSeconds {seconds!r} on its stream event is not a whole number of seconds from 0 to {MAX_TUMBLING_WINDOW}: Lambda rejects the event source")
+    if not _whole(seconds) or not 0 <= seconds <= MAX_TUMBLING_WINDOW:
+        subject.add(
+            "error",
+            f"tumblingWindowInSeconds {seconds!r} on its stream event is not a whole number of seconds "
+            f"from 0 to {MAX_TUMBLING_WINDOW}: Lambda rejects the event source",
+        )
         return
+    for rule in WINDOW_RULES:
+        rule(subject, event)
+
+
+def _state_without_end(subject: _Subject, event: EventSource) -> bool:
     marks = subject.marks
-    if seconds and marks.get("on_failure") == "requeue":
-        subject.warning("on_failure='requeue' with a tumbling window: a requeued record comes back in a later window and is counted there; use on_failure='stop' to keep each record in its own window")
-    if seconds and subject.reads_window and marks.get("decorator") == "stream_handler" and not marks.get("on_window_end"):
-        subject.warning("the handler keeps a window state but has no on_window_end: the window's last invocation may carry no records, and after it Lambda drops the state; pass stream_handler(on_window_end=...) to act on the final state")
+    return (
+        _windowed(event)
+        and subject.reads_window
+        and subject.decorator == "stream_handler"
+        and not marks.get("on_window_end")
+    )
+
+
+WINDOW_RULES = (
+    Rule(
+        "warning",
+        lambda subject, event: _windowed(event) and subject.marks.get("on_failure") == "requeue",
+        "on_failure='requeue' with a tumbling window: a requeued record comes back in a later window and "
+        "is counted there; use on_failure='stop' to keep each record in its own window",
+    ),
+    Rule(
+        "warning",
+        _state_without_end,
+        "the handler keeps a window state but has no on_window_end: the window's last invocation may "
+        "carry no records, and after it Lambda drops the state; pass stream_handler(on_window_end=...) to "
+        "act on the final state",
+    ),
+)
 
 
 def _check_window_use(subject: _Subject) -> None:
     if subject.reads_window and not any(_window_seconds(event.spec) for event in subject.function.events):
-        subject.error("the handler reads current_window() but no stream event of the function sets tumblingWindowInSeconds: current_window() is None and every record fails; set tumblingWindowInSeconds or drop the window")
+        subject.add(
+            "error",
+            "the handler reads current_window() but no stream event of the function sets "
+            "tumblingWindowInSeconds: current_window() is None and every record fails; set "
+            "tumblingWindowInSeconds or drop the window",
+        )
 
 
 def _check_log_stream(subject: _Subject, event: EventSource) -> None:
     """A stream a subscription filter fills holds gzip-compressed log data: ``json=False`` hands
     the function those bytes instead of one call per log event."""
-    marks = subject.marks
-    if marks.get("decorator") != "stream_handler" or marks.get("json", True):
-        return
     stream = target(event.spec.get("arn"))
-    if stream and any(target(f.get("DestinationArn")) == stream for f in _subscription_filters(subject.config)):
-        subject.warning(f"a subscription filter puts CloudWatch Logs data on {stream}, but the handler is stream_handler(json=False): it gets the gzip-compressed messages; leave json on for one call per log event")
+    raw = subject.decorator == "stream_handler" and not subject.marks.get("json", True)
+    if (
+        raw
+        and stream
+        and stream in {target(f.get("DestinationArn")) for f in _subscription_filters(subject.config)}
+    ):
+        subject.add(
+            "warning",
+            f"a subscription filter puts CloudWatch Logs data on {stream}, but the handler is "
+            "stream_handler(json=False): it gets the gzip-compressed messages; leave json on for one "
+            "call per log event",
+        )
 
 
-EVENT_CHECKS: dict[str, tuple[Callable[[_Subject, EventSource], None], ...]] = {
+EVENT_CHECKS: dict[str, tuple[Check, ...]] = {
     "sqs": (_check_visibility,),
-    "stream": (_check_stream, _check_window, _check_log_stream),
+    "stream": (*STREAM_RULES, _check_window, _check_log_stream),
     "msk": (_check_kafka,),
     "kafka": (_check_kafka,),
-    "sns": (_check_sns,),
-    "eventBridge": (_check_event_bridge,),
-    "alb": (_check_alb,),
-    "url": (_check_url,),
+    "sns": (
+        Rule(
+            "warning",
+            lambda subject, event: not isinstance(event.spec.get("redrivePolicy"), dict),
+            "add redrivePolicy (a dead-letter queue) to its sns event: messages SNS cannot deliver to the "
+            "function are dropped",
+        ),
+    ),
+    "eventBridge": EVENTBRIDGE_RULES,
+    "alb": (
+        Rule(
+            "warning",
+            lambda subject, event: event.spec.get("multiValueHeaders") is not True,
+            "set multiValueHeaders: true on its alb event: without it the load balancer passes only the "
+            "last value of a repeated query parameter or header (request.query_all holds one value each)",
+        ),
+    ),
+    "url": (
+        Rule(
+            "error",
+            lambda subject, event: str(event.spec.get("invokeMode", "")).upper() == "RESPONSE_STREAM",
+            "its url has invokeMode: RESPONSE_STREAM, but Lambda streams responses only from Node.js and "
+            "custom runtimes: the response api_handler returns (statusCode, headers, body) would not be "
+            "read as an HTTP response; remove invokeMode (BUFFERED is the default)",
+        ),
+    ),
 }
-"""The checks of one kind of event, beyond what every event gets from the registry's traits
-(partial batch responses, asynchronous invocation, the decorator that fits)."""
+"""The checks of one kind of event, in the order their findings print, beyond what every event
+gets from the registry's traits (partial batch responses, asynchronous invocation, the decorator
+that fits)."""
 
 
 # ------------------------------------------------------------------ the service
@@ -486,22 +688,42 @@ def _delivers(event: EventSource, source: str) -> bool:
     return any(found.name == source for found in sources.for_serverless_event(event.kind))
 
 
+def _subscribed_groups(function: FunctionConfig) -> list[str]:
+    """The log groups the function's ``cloudwatchLog`` events subscribe it to."""
+    groups = [
+        event.spec.get("logGroup", event.spec.get("arn"))
+        for event in function.events
+        if _delivers(event, "cloudwatch_logs")
+    ]
+    return [group for group in groups if isinstance(group, str)]
+
+
 def _log_subscription_findings(config: ServiceConfig) -> list[Finding]:
-    findings: list[Finding] = []
-    filters: dict[str, int] = {}
-    for function in config.functions.values():
-        own = _own_log_groups(function, config)
-        for event in function.events:
-            group = event.spec.get("logGroup", event.spec.get("arn"))
-            if not _delivers(event, "cloudwatch_logs") or not isinstance(group, str):
-                continue
-            filters[group] = filters.get(group, 0) + 1
-            if _normalized(group, config) in own:
-                findings.append(Finding("error", function.key, f"its cloudwatchLog event subscribes it to its own log group {group}: every invocation writes lines that invoke it again, without end; subscribe another function"))
-    for group in _filtered_groups(config):  # filters declared as resources count too
-        filters[group] = filters.get(group, 0) + 1
+    """A function subscribed to its own log group; more subscription filters on a log group than
+    CloudWatch Logs allows (the functions' and those declared as resources)."""
+    functions = config.functions.values()
+    findings = [
+        Finding(
+            "error",
+            function.key,
+            f"its cloudwatchLog event subscribes it to its own log group {group}: every invocation writes "
+            "lines that invoke it again, without end; subscribe another function",
+        )
+        for function in functions
+        for group in _subscribed_groups(function)
+        if _normalized(group, config) in _own_log_groups(function, config)
+    ]
+    filters = Counter(group for function in functions for group in _subscribed_groups(function)) + Counter(
+        _filtered_groups(config)
+    )
     return findings + [
-        Finding("error", group, f"{count} subscription filters on this log group: CloudWatch Logs allows {MAX_SUBSCRIPTION_FILTERS} per log group, so the deploy fails; merge the consumers or subscribe a stream they share")
+        Finding(
+            "error",
+            group,
+            f"{count} subscription filters on this log group: CloudWatch Logs allows "
+            f"{MAX_SUBSCRIPTION_FILTERS} per log group, so the deploy fails; merge the consumers or "
+            "subscribe a stream they share",
+        )
         for group, count in filters.items()
         if count > MAX_SUBSCRIPTION_FILTERS
     ]
@@ -538,22 +760,19 @@ def _normalized(text: str, config: ServiceConfig) -> str:
 
 
 def _queue_of(value: Any, queues: dict[str, dict[str, Any]]) -> str | None:
-    """The queue (logical id) an ARN-ish value names: a reference or an ARN ending in its name."""
-    name = target(value)
-    if name in queues:
-        return name
+    """The queue (logical id) an ARN-ish value names: a reference, its logical id, or an ARN or a
+    name ending in its queue name (``{"arn": ...}``: the same of that)."""
     if isinstance(value, dict) and "arn" in value:
         return _queue_of(value["arn"], queues)
-    if not isinstance(value, str):
-        return None
-    if value in queues:
-        return value
+    named = value if isinstance(value, str) else target(value)
+    if named in queues:
+        return named
     return next((logical_id for logical_id, queue in queues.items() if _names_queue(value, queue)), None)
 
 
-def _names_queue(value: str, queue: dict[str, Any]) -> bool:
+def _names_queue(value: Any, queue: dict[str, Any]) -> bool:
     name = _mapping(queue.get("Properties")).get("QueueName")
-    return isinstance(name, str) and (value.endswith(":" + name) or value == name)
+    return isinstance(value, str) and isinstance(name, str) and (value.endswith(":" + name) or value == name)
 
 
 DEAD_LETTER_KEYS = ("deadLetterTargetArn", "TargetArn", "Destination")
@@ -588,20 +807,36 @@ def _dead_letter_queues(config: ServiceConfig, queues: dict[str, dict[str, Any]]
     return {q for q in (_queue_of(t, queues) for t in targets if t) if q is not None}
 
 
+def _consumed_queues(config: ServiceConfig, queues: dict[str, dict[str, Any]]) -> set[str | None]:
+    events = [event for function in config.functions.values() for event in function.events]
+    return {_queue_of(event.spec.get("arn"), queues) for event in events if _delivers(event, "sqs")}
+
+
 def _queue_findings(config: ServiceConfig) -> list[Finding]:
+    """Each queue without a redrive policy that is no dead-letter queue: an error when a function
+    consumes it, a warning otherwise."""
     queues = config.of_type(QUEUE)
-    dead_letters = _dead_letter_queues(config, queues)
-    consumed = {
-        _queue_of(event.spec.get("arn"), queues)
-        for function in config.functions.values() for event in function.events if _delivers(event, "sqs")
+    guarded = _dead_letter_queues(config, queues) | {
+        name for name, q in queues.items() if _mapping(q.get("Properties")).get("RedrivePolicy")
     }
-    unguarded = [name for name, queue in queues.items() if name not in dead_letters and not _mapping(queue.get("Properties")).get("RedrivePolicy")]
-    return [
-        Finding("error", name, "add a RedrivePolicy (deadLetterTargetArn + maxReceiveCount) to the queue: a message that always fails is retried until it expires")
-        if name in consumed else
-        Finding("warning", name, "queue has no RedrivePolicy and is no function's dead-letter target: add one, or point a redrive policy / destination at it")
-        for name in unguarded
-    ]
+    consumed = _consumed_queues(config, queues)
+    return [_unguarded(name, name in consumed) for name in queues if name not in guarded]
+
+
+def _unguarded(name: str, consumed: bool) -> Finding:
+    if consumed:
+        return Finding(
+            "error",
+            name,
+            "add a RedrivePolicy (deadLetterTargetArn + maxReceiveCount) to the queue: a message that "
+            "always fails is retried until it expires",
+        )
+    return Finding(
+        "warning",
+        name,
+        "queue has no RedrivePolicy and is no function's dead-letter target: add one, or point a redrive "
+        "policy / destination at it",
+    )
 
 
 def check(path: str | os.PathLike[str] = "serverless.yml") -> list[Finding]:
@@ -614,7 +849,9 @@ def _check(path: str | os.PathLike[str]) -> tuple[list[Finding], int]:
     if not config.functions:
         raise ConfigError(f"{os.fspath(path)} declares no functions: nothing to check")
     if not config.service:
-        raise ConfigError(f"{os.fspath(path)} names no service: add service: <name> (the framework requires it)")
+        raise ConfigError(
+            f"{os.fspath(path)} names no service: add service: <name> (the framework requires it)"
+        )
     findings: list[Finding] = []
     for function in config.functions.values():
         handler = _import_handler(function, config, findings)
@@ -634,7 +871,14 @@ def main(argv: list[str]) -> int:
     for finding in findings:
         print(printable(finding))
     errors = sum(f.level == "error" for f in findings)
-    warnings = len(findings) - errors
-    verdict = "ok" if not errors else "failed"
-    print(printable(f"lambda-kit check {verdict}: {path}: {functions} functions, {errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"))
+    print(
+        printable(
+            f"lambda-kit check {'failed' if errors else 'ok'}: {path}: {functions} functions, "
+            f"{_count(errors, 'error')}, {_count(len(findings) - errors, 'warning')}"
+        )
+    )
     return 1 if errors else 0
+
+
+def _count(number: int, what: str) -> str:
+    return f"{number} {what}{'s' * (number != 1)}"

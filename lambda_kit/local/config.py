@@ -18,6 +18,7 @@ kind ``url``: it delivers HTTP requests. Which sources an event delivers is the 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,8 +32,6 @@ __all__ = ["ConfigError", "EventSource", "FunctionConfig", "ServiceConfig", "loa
 
 DEFAULT_TIMEOUT = 6  # the framework's default, seconds
 DEFAULT_MEMORY = 1024  # the framework's default, MB
-SHORT_FORMS = {"sqs": "arn", "stream": "arn", "s3": "bucket", "cloudwatchLog": "logGroup"}
-"""The setting a bare value of an event stands for (``sqs: arn``); ``arn`` for other kinds."""
 RESOURCE_SECTIONS = ("Resources", "Outputs", "extensions")
 """The sections of ``resources`` lambda_kit reads."""
 LOCAL_SECTIONS = ("functions.", "provider.environment", "resources.Resources.", "service")
@@ -100,7 +99,11 @@ class ServiceConfig:
 
     def of_type(self, resource_type: str) -> dict[str, dict[str, Any]]:
         """The resources of one CloudFormation type, by logical id."""
-        return {name: resource for name, resource in self.resources.items() if resource.get("Type") == resource_type}
+        return {
+            name: resource
+            for name, resource in self.resources.items()
+            if resource.get("Type") == resource_type
+        }
 
     def resource_type(self, value: Any) -> str:
         """The type of the resource ``value`` references (``!GetAtt Table.StreamArn``), or ""."""
@@ -119,14 +122,17 @@ def read_service(path: str | os.PathLike[str] = "serverless.yml") -> ServiceConf
     return _Reader(Path(path).resolve(), Variables(document, None, None)).service(document)
 
 
-def load_service(path: str | os.PathLike[str] = "serverless.yml", stage: str | None = None, region: str | None = None) -> ServiceConfig:
+def load_service(
+    path: str | os.PathLike[str] = "serverless.yml", stage: str | None = None, region: str | None = None
+) -> ServiceConfig:
     """The service at ``path`` with its variables resolved; ``ConfigError`` (one line naming what to
     fix) if the local stack cannot use it."""
     document = load(path)
     variables = Variables(document, stage, region)
     config = _Reader(Path(path).resolve(), variables).service(variables.resolve(document))
     config.problems += [
-        f"{config.path.name}: cannot resolve {variable} at {where} locally: give it a default, e.g. ${{env:X, 'value'}}"
+        f"{config.path.name}: cannot resolve {variable} at {where} locally: give it a default, e.g. "
+        "${env:X, 'value'}"
         for where, variable in variables.unresolved
         if where.startswith(LOCAL_SECTIONS)
     ]
@@ -174,8 +180,13 @@ class _Reader:
         sections = self.sections(document.get("resources"))
         resources = self.resources(sections.get("Resources", {}))
         return ServiceConfig(
-            path=self.path, service=service, stage=self.variables.stage, region=self.variables.region,
-            provider=provider, functions=functions, resources=resources,
+            path=self.path,
+            service=service,
+            stage=self.variables.stage,
+            region=self.variables.region,
+            provider=provider,
+            functions=functions,
+            resources=resources,
             outputs=sections.get("Outputs", {}),
             unresolved=self.variables.unresolved,
             custom=document.get("custom") if isinstance(document.get("custom"), dict) else {},
@@ -188,8 +199,14 @@ class _Reader:
         if not declared:
             self.problem("no functions declared under `functions`")
         environment = self.mapping(provider.get("environment"), "provider.environment must be a mapping")
-        defaults = {"timeout": provider.get("timeout", DEFAULT_TIMEOUT), "memorySize": provider.get("memorySize", DEFAULT_MEMORY)}
-        return {str(key): self.function(str(key), settings, environment, defaults, service) for key, settings in declared.items()}
+        defaults = {
+            "timeout": provider.get("timeout", DEFAULT_TIMEOUT),
+            "memorySize": provider.get("memorySize", DEFAULT_MEMORY),
+        }
+        return {
+            str(key): self.function(str(key), settings, environment, defaults, service)
+            for key, settings in declared.items()
+        }
 
     def function(
         self, key: str, value: Any, environment: dict[str, Any], defaults: dict[str, Any], service: str
@@ -199,15 +216,27 @@ class _Reader:
         if isinstance(value, dict) and not (isinstance(handler, str) and "." in handler):
             self.problem(f"function {key!r} needs `handler: path/module.function` (got {handler!r})")
         own = self.mapping(settings.get("environment"), f"functions.{key}.environment must be a mapping")
+        timeout, memory = self.sizes(key, settings, defaults)
+        return FunctionConfig(
+            key=key,
+            name=str(settings.get("name") or f"{service}-{self.variables.stage}-{key}"),
+            handler=handler if isinstance(handler, str) else "",
+            timeout=timeout,
+            memory=memory,
+            environment={**environment, **own},
+            events=self.events(key, settings),
+            raw=settings,
+        )
+
+    def sizes(
+        self, key: str, settings: dict[str, Any], defaults: dict[str, Any]
+    ) -> tuple[float | None, int | None]:
+        """The function's timeout (seconds) and memory (MB); None for a value that is no number."""
         timeout = _number(settings.get("timeout", defaults["timeout"]), float)
         memory = _number(settings.get("memorySize", defaults["memorySize"]), int)
         if timeout is None or memory is None:
             self.problem(f"functions.{key}: timeout and memorySize must be numbers")
-        return FunctionConfig(
-            key=key, name=str(settings.get("name") or f"{service}-{self.variables.stage}-{key}"),
-            handler=handler if isinstance(handler, str) else "", timeout=timeout, memory=memory,
-            environment={**environment, **own}, events=self.events(key, settings), raw=settings,
-        )
+        return timeout, memory
 
     def events(self, key: str, settings: dict[str, Any]) -> list[EventSource]:
         entries = settings.get("events") or []
@@ -215,16 +244,17 @@ class _Reader:
             self.problem(f"functions.{key}.events must be a list")
             entries = []
         events = [self.event(key, index, entry) for index, entry in enumerate(entries)]
-        if settings.get("url"):  # a Function URL delivers HTTP requests, as an event would
-            url = settings["url"]
-            events.append(EventSource("url", url if isinstance(url, dict) else {}, len(entries)))
-        return [event for event in events if event is not None]
+        return [event for event in events if event is not None] + _url_event(
+            settings.get("url"), len(entries)
+        )
 
     def event(self, key: str, index: int, entry: Any) -> EventSource | None:
         if isinstance(entry, dict) and len(entry) == 1:
-            (kind, spec), = entry.items()
+            ((kind, spec),) = entry.items()
             return EventSource(str(kind), event_spec(str(kind), spec), index)
-        self.problem(f"functions.{key}.events[{index}] must be a mapping with one key (sqs, stream, sns, httpApi ...)")
+        self.problem(
+            f"functions.{key}.events[{index}] must be a mapping with one key (sqs, stream, sns, httpApi ...)"
+        )
         return None
 
     def sections(self, value: Any) -> dict[str, dict[str, Any]]:
@@ -242,7 +272,14 @@ class _Reader:
         for logical, resource in declared.items():
             if not isinstance(resource, dict) or not isinstance(resource.get("Type"), str):
                 self.problem(f"resources.Resources.{logical} needs a `Type`")
-        return {str(logical): resource for logical, resource in declared.items() if isinstance(resource, dict)}
+        return {
+            str(logical): resource for logical, resource in declared.items() if isinstance(resource, dict)
+        }
+
+
+def _url_event(url: Any, index: int) -> list[EventSource]:
+    """A Function URL (the function's ``url:``) as the event it is: it delivers HTTP requests."""
+    return [EventSource("url", url if isinstance(url, dict) else {}, index)] if url else []
 
 
 def _service_name(value: Any) -> str:
@@ -263,14 +300,9 @@ def _number(value: Any, kind: type[float] | type[int]) -> Any:
 def event_spec(kind: str, spec: Any) -> dict[str, Any]:
     """An event's settings in their long form: ``sqs: arn`` -> ``{"arn": arn}``, ``httpApi: 'GET
     /x'`` -> ``{"method": "GET", "path": "/x"}``, ``sns: name`` -> ``{"topicName": name}`` ..."""
-    reference = _is_intrinsic(spec)
-    if isinstance(spec, dict) and not reference:
+    if isinstance(spec, dict) and not _is_intrinsic(spec):
         return spec
-    if kind in ("httpApi", "http") and isinstance(spec, str):
-        return _route(spec.strip())
-    if kind == "sns" and not (reference or str(spec).startswith("arn:")):
-        return {"topicName": spec}
-    return {SHORT_FORMS.get(kind, "arn"): spec}
+    return SHORT_FORMS.get(kind, _arn)(spec)
 
 
 def _is_intrinsic(value: Any) -> bool:
@@ -279,8 +311,33 @@ def _is_intrinsic(value: Any) -> bool:
     return found is not None and (found[0] == "Ref" or found[0].startswith("Fn::"))
 
 
-def _route(text: str) -> dict[str, Any]:
-    if text == "*":
-        return {"method": "*", "path": "*"}
-    method, _, route = text.partition(" ")
-    return {"method": method, "path": route.strip()}
+def _arn(spec: Any) -> dict[str, Any]:
+    return {"arn": spec}
+
+
+def _route(spec: Any) -> dict[str, Any]:
+    """``'GET /orders/{id}'`` (``'*'``: any method, any path)."""
+    if not isinstance(spec, str):
+        return _arn(spec)
+    method, _, route = spec.strip().partition(" ")
+    return (
+        {"method": "*", "path": "*"}
+        if method == "*" and not route
+        else {"method": method, "path": route.strip()}
+    )
+
+
+def _topic(spec: Any) -> dict[str, Any]:
+    """An SNS topic by ARN (or a reference to one), else by name."""
+    return _arn(spec) if _is_intrinsic(spec) or str(spec).startswith("arn:") else {"topicName": spec}
+
+
+SHORT_FORMS: dict[str, Callable[[Any], dict[str, Any]]] = {
+    "httpApi": _route,
+    "http": _route,
+    "sns": _topic,
+    "s3": lambda spec: {"bucket": spec},
+    "cloudwatchLog": lambda spec: {"logGroup": spec},
+}
+"""What a bare value of an event stands for (``sqs: arn``, ``httpApi: 'GET /x'``); an ARN for
+kinds not listed."""

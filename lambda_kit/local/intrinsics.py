@@ -31,7 +31,7 @@ class Lookup(Protocol):
 def intrinsic(value: Any) -> tuple[str, Any] | None:
     """``(function, argument)`` of a one-key mapping (``{"Ref": "Queue"}``), else None."""
     if isinstance(value, dict) and len(value) == 1:
-        (key, argument), = value.items()
+        ((key, argument),) = value.items()
         return str(key), argument
     return None
 
@@ -65,11 +65,16 @@ def _import_value(argument: Any, lookup: Lookup) -> Any:
     raise IntrinsicError(f"Fn::ImportValue {argument!r} refers to another stack; it has no local value")
 
 
+def _sub_parts(argument: Any) -> tuple[Any, Any]:
+    """(template, variables) of ``Fn::Sub``'s two forms: a template, or ``[template, {name: value}]``."""
+    if isinstance(argument, list) and argument:
+        return argument[0], argument[1] if len(argument) > 1 else {}
+    return argument, {}
+
+
 def _sub(argument: Any, lookup: Lookup) -> str:
-    if isinstance(argument, list):
-        template, variables = argument[0], resolve(argument[1] if len(argument) > 1 else {}, lookup)
-    else:
-        template, variables = argument, {}
+    template, given = _sub_parts(argument)
+    variables = resolve(given, lookup)
 
     def replace(match: re.Match[str]) -> str:
         if match.group(1):  # ${!Literal}
@@ -127,7 +132,7 @@ def _get_att_target(argument: Any) -> str | None:
 
 
 def _sub_target(argument: Any) -> str | None:
-    template = argument[0] if isinstance(argument, list) and argument else argument
+    template = _sub_parts(argument)[0]
     if not isinstance(template, str):
         return None
     names = {match.partition(".")[0] for match in _SUB_NAME.findall(template)}
@@ -169,15 +174,13 @@ def _get_att_references(argument: Any, found: set[str]) -> None:
 
 
 def _sub_references(argument: Any, found: set[str]) -> None:
-    template = argument[0] if isinstance(argument, list) else argument
-    given = argument[1] if isinstance(argument, list) and len(argument) > 1 else None
+    template, given = _sub_parts(argument)
     local = set(given) if isinstance(given, dict) else set()
-    for match in _SUB_VARIABLE.finditer(str(template)):
-        name = match.group(2).strip()
-        if not (match.group(1) or name.startswith("AWS::") or name in local):
-            found.add(name.split(".", 1)[0])
-    if given is not None:
-        _walk(given, found)
+    names = [match.group(2).strip() for match in _SUB_VARIABLE.finditer(str(template)) if not match.group(1)]
+    found.update(
+        name.split(".", 1)[0] for name in names if not name.startswith("AWS::") and name not in local
+    )
+    _walk(given, found)
 
 
 _REFERENCES: dict[str, Callable[[Any, set[str]], None]] = {

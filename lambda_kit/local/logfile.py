@@ -23,7 +23,14 @@ Subscriber = Callable[[dict[str, Any], float], None]
 
 DEFAULT_PATH = Path(".lambda-kit") / "logs.jsonl"
 
-ECHOED = {"trace_id": "trace", "record_id": "record", "outcome": "outcome", "status": "status", "duration_ms": "duration_ms", "error": "error"}
+ECHOED = {
+    "trace_id": "trace",
+    "record_id": "record",
+    "outcome": "outcome",
+    "status": "status",
+    "duration_ms": "duration_ms",
+    "error": "error",
+}
 """The fields the short form shows after the message, each as ``name=value``."""
 
 
@@ -37,7 +44,9 @@ def _parsed(line: str) -> dict[str, Any]:
 
 
 class LogFile:
-    def __init__(self, path: str | Path | None = DEFAULT_PATH, echo: bool | TextIO = False, prefix: str = "") -> None:
+    def __init__(
+        self, path: str | Path | None = DEFAULT_PATH, echo: bool | TextIO = False, prefix: str = ""
+    ) -> None:
         self.path = Path(path) if path is not None else None
         self._file: TextIO | None = None
         if self.path is not None:
@@ -87,7 +96,12 @@ class LogFile:
         function = str(line.get("function_name") or "-")
         if self._prefix and function.startswith(self._prefix):
             function = function[len(self._prefix) :]
-        parts = [str(line.get("timestamp", ""))[11:23], f"{function:<12}", f"{line.get('level', ''):<7}", str(line.get("message", ""))]
+        parts = [
+            str(line.get("timestamp", ""))[11:23],
+            f"{function:<12}",
+            f"{line.get('level', ''):<7}",
+            str(line.get("message", "")),
+        ]
         parts += [f"{name}={line[key]}" for key, name in ECHOED.items() if line.get(key) not in (None, "")]
         with self._lock:
             try:

@@ -52,7 +52,9 @@ def load_module(config: ServiceConfig, command: str) -> ModuleType:
     try:
         module = importlib.import_module(name)
     except ImportError as exc:
-        raise LoadError(f"{where}: custom.lambdaKit.{command}: module {name!r} does not import from {root}: {exc}") from None
+        raise LoadError(
+            f"{where}: custom.lambdaKit.{command}: module {name!r} does not import from {root}: {exc}"
+        ) from None
     if not callable(getattr(module, entry, None)):
         raise LoadError(f"{where}: custom.lambdaKit.{command}: module {name!r} has no function {entry}()")
     return module

@@ -76,20 +76,18 @@ class LocalStack:
         ttl: bool = True,
         hooks: Iterable[Hook] = (),
     ) -> None:
-        self.config = config if isinstance(config, ServiceConfig) else load_service(config, stage=stage, region=region)
+        self.config = (
+            config if isinstance(config, ServiceConfig) else load_service(config, stage=stage, region=region)
+        )
         self.region = self.config.region
-        if endpoint_url is _UNSET:
-            endpoint_url = os.environ.get("AWS_ENDPOINT_URL") or None
-        self._endpoint_url = endpoint_url
-        if dynamodb_endpoint_url is _UNSET:
-            dynamodb_endpoint_url = os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") or None
-        self._dynamodb_endpoint_url = dynamodb_endpoint_url
+        self._endpoint_url = _given_or_env(endpoint_url, "AWS_ENDPOINT_URL")
+        self._dynamodb_endpoint_url = _given_or_env(dynamodb_endpoint_url, "AWS_ENDPOINT_URL_DYNAMODB")
         self._function_endpoint_url = function_endpoint_url
         self.api_port = api_port
         self.log_path = log_path
         self.echo = echo
         self.timing = timing or Timing()
-        self.only = set(functions) if functions is not None else None
+        self.only = None if functions is None else set(functions)
         self.event_sources = event_sources
         self.ttl_enabled = ttl
         self.hooks: list[Hook] = list(hooks)
@@ -138,12 +136,11 @@ class LocalStack:
         selected = [f for f in self.config.functions.values() if self.only is None or f.key in self.only]
         self._resolve_destinations()
         self._set_function_environment(selected)
-        self.log = LogFile(self.log_path, echo=self.echo, prefix=f"{self.config.service}-{self.config.stage}-")
+        self.log = LogFile(
+            self.log_path, echo=self.echo, prefix=f"{self.config.service}-{self.config.stage}-"
+        )
         lambda_log.set_sink(self.log.write)
-        for function in selected:
-            runtime = FunctionRuntime(function, self.config.project_dir, self.region, hooks=self.hooks)
-            runtime.handler()  # import now: a broken handler path fails the start, in one line
-            self.runtimes[function.key] = runtime
+        self._import_functions(selected)
         self.destinations = Destinations(self._clients())
         self.invoker = AsyncInvoker(self.destinations, self.timing, self.journal)
         for runtime in self.runtimes.values():
@@ -154,6 +151,12 @@ class LocalStack:
         for delivery in self.deliveries:
             delivery.start()
         self._start_ttl()
+
+    def _import_functions(self, selected: list[FunctionConfig]) -> None:
+        for function in selected:
+            runtime = FunctionRuntime(function, self.config.project_dir, self.region, hooks=self.hooks)
+            runtime.handler()  # import now: a broken handler path fails the start, in one line
+            self.runtimes[function.key] = runtime
 
     def _start_endpoints(self) -> None:
         """moto (unless ``endpoint_url`` is given) and the DynamoDB, started side by side; the
@@ -170,7 +173,9 @@ class LocalStack:
         self.dynamodb_url = dynamodb_url or self.endpoint_url
         remember_user_agents()
         self.clients = Clients(self.endpoint_url, self.region, self.dynamodb_url)
-        self._set_env(aws_environment(self._function_endpoint_url or self.endpoint_url, self.region, self.dynamodb_url))
+        self._set_env(
+            aws_environment(self._function_endpoint_url or self.endpoint_url, self.region, self.dynamodb_url)
+        )
 
     def _resolve_destinations(self) -> None:
         """Function-level destinations (asynchronous invocations) name resources with intrinsics."""
@@ -189,7 +194,9 @@ class LocalStack:
             for key, value in self.resources.resolve(function.environment).items():
                 text = _env_text(value)
                 if environment.get(key, text) != text:
-                    self.journal.record("env.conflict", variable=key, function=function.key, values=[environment[key], text])
+                    self.journal.record(
+                        "env.conflict", variable=key, function=function.key, values=[environment[key], text]
+                    )
                 environment[key] = text
         self._set_env(environment)
 
@@ -209,13 +216,14 @@ class LocalStack:
     def _start_ttl(self) -> None:
         """The TTL sweeper, where moto serves DynamoDB (DynamoDB Local expires items itself)."""
         assert self.resources is not None
-        ttl_tables = {
+        tables = self.resources.of_type("AWS::DynamoDB::Table")
+        expiring = {
             r.attributes["Ref"]: r.attributes["TtlAttribute"]
-            for r in self.resources.of_type("AWS::DynamoDB::Table")
+            for r in tables
             if r.attributes.get("TtlAttribute")
         }
-        if ttl_tables and self.ttl_enabled and self.event_sources and self.dynamodb_local is None:
-            self.ttl = TtlSweeper(ttl_tables, self._clients(), self.ttl_deletions, self.timing, self.journal)
+        if expiring and self.ttl_enabled and self.event_sources and self.dynamodb_local is None:
+            self.ttl = TtlSweeper(expiring, self._clients(), self.ttl_deletions, self.timing, self.journal)
             self.ttl.start()
 
     def _start_dynamodb_local(self) -> str:
@@ -246,31 +254,36 @@ class LocalStack:
             version = f" {self.dynamodb_local.version}" if self.dynamodb_local.version else ""
             return f"DynamoDB Local{version} (AWS's emulator, in memory) on {self.dynamodb_url}"
         if self.endpoint is not None and self.dynamodb_url == self.endpoint_url:
-            return f"moto's (DynamoDB Local not started: {self.dynamodb_fallback})" if self.dynamodb_fallback else "moto's"
+            return (
+                f"moto's (DynamoDB Local not started: {self.dynamodb_fallback})"
+                if self.dynamodb_fallback
+                else "moto's"
+            )
         return f"{self.dynamodb_url} (AWS_ENDPOINT_URL{'_DYNAMODB' if self._dynamodb_endpoint_url else ''})"
 
     def stop(self) -> None:
         if not self._started:
             return
         self._started = False
-        everything: list[Any] = [*self.pollers, *self.streams]
-        if self.ttl is not None:
-            everything.append(self.ttl)
-        for poller in everything:
-            poller.stop()
-        if self.invoker is not None:
-            self.invoker.stop()
-        if self.gateway is not None:
-            self.gateway.stop()
-        for poller in everything:
-            poller.join(5.0)
+        self._stop_deliveries()
         lambda_log.set_sink(None)
         if self.log is not None:
             self.log.close()
-        if self.endpoint is not None:
-            self.endpoint.stop()
-        if self.dynamodb_local is not None:
-            self.dynamodb_local.stop()
+        for process in (self.endpoint, self.dynamodb_local):
+            if process is not None:
+                process.stop()
+        self._restore_env()
+
+    def _stop_deliveries(self) -> None:
+        """Pollers, streams, the TTL sweeper, the invoker and the gateway: told to stop, then joined."""
+        everything: list[Any] = [*self.deliveries, *([self.ttl] if self.ttl is not None else [])]
+        for part in [*everything, self.invoker, self.gateway]:
+            if part is not None:
+                part.stop()
+        for part in everything:
+            part.join(5.0)
+
+    def _restore_env(self) -> None:
         for key, value in self._saved_env.items():
             if value is None:
                 os.environ.pop(key, None)
@@ -331,21 +344,33 @@ class LocalStack:
 
     def queue_url(self, queue: str) -> str:
         """URL of a queue given its logical id, name, ARN or URL."""
+        declared = self._declared_queue_url(queue)
+        if declared is not None or queue.startswith("http"):
+            return declared or queue
+        if queue.startswith("arn:"):
+            return Destinations(self._clients()).queue_url(queue)
+        return str(self._clients()("sqs").get_queue_url(QueueName=queue)["QueueUrl"])
+
+    def _declared_queue_url(self, queue: str) -> str | None:
+        """The URL of a queue serverless.yml declares, named by its logical id, name, ARN or URL."""
         assert self.resources is not None
-        resource = self.resources.by_id.get(queue)
-        if resource is not None and resource.type == "AWS::SQS::Queue":
-            return resource.attributes["QueueUrl"]
-        for candidate in self.resources.of_type("AWS::SQS::Queue"):
-            if queue in (candidate.attributes.get("QueueName"), candidate.attributes.get("Arn"), candidate.attributes.get("QueueUrl")):
-                return candidate.attributes["QueueUrl"]
-        if queue.startswith("http"):
-            return queue
-        return Destinations(self._clients()).queue_url(queue) if queue.startswith("arn:") else self._clients()("sqs").get_queue_url(QueueName=queue)["QueueUrl"]
+        queues = self.resources.of_type("AWS::SQS::Queue")
+        by_id = [r for r in queues if r.logical_id == queue]
+        by_name = [
+            r
+            for r in queues
+            if queue in (r.attributes.get("QueueName"), r.attributes.get("Arn"), r.attributes.get("QueueUrl"))
+        ]
+        return next((r.attributes["QueueUrl"] for r in [*by_id, *by_name]), None)
 
     def queue_depth(self, queue: str) -> dict[str, int]:
         attributes = self._clients()("sqs").get_queue_attributes(
             QueueUrl=self.queue_url(queue),
-            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"],
+            AttributeNames=[
+                "ApproximateNumberOfMessages",
+                "ApproximateNumberOfMessagesNotVisible",
+                "ApproximateNumberOfMessagesDelayed",
+            ],
         )["Attributes"]
         return {
             "visible": int(attributes.get("ApproximateNumberOfMessages", 0)),
@@ -356,7 +381,9 @@ class LocalStack:
     def queue_count(self, queue: str) -> int:
         return sum(self.queue_depth(queue).values())
 
-    def receive_all(self, queue: str, delete: bool = False, max_messages: int = 10_000) -> list[dict[str, Any]]:
+    def receive_all(
+        self, queue: str, delete: bool = False, max_messages: int = 10_000
+    ) -> list[dict[str, Any]]:
         """Every message now on ``queue`` (bodies and attributes). Messages read without
         ``delete`` stay invisible for a second (use it on DLQs, not on source queues)."""
         sqs = self._clients()("sqs")
@@ -364,14 +391,23 @@ class LocalStack:
         found: list[dict[str, Any]] = []
         while len(found) < max_messages:
             messages = sqs.receive_message(
-                QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0, VisibilityTimeout=1,
-                AttributeNames=["All"], MessageAttributeNames=["All"],
+                QueueUrl=url,
+                MaxNumberOfMessages=10,
+                WaitTimeSeconds=0,
+                VisibilityTimeout=1,
+                AttributeNames=["All"],
+                MessageAttributeNames=["All"],
             ).get("Messages", [])
             if not messages:
                 break
             found.extend(messages)
             if delete:
-                sqs.delete_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)])
+                sqs.delete_message_batch(
+                    QueueUrl=url,
+                    Entries=[
+                        {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
+                    ],
+                )
         return found
 
     def dead_letter_queues(self) -> dict[str, str]:
@@ -381,8 +417,7 @@ class LocalStack:
         assert self.resources is not None
         arns = set(self.resources.dead_letter_queue_arns())
         for function in self.config.functions.values():
-            arns.add(target_arn((function.setting("destinations") or {}).get("onFailure")) or "")
-            arns.add(target_arn(function.setting("onError")) or "")
+            arns.update(_function_dead_letter_arns(function))
             arns.update(self._event_dead_letter_arn(event) for event in function.events)
         return {
             resource.logical_id: resource.attributes["QueueUrl"]
@@ -414,17 +449,10 @@ class LocalStack:
     def idle(self, quiet: float | None = None) -> bool:
         """Nothing in flight anywhere and every source queue empty."""
         quiet = self.quiet_period if quiet is None else quiet
-        components: list[Any] = [*self.pollers, *self.shard_pollers()]
-        if self.invoker is not None:
-            components.append(self.invoker)
-        if self.gateway is not None:
-            components.append(self.gateway)
-        if not all(c.idle(quiet) for c in components):
+        components = [*self.pollers, *self.shard_pollers(), self.invoker, self.gateway]
+        if not all(c.idle(quiet) for c in components if c is not None):
             return False
-        for source in self.pollers:
-            if source.queue_url and self.queue_count(source.queue_url) > 0:
-                return False
-        return True
+        return not any(source.queue_url and self.queue_count(source.queue_url) for source in self.pollers)
 
     @property
     def quiet_period(self) -> float:
@@ -451,6 +479,17 @@ class LocalStack:
         return self.clients
 
 
+def _given_or_env(value: str | None, variable: str) -> str | None:
+    """An endpoint given to the stack, or when none is (not even None), the environment's."""
+    return (os.environ.get(variable) or None) if value is _UNSET else value
+
+
+def _function_dead_letter_arns(function: FunctionConfig) -> tuple[str, str]:
+    """The function's asynchronous on-failure destination and its ``onError`` DLQ ("" if none)."""
+    destinations = function.setting("destinations") or {}
+    return target_arn(destinations.get("onFailure")) or "", target_arn(function.setting("onError")) or ""
+
+
 def _env_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -473,22 +512,35 @@ def _queue(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec
     arn = _required_arn(runtime, event, spec)
     assert stack.destinations is not None
     queue_url = stack.destinations.queue_url(arn)
-    return SqsEventSource(runtime, event, spec, queue_url, arn, stack._clients(), stack.timing, stack.journal, stack.region)
+    return SqsEventSource(
+        runtime, event, spec, queue_url, arn, stack._clients(), stack.timing, stack.journal, stack.region
+    )
 
 
 def _stream(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec: dict[str, Any]) -> Any:
     arn = _required_arn(runtime, event, spec)
     assert stack.destinations is not None
     return StreamEventSource(
-        runtime, event, spec, arn, stack._clients(), stack.destinations, stack.timing, stack.journal, stack.region,
-        stack.ttl_deletions, moto_quirks=stack.dynamodb_local is None,
+        runtime,
+        event,
+        spec,
+        arn,
+        stack._clients(),
+        stack.destinations,
+        stack.timing,
+        stack.journal,
+        stack.region,
+        stack.ttl_deletions,
+        moto_quirks=stack.dynamodb_local is None,
     )
 
 
 def _topic(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec: dict[str, Any]) -> Any:
     clients = stack._clients()
     topic = target_arn(spec) or clients("sns").create_topic(Name=str(spec.get("topicName")))["TopicArn"]
-    subscription = SnsEventSource(runtime, event, spec, topic, clients, stack.invoker, stack.timing, stack.journal)
+    subscription = SnsEventSource(
+        runtime, event, spec, topic, clients, stack.invoker, stack.timing, stack.journal
+    )
     subscription.setup()
     return subscription
 
@@ -504,7 +556,9 @@ def _relay(kind: type[QueueRelay]) -> Delivery:
 
 def _rule(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec: dict[str, Any]) -> Any:
     if "pattern" not in spec:  # a schedule: nothing sends it locally
-        stack.journal.record("event.unsupported", function=runtime.function.key, event_kind=f"{event.kind} schedule")
+        stack.journal.record(
+            "event.unsupported", function=runtime.function.key, event_kind=f"{event.kind} schedule"
+        )
         return None
     return _relay(EventBridgeEventSource)(stack, runtime, event, spec)
 
@@ -520,7 +574,9 @@ def _route(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec
     return None
 
 
-def _not_emulated(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec: dict[str, Any]) -> Any:
+def _not_emulated(
+    stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec: dict[str, Any]
+) -> Any:
     stack.journal.record("event.unsupported", function=runtime.function.key, event_kind=event.kind)
     return None
 

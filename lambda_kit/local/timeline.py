@@ -23,9 +23,22 @@ from ..serverless_config import ConfigError, open_regular
 from .terminal import printable
 
 __all__ = [
-    "TraceError", "cloudwatch_lines", "datadog_query", "filter_pattern", "functions_crossed", "id_forms",
-    "insights_lines", "insights_query", "lines_of", "matches", "parse_since", "parse_timestamp", "read_log_file",
-    "render", "short_function", "xray_link",
+    "TraceError",
+    "cloudwatch_lines",
+    "datadog_query",
+    "filter_pattern",
+    "functions_crossed",
+    "id_forms",
+    "insights_lines",
+    "insights_query",
+    "lines_of",
+    "matches",
+    "parse_since",
+    "parse_timestamp",
+    "read_log_file",
+    "render",
+    "short_function",
+    "xray_link",
 ]
 
 
@@ -101,7 +114,13 @@ def id_forms(trace_id: str) -> dict[str, str]:
     number = _id_number(trace_id)
     if number is not None:
         hex_id = f"{number:032x}"
-        forms.update({"otelTraceID": hex_id, "xray_trace_id": f"1-{hex_id[:8]}-{hex_id[8:]}", "dd.trace_id": str(number & (2**64 - 1))})
+        forms.update(
+            {
+                "otelTraceID": hex_id,
+                "xray_trace_id": f"1-{hex_id[:8]}-{hex_id[8:]}",
+                "dd.trace_id": str(number & (2**64 - 1)),
+            }
+        )
     elif trace_id.isascii() and trace_id.isdigit() and 0 < int(trace_id) < 2**64:
         forms["dd.trace_id"] = str(int(trace_id))
     return forms
@@ -137,7 +156,8 @@ def _batch_lines(found: list[dict[str, Any]], every: list[dict[str, Any]]) -> li
     requests = {_key(line, "request_id") for line in found} - {None}
     chosen = {id(line) for line in found}
     return [
-        line for line in every
+        line
+        for line in every
         if line.get("trace_id") is None and _key(line, "request_id") in requests and id(line) not in chosen
     ]
 
@@ -167,7 +187,7 @@ def _record(value: Any) -> str:
     number differs at its end, a message id at its start)."""
     text = printable(value) if isinstance(value, (str, int)) else ""
     half = (RECORD_WIDTH - 1) // 2
-    return text if len(text) <= RECORD_WIDTH else f"{text[:half]}…{text[-(RECORD_WIDTH - 1 - half):]}"
+    return text if len(text) <= RECORD_WIDTH else f"{text[:half]}…{text[-(RECORD_WIDTH - 1 - half) :]}"
 
 
 def _outcome(line: dict[str, Any]) -> str:
@@ -254,7 +274,8 @@ def insights_query(trace_id: str) -> str:
     forms = id_forms(trace_id)
     tests = [f'`{key}` = "{value}"' for key, value in forms.items()]
     tests += [f'trace_id = "{value}"' for key, value in forms.items() if key != "trace_id"]
-    return f"fields @timestamp, @message | filter {' or '.join(dict.fromkeys(tests))} | sort @timestamp asc | limit 10000"
+    found = " or ".join(dict.fromkeys(tests))
+    return f"fields @timestamp, @message | filter {found} | sort @timestamp asc | limit 10000"
 
 
 def parse_since(text: str) -> float:
@@ -288,10 +309,16 @@ def _line_of(message: Any, timestamp: Any) -> dict[str, Any] | None:
     return line
 
 
-AUTH_ERRORS = frozenset({
-    "NoCredentialsError", "PartialCredentialsError", "UnrecognizedClientException", "InvalidClientTokenId",
-    "ExpiredTokenException", "AccessDeniedException",
-})
+AUTH_ERRORS = frozenset(
+    {
+        "NoCredentialsError",
+        "PartialCredentialsError",
+        "UnrecognizedClientException",
+        "InvalidClientTokenId",
+        "ExpiredTokenException",
+        "AccessDeniedException",
+    }
+)
 UNREACHABLE = frozenset({"EndpointConnectionError", "ConnectTimeoutError"})
 
 
@@ -300,7 +327,10 @@ def _missing_group(exc: Exception) -> bool:
     code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
     name = type(exc).__name__
     if code in AUTH_ERRORS or name in AUTH_ERRORS:
-        raise TraceError(f"CloudWatch Logs refused the request ({code or name}): configure AWS credentials (AWS_PROFILE or aws configure)") from None
+        raise TraceError(
+            f"CloudWatch Logs refused the request ({code or name}): configure AWS credentials "
+            "(AWS_PROFILE or aws configure)"
+        ) from None
     if name in UNREACHABLE:
         raise TraceError(f"cannot reach CloudWatch Logs: {exc}") from None
     return code == "ResourceNotFoundException"
@@ -322,7 +352,9 @@ def _group_lines(client: Any, request: dict[str, Any]) -> Iterator[dict[str, Any
         request = {**request, "nextToken": page["nextToken"]}
 
 
-def cloudwatch_lines(trace_id: str, log_groups: list[str], since_seconds: float, region: str, client: Any = None) -> tuple[list[dict[str, Any]], list[str]]:
+def cloudwatch_lines(
+    trace_id: str, log_groups: list[str], since_seconds: float, region: str, client: Any = None
+) -> tuple[list[dict[str, Any]], list[str]]:
     """Lines of ``trace_id`` from CloudWatch Logs (``filter_log_events`` per group); returns
     (lines, notes about missing groups)."""
     client = client or logs_client(region)
@@ -331,7 +363,9 @@ def cloudwatch_lines(trace_id: str, log_groups: list[str], since_seconds: float,
     notes: list[str] = []
     for group in log_groups:
         try:
-            found += _group_lines(client, {"logGroupName": group, "filterPattern": filter_pattern(trace_id), "startTime": start})
+            found += _group_lines(
+                client, {"logGroupName": group, "filterPattern": filter_pattern(trace_id), "startTime": start}
+            )
         except Exception as exc:
             if not _missing_group(exc):
                 raise
@@ -357,16 +391,24 @@ def _existing_groups(client: Any, log_groups: list[str], notes: list[str]) -> li
     existing = [group for group in log_groups if _exists(client, group)]
     notes += [f"{group}: {NOT_DEPLOYED}" for group in log_groups if group not in existing]
     if len(existing) > MAX_INSIGHTS_GROUPS:
-        notes.append(f"Logs Insights queries {MAX_INSIGHTS_GROUPS} log groups at most: {len(existing) - MAX_INSIGHTS_GROUPS} not searched")
+        notes.append(
+            f"Logs Insights queries {MAX_INSIGHTS_GROUPS} log groups at most: "
+            f"{len(existing) - MAX_INSIGHTS_GROUPS} not searched"
+        )
     return existing[:MAX_INSIGHTS_GROUPS]
 
 
 def _start_query(client: Any, groups: list[str], since_seconds: float, trace_id: str) -> str:
     now = time.time()
     try:
-        return str(client.start_query(
-            logGroupNames=groups, startTime=int(now - since_seconds), endTime=int(now) + 1, queryString=insights_query(trace_id)
-        )["queryId"])
+        return str(
+            client.start_query(
+                logGroupNames=groups,
+                startTime=int(now - since_seconds),
+                endTime=int(now) + 1,
+                queryString=insights_query(trace_id),
+            )["queryId"]
+        )
     except Exception as exc:
         _missing_group(exc)
         raise
@@ -393,7 +435,12 @@ def _row_line(row: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def insights_lines(
-    trace_id: str, log_groups: list[str], since_seconds: float, region: str, client: Any = None, timeout: float = 300.0
+    trace_id: str,
+    log_groups: list[str],
+    since_seconds: float,
+    region: str,
+    client: Any = None,
+    timeout: float = 300.0,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Lines of ``trace_id`` from CloudWatch Logs Insights: one query over every group that exists
     (up to 50), for volumes ``filter_log_events`` pages through slowly; (lines, notes)."""

@@ -15,10 +15,28 @@ from typing import Any
 from .base import Source
 
 __all__ = [
-    "NAMES", "Source", "all_sources", "carried_by", "delivered_by", "describe", "for_serverless_event", "get", "shape_of",
+    "NAMES",
+    "Source",
+    "all_sources",
+    "carried_by",
+    "delivered_by",
+    "describe",
+    "for_serverless_event",
+    "get",
+    "shape_of",
 ]
 
-NAMES: tuple[str, ...] = ("sqs", "sns", "kinesis", "dynamodb", "api", "kafka", "eventbridge", "s3", "cloudwatch_logs")
+NAMES: tuple[str, ...] = (
+    "sqs",
+    "sns",
+    "kinesis",
+    "dynamodb",
+    "api",
+    "kafka",
+    "eventbridge",
+    "s3",
+    "cloudwatch_logs",
+)
 """Every registered source, by name; each is the module ``lambda_kit.sources.<name>``."""
 
 
@@ -89,7 +107,9 @@ def shape_of(event: Any) -> str:
 def _records_shape(records: Any) -> str:
     if not isinstance(records, list):
         return "an event whose Records is not a list"
-    kinds = sorted({str(r.get("eventSource") or r.get("EventSource")) for r in records if isinstance(r, dict)} - {"None"})
+    kinds = sorted(
+        {str(r.get("eventSource") or r.get("EventSource")) for r in records if isinstance(r, dict)} - {"None"}
+    )
     if len(kinds) > 1:
         return f"an event mixing records of {', '.join(kinds)}"
     return f"an event with {kinds[0]} records" if kinds else "an event whose Records no source recognizes"
