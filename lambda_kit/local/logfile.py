@@ -52,7 +52,7 @@ class LogFile:
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # line-buffered: `lambda-kit trace` in another terminal sees each line as it is written
-            self._file = open(self.path, "w", encoding="utf-8", buffering=1)  # noqa: SIM115 - closed in close()
+            self._file = open(self.path, "w", encoding="utf-8", buffering=1)  # closed in close()
         self._echo: TextIO | None = (sys.stderr if echo is True else echo) or None
         self._prefix = prefix  # stripped from function names when echoing
         self._lock = threading.Lock()

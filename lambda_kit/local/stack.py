@@ -53,6 +53,8 @@ from .sqs_source import SqsEventSource
 from .stream_source import StreamEventSource, TtlDeletions
 from .ttl import TtlSweeper
 
+__all__ = ["DELIVERIES", "PASSIVE", "Delivery", "LocalStack"]
+
 _UNSET: Any = object()
 Delivered = TypeVar("Delivered")
 
