@@ -80,12 +80,14 @@ def batch_lines() -> list[dict]:
         {**base, "timestamp": "2024-05-01T10:00:00.000Z", "message": "record received", "trace_id": "T-1", "record_id": "m-1"},
         {**base, "timestamp": "2024-05-01T10:00:00.010Z", "message": "record received", "trace_id": "T-2", "record_id": "m-2"},
         {**base, "timestamp": "2024-05-01T10:00:00.020Z", "message": "counted", "trace_id": "T-1", "record_id": "m-1"},
-        {**base, "timestamp": "2024-05-01T10:00:02.500Z", "message": "batch committed", "records": 2, "duration_ms": 2470.5},
+        {**base, "timestamp": "2024-05-01T10:00:02.500Z", "message": "batch committed", "records": 2, "failed": 0,
+         "duration_ms": 2470.5, "trace_ids": ["T-1", "T-2"]},
         {**base, "timestamp": "2024-05-01T10:00:02.510Z", "message": "record processed", "trace_id": "T-1", "record_id": "m-1",
          "duration_ms": 20.1, "outcome": "ok"},
         {**base, "timestamp": "2024-05-01T10:00:02.520Z", "message": "record processed", "trace_id": "T-2", "record_id": "m-2",
          "duration_ms": 11.0, "outcome": "ok"},
-        {**base, "timestamp": "2024-05-01T10:00:05.000Z", "request_id": "req-2", "message": "batch committed", "records": 1, "duration_ms": 3.0},
+        {**base, "timestamp": "2024-05-01T10:00:05.000Z", "request_id": "req-2", "message": "batch committed", "records": 1,
+         "duration_ms": 3.0, "trace_ids": ["T-3"]},
     ]
 
 
@@ -107,6 +109,20 @@ def test_the_batch_commit_is_a_row_of_its_own(tmp_path, capsys):
     [processed] = [row for row in rows(out) if "record processed" in row]
     assert "20.1 ms" in processed  # the record's own duration, the commit apart
     assert "4 log lines" in out  # the other invocation's commit is not this trace's
+
+
+@pytest.mark.parametrize("by", ["trace_ids", "request_id"])
+def test_a_batch_commit_is_found_by_its_trace_ids_or_its_invocation(tmp_path, by, capsys):
+    """The commit line names the batch's trace ids; a line of no trace id written in the same
+    invocation (a commit that names none) belongs to the batch's traces too."""
+    commit = {"timestamp": "2024-05-01T10:00:01.000Z", "level": "WARNING", "message": "batch committed", "records": 3,
+              "failed": 1, "duration_ms": 12.0, "error_type": "CommitFailed", "error": "one record refused",
+              "request_id": "req-9" if by == "request_id" else "req-other", "trace_ids": ["T-7"] if by == "trace_ids" else None}
+    received = {"timestamp": "2024-05-01T10:00:00.000Z", "level": "INFO", "message": "record received", "trace_id": "T-7",
+                "record_id": "m-7", "request_id": "req-9"}
+    _, out = trace(tmp_path, "T-7", [received, commit], capsys)
+    [row] = [row for row in rows(out) if "batch committed" in row]
+    assert row.endswith("12.0 ms  CommitFailed: one record refused 3 records (1 failed)")
 
 
 def test_a_trace_without_record_ids_keeps_its_columns(tmp_path, capsys):

@@ -127,12 +127,17 @@ def id_forms(trace_id: str) -> dict[str, str]:
 
 
 def matches(forms: dict[str, str], line: dict[str, Any]) -> bool:
-    """Whether ``line`` belongs to the trace: one of its keys holds the id in that key's form, or
-    its ``trace_id`` is the id in any form (a trace started by a tracer: its own id)."""
-    found = line.get("trace_id")
-    if found is not None and found in forms.values():
+    """Whether ``line`` belongs to the trace: one of its keys holds the id in that key's form, its
+    ``trace_id`` is the id in any form (a trace started by a tracer: its own id), or it is a
+    batch's line (a commit) naming the id among its ``trace_ids``."""
+    ids = [line.get("trace_id"), *_listed(line.get("trace_ids"))]
+    if any(found is not None and found in forms.values() for found in ids):
         return True
     return any(line.get(key) == value for key, value in forms.items() if key != "trace_id")
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def lines_of(trace_id: str, lines: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -190,14 +195,20 @@ def _record(value: Any) -> str:
     return text if len(text) <= RECORD_WIDTH else f"{text[:half]}…{text[-(RECORD_WIDTH - 1 - half) :]}"
 
 
+def _count(line: dict[str, Any], key: str) -> int | None:
+    value = line.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _outcome(line: dict[str, Any]) -> str:
-    outcome = printable(line.get("outcome") or line.get("status") or "")
+    """The outcome (or status), its error, and for a batch's commit its records and failures."""
+    parts = [printable(line.get("outcome") or line.get("status") or "")]
     if line.get("error_type"):
-        outcome = f"{outcome} {printable(line['error_type'])}: {printable(line.get('error', ''))}".strip()
-    records = line.get("records")
-    if isinstance(records, int) and not isinstance(records, bool):
-        outcome = f"{outcome} {records} record{'s' * (records != 1)}".strip()
-    return outcome
+        parts.append(f"{printable(line['error_type'])}: {printable(line.get('error', ''))}")
+    records, failed = _count(line, "records"), _count(line, "failed")
+    parts.append("" if records is None else f"{records} record{'s' * (records != 1)}")
+    parts.append(f"({failed} failed)" if failed else "")
+    return " ".join(part for part in parts if part)
 
 
 def _cells(line: dict[str, Any], start: float, prefix: str) -> list[str]:
