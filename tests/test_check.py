@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lambda_kit import check
+from lambda_kit.cli import check
 from lambda_kit.serverless_config import ConfigError, load
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -192,3 +192,59 @@ def test_filters_see_records_as_lambda_documents():
     dynamodb = compile_patterns([{"eventName": ["INSERT"], "dynamodb": {"Keys": {"PK": {"S": [{"prefix": "URL#"}]}}}}], "dynamodb")
     assert dynamodb({"eventName": "INSERT", "dynamodb": {"Keys": {"PK": {"S": "URL#a"}}}})
     assert not dynamodb({"eventName": "MODIFY", "dynamodb": {"Keys": {"PK": {"S": "URL#a"}}}})
+
+
+# --- one model for check, invoke and the local stack ----------------------------------------------
+
+
+def test_read_service_keeps_the_file_as_written_and_lists_what_the_stack_cannot_run(tmp_path):
+    from lambda_kit.local.config import read_service
+
+    path = _write(tmp_path, """
+        service: ${self:custom.name}
+        custom: {name: shop}
+        provider: {name: aws, timeout: "${self:custom.timeout}"}
+        functions:
+          - worker:
+              handler: nodot
+              events:
+                - sqs: !GetAtt Jobs.Arn
+                - just-a-string
+          - api:
+              handler: api.handler
+              url: {invokeMode: BUFFERED}
+              events:
+                - httpApi: 'GET /orders/{id}'
+                - sns: orders
+                - cloudwatchLog: /aws/lambda/other
+        resources:
+          - Resources:
+              Jobs: {Type: AWS::SQS::Queue}
+          - Resources:
+              Table: {Type: AWS::DynamoDB::Table}
+            extensions:
+              WorkerLambdaFunction: {Properties: {Tags: []}}
+    """)
+    config = read_service(path)
+    assert config.service == "${self:custom.name}"  # as written: check quotes values the way the user wrote them
+    worker, api = config.functions["worker"], config.functions["api"]
+    assert worker.timeout is None  # a variable check cannot read
+    assert [(e.kind, e.spec) for e in worker.events] == [("sqs", {"arn": {"Fn::GetAtt": ["Jobs", "Arn"]}})]
+    assert [(e.kind, e.spec) for e in api.events] == [
+        ("httpApi", {"method": "GET", "path": "/orders/{id}"}),
+        ("sns", {"topicName": "orders"}),
+        ("cloudwatchLog", {"logGroup": "/aws/lambda/other"}),
+        ("url", {"invokeMode": "BUFFERED"}),
+    ]
+    assert set(config.resources) == {"Jobs", "Table"} and set(config.extensions) == {"WorkerLambdaFunction"}
+    assert config.resource_type(worker.events[0].spec["arn"]) == "AWS::SQS::Queue"
+    assert [s.name for s in config.sources_of(worker.events[0])] == ["sqs"]
+    assert config.problems == [
+        "serverless.yml: function 'worker' needs `handler: path/module.function` (got 'nodot')",
+        "serverless.yml: functions.worker: timeout and memorySize must be numbers",
+        "serverless.yml: functions.worker.events[1] must be a mapping with one key (sqs, stream, sns, httpApi ...)",
+        "serverless.yml: functions.api: timeout and memorySize must be numbers",
+    ]
+    with pytest.raises(ConfigError) as first:
+        load_service(path)
+    assert str(first.value) == "serverless.yml: function 'worker' needs `handler: path/module.function` (got 'nodot')"

@@ -2,7 +2,8 @@
 
 Depends on the rest of lambda_kit; nothing in the core depends on it. Modules:
 
-- ``config`` (serverless.yml: functions, events, resources; ``variables`` resolves ``${...}``),
+- ``config`` (the one model of serverless.yml ``check``, ``invoke`` and the stack read: functions,
+  events, resources; ``variables`` resolves ``${...}``),
   ``resources`` (creates them on the endpoint; ``intrinsics`` resolves Ref / GetAtt / Sub),
   ``endpoint`` (moto's server, patched), ``moto_process`` (it in a process of its own, the
   stack's), ``dynamodb_local`` (AWS's DynamoDB Local, the
@@ -12,7 +13,8 @@ Depends on the rest of lambda_kit; nothing in the core depends on it. Modules:
 - event sources: ``sqs_source``, ``stream_source`` (Kinesis + DynamoDB Streams),
   ``sns_source`` (SNS + async invocation), ``ttl`` (TTL emulation), ``filters``
   (filterPatterns), ``destinations`` (failure records), ``poller`` (threads, timing, journal);
-- ``gateway`` (HTTP API v2 on 127.0.0.1), ``logfile`` (the JSON-lines log file);
+- ``gateway`` (HTTP API v2 on 127.0.0.1), ``logfile`` (the JSON-lines log file), ``terminal``
+  (what the CLI prints of logs and files, control characters escaped);
 - ``stack`` (all of it together: ``LocalStack``), ``timeline`` (``lambda-kit trace``) and
   ``service_load`` (the service's own load module that ``lambda-kit run`` and ``soak`` drive).
 """

@@ -35,6 +35,7 @@ import time
 from collections import deque
 from typing import Any
 
+from .. import sources
 from .clients import Clients
 from .config import EventSource
 from .destinations import Destinations, stream_failure_record, target_arn
@@ -431,7 +432,7 @@ class StreamEventSource:
         self.moto_quirks = moto_quirks
         self.spec = spec
         self.stream_arn = stream_arn
-        self.source = "dynamodb" if ":dynamodb:" in stream_arn else "kinesis"
+        self.source = sources.delivered_by(event.kind, {"arn": stream_arn})[0].name  # the registry's one answer
         self.clients = clients
         self.destinations = destinations
         self.timing = timing

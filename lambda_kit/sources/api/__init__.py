@@ -45,6 +45,8 @@ class ApiSource(Source):
     serverless_events = ("httpApi", "http", "alb", "url")
     """``url`` is no event but the function property ``url:`` (a Function URL); ``lambda-kit
     check`` reads it as one."""
+    arn_service = "execute-api"
+    delivery = "gateway"
 
     @classmethod
     def recognizes(cls, event: Any) -> bool:
