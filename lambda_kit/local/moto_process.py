@@ -6,9 +6,9 @@ request handling took about a third of that lock under load (profiled with ``mak
 functions waited for moto and moto for the functions on a machine with a second core idle. In its
 own process moto runs beside them.
 
-The child is an ``Endpoint`` (``endpoint.py``) with every moto patch installed, its DynamoDB ones
-too (they serve only requests sent to moto's DynamoDB, which happens only where DynamoDB Local
-cannot run). It prints its URL, then serves until its standard input closes: when ``stop()``
+The child runs ``endpoint.main``: an ``Endpoint`` with every moto patch installed, its DynamoDB
+ones too (they serve only requests sent to moto's DynamoDB, which happens only where DynamoDB
+Local cannot run). It prints its URL, then serves until its standard input closes: when ``stop()``
 closes it, or when the parent process dies (the system closes the pipe), so no moto outlives its
 stack. Its own session keeps Ctrl-C for the parent, which stops it in order.
 
@@ -23,6 +23,11 @@ import sys
 import tempfile
 import threading
 from typing import IO
+
+__all__ = ["EndpointProcess", "EndpointUnavailable"]
+
+CHILD = "from lambda_kit.local.endpoint import main; main()"
+"""What the child runs."""
 
 
 class EndpointUnavailable(RuntimeError):
@@ -44,7 +49,7 @@ class EndpointProcess:
         """Start the process without waiting for it (do other work, then :meth:`wait_ready`)."""
         self._errors = tempfile.TemporaryFile("w+", encoding="utf-8")
         self._process = subprocess.Popen(
-            [sys.executable, "-m", __name__],
+            [sys.executable, "-c", CHILD],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._errors,
@@ -102,17 +107,3 @@ class EndpointProcess:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-
-def main() -> None:
-    from .endpoint import Endpoint
-
-    endpoint = Endpoint(dynamodb=True).start()
-    sys.stdout.write(endpoint.url + "\n")
-    sys.stdout.flush()
-    sys.stdout = sys.stderr  # whatever moto prints from now on goes with its errors
-    sys.stdin.read()  # until the parent closes it, or dies
-    endpoint.stop()
-
-
-if __name__ == "__main__":
-    main()
