@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from ._child import tail, wait_or_kill
+
 __all__ = ["SETTING", "DynamoDBLocal", "DynamoDBLocalUnavailable", "Installation", "find_installation"]
 
 SETTING = "LAMBDA_KIT_DYNAMODB_LOCAL"
@@ -224,8 +226,7 @@ class DynamoDBLocal:
         return self._output.read().decode("utf-8", "replace")
 
     def _output_tail(self) -> str:
-        lines = [line.strip() for line in self._output_text().splitlines() if line.strip()]
-        return " | ".join(lines[-3:]) or "no output"
+        return tail(self._output_text())
 
     def stop(self) -> None:
         """Stop the process (idempotent): SIGTERM, then SIGKILL after 5 s."""
@@ -233,11 +234,7 @@ class DynamoDBLocal:
         if process is not None:
             if process.poll() is None:
                 process.terminate()
-                try:
-                    process.wait(5)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait(5)
+                wait_or_kill(process)
             atexit.unregister(self.stop)
         output, self._output = self._output, None
         if output is not None:

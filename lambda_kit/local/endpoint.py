@@ -24,7 +24,6 @@ import socket
 import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Callable
 from typing import Any
 
@@ -242,27 +241,22 @@ class _SharingTables:
         return value if isinstance(value, Table) else copy.deepcopy(value, memo)
 
 
-def _named(backend: Any, entry: Any) -> tuple[Table, dict[str, Any]] | None:
-    """The table and key attributes a transaction entry names (None if malformed)."""
+def _operation(entry: Any) -> dict[str, Any]:
+    """A transaction entry's one operation (``{"Put": {...}}`` -> ``{...}``); {} if malformed."""
     op = next(iter(entry.values())) if isinstance(entry, dict) and len(entry) == 1 else None
-    table = backend.tables.get(op.get("TableName")) if isinstance(op, dict) else None
-    if table is None:
-        return None
-    attributes = op.get("Item") if "Item" in op else op.get("Key")
-    valid = isinstance(attributes, dict) and table.hash_key_attr in attributes
-    return (table, attributes) if valid else None
+    return op if isinstance(op, dict) else {}
 
 
 def _snapshot(backend: Any, entry: Any) -> Snapshot | None:
-    named = _named(backend, entry)
-    if named is None:
-        return None
-    table, attributes = named
+    """The table, key and a copy of the item an entry names (None where moto will refuse the entry)."""
+    op = _operation(entry)
+    attributes = op.get("Item") if "Item" in op else op.get("Key")
     try:
+        table = backend.tables.get(op.get("TableName"))
         hash_value = DynamoType(attributes[table.hash_key_attr])
         range_value = DynamoType(attributes[table.range_key_attr]) if table.range_key_attr else None
         item = table.get_item(hash_value, range_value)
-    except Exception:  # malformed key: the transaction itself will say so
+    except Exception:  # no such table, or a malformed key: the transaction itself will say so
         return None
     return table, hash_value, range_value, copy.deepcopy(item)
 
@@ -284,10 +278,15 @@ def _restore(table: Table, hash_value: DynamoType, range_value: DynamoType | Non
         table.items.pop(hash_value, None)
 
 
+def _stream_lengths(saved: list[Snapshot]) -> list[tuple[Any, int]]:
+    """The streams of the tables in ``saved``, each with how many records it holds."""
+    shards = {id(table.stream_shard): table.stream_shard for table, *_ in saved if table.stream_shard is not None}
+    return [(shard, len(shard.items)) for shard in shards.values()]
+
+
 def _fast_transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> Any:
     saved = [found for found in (_snapshot(self, entry) for entry in transact_items) if found is not None]
-    shards = {id(table.stream_shard): table.stream_shard for table, *_ in saved if table.stream_shard is not None}
-    lengths = [(shard, len(shard.items)) for shard in shards.values()]
+    lengths = _stream_lengths(saved)
     dynamodb_models.copy = _SharingTables  # type: ignore[assignment]
     try:
         return _transact_write_items(self, transact_items)
@@ -349,10 +348,6 @@ class Endpoint:
 
     def stop(self) -> None:
         self._server.stop()
-
-    def reset(self) -> None:
-        """Forget every resource (moto's ``/moto-api/reset``)."""
-        urllib.request.urlopen(urllib.request.Request(f"{self.url}/moto-api/reset", method="POST")).read()
 
     def __enter__(self) -> Endpoint:
         return self.start()

@@ -90,10 +90,7 @@ def _validate(pattern: Any) -> None:
 
 def _validate_field(key: str, value: Any) -> None:
     if key == "$or":
-        if not isinstance(value, list) or not value:
-            raise FilterError("$or takes a non-empty list of patterns")
-        for option in value:
-            _validate(option)
+        _validate_options(value)
     elif isinstance(value, dict):
         _validate(value)
     elif isinstance(value, list):
@@ -101,6 +98,13 @@ def _validate_field(key: str, value: Any) -> None:
             _validate_rule(key, rule)
     else:
         raise FilterError(f"filter rule for {key!r} must be a list of values or an object, got {value!r}")
+
+
+def _validate_options(options: Any) -> None:
+    if not isinstance(options, list) or not options:
+        raise FilterError("$or takes a non-empty list of patterns")
+    for option in options:
+        _validate(option)
 
 
 def _validate_rule(key: str, rule: Any) -> None:

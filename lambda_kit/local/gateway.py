@@ -247,13 +247,29 @@ def _multi(pairs: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
     return found
 
 
+def _last_values(multi: dict[str, list[str]]) -> dict[str, str] | None:
+    return {name: values[-1] for name, values in multi.items()} or None
+
+
 def _last(multi: dict[str, list[str]], name: str, default: str = "") -> str:
     """The last value of header ``name`` (any case)."""
     return next((values[-1] for key, values in multi.items() if key.lower() == name), default)
 
 
-def _request_time(now: float) -> str:
-    return time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now))
+def _joined(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Repeated names' values joined with commas, as HTTP API does."""
+    return {name: ",".join(values) for name, values in _multi(pairs).items()}
+
+
+def _cookies(headers: list[tuple[str, str]]) -> list[str]:
+    """The cookies of the (lower-cased) ``cookie`` headers, one by one."""
+    found = [cookie.strip() for name, value in headers if name == "cookie" for cookie in value.split(";")]
+    return [cookie for cookie in found if cookie]
+
+
+def _times(now: float) -> tuple[str, int]:
+    """API Gateway's request time: as text, and in epoch milliseconds."""
+    return time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)), int(now * 1000)
 
 
 def rest_api_event(request: Request) -> dict[str, Any]:
@@ -262,85 +278,89 @@ def rest_api_event(request: Request) -> dict[str, Any]:
     headers = _multi(request.headers)
     query = _multi(parse_qsl(request.query, keep_blank_values=True))
     text_body, is_base64 = _body_text(request.body, _last(headers, "content-type"))
-    resource = "/" if request.route.path == "$default" else request.route.path
-    now = time.time()
     return {
-        "resource": resource,
+        "resource": _resource(request.route),
         "path": request.path,
         "httpMethod": request.method,
-        "headers": {name: values[-1] for name, values in headers.items()} or None,
+        "headers": _last_values(headers),
         "multiValueHeaders": headers or None,
-        "queryStringParameters": {name: values[-1] for name, values in query.items()} or None,
+        "queryStringParameters": _last_values(query),
         "multiValueQueryStringParameters": query or None,
         "pathParameters": request.params or None,
         "stageVariables": None,
-        "requestContext": {
-            "accountId": "123456789012",
-            "apiId": "local",
-            "domainName": _last(headers, "host", request.host),
-            "httpMethod": request.method,
-            "identity": {"sourceIp": request.client_ip, "userAgent": _last(headers, "user-agent")},
-            "path": f"/local{request.path}",
-            "protocol": "HTTP/1.1",
-            "requestId": str(uuid.uuid4()),
-            "requestTime": _request_time(now),
-            "requestTimeEpoch": int(now * 1000),
-            "resourceId": "local",
-            "resourcePath": resource,
-            "stage": "local",
-        },
+        "requestContext": _rest_request_context(request, headers),
         "body": text_body,
         "isBase64Encoded": is_base64,
     }
 
 
-def _joined(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
-    """Repeated names' values joined with commas, as HTTP API does."""
-    return {name: ",".join(values) for name, values in _multi(pairs).items()}
+def _resource(route: Route) -> str:
+    return "/" if route.path == "$default" else route.path
+
+
+def _rest_request_context(request: Request, headers: dict[str, list[str]]) -> dict[str, Any]:
+    request_time, epoch = _times(time.time())
+    return {
+        "accountId": "123456789012",
+        "apiId": "local",
+        "domainName": _last(headers, "host", request.host),
+        "httpMethod": request.method,
+        "identity": {"sourceIp": request.client_ip, "userAgent": _last(headers, "user-agent")},
+        "path": f"/local{request.path}",
+        "protocol": "HTTP/1.1",
+        "requestId": str(uuid.uuid4()),
+        "requestTime": request_time,
+        "requestTimeEpoch": epoch,
+        "resourceId": "local",
+        "resourcePath": _resource(request.route),
+        "stage": "local",
+    }
 
 
 def http_api_event(request: Request) -> dict[str, Any]:
     """An HTTP API (payload 2.0) event: header names in lower case, cookies on their own."""
-    cookie_headers = [value for name, value in request.headers if name.lower() == "cookie"]
-    headers = _joined((name.lower(), value) for name, value in request.headers if name.lower() != "cookie")
-    cookies = [c.strip() for value in cookie_headers for c in value.split(";") if c.strip()]
+    lowered = [(name.lower(), value) for name, value in request.headers]
+    headers = _joined((name, value) for name, value in lowered if name != "cookie")
     text_body, is_base64 = _body_text(request.body, headers.get("content-type", ""))
-    now = time.time()
-    key = request.route.key
     event: dict[str, Any] = {
         "version": "2.0",
-        "routeKey": key,
+        "routeKey": request.route.key,
         "rawPath": request.path,
         "rawQueryString": request.query,
         "headers": headers,
-        "requestContext": {
-            "accountId": "123456789012",
-            "apiId": "local",
-            "domainName": headers.get("host", request.host),
-            "domainPrefix": "local",
-            "http": {
-                "method": request.method,
-                "path": request.path,
-                "protocol": "HTTP/1.1",
-                "sourceIp": request.client_ip,
-                "userAgent": headers.get("user-agent", ""),
-            },
-            "requestId": uuid.uuid4().hex[:20],
-            "routeKey": key,
-            "stage": request.stage,
-            "time": _request_time(now),
-            "timeEpoch": int(now * 1000),
-        },
+        "requestContext": _http_request_context(request, headers),
         "isBase64Encoded": is_base64,
     }
     optional = {
-        "cookies": cookies,
+        "cookies": _cookies(lowered),
         "queryStringParameters": _joined(parse_qsl(request.query, keep_blank_values=True)),
         "pathParameters": request.params,
         "body": text_body,
     }
-    event.update({name: value for name, value in optional.items() if value})
+    event.update((name, value) for name, value in optional.items() if value)
     return event
+
+
+def _http_request_context(request: Request, headers: dict[str, str]) -> dict[str, Any]:
+    request_time, epoch = _times(time.time())
+    return {
+        "accountId": "123456789012",
+        "apiId": "local",
+        "domainName": headers.get("host", request.host),
+        "domainPrefix": "local",
+        "http": {
+            "method": request.method,
+            "path": request.path,
+            "protocol": "HTTP/1.1",
+            "sourceIp": request.client_ip,
+            "userAgent": headers.get("user-agent", ""),
+        },
+        "requestId": uuid.uuid4().hex[:20],
+        "routeKey": request.route.key,
+        "stage": request.stage,
+        "time": request_time,
+        "timeEpoch": epoch,
+    }
 
 
 def _body_text(body: bytes, content_type: str) -> tuple[str | None, bool]:
@@ -412,14 +432,13 @@ def _response_body(response: dict[str, Any]) -> bytes:
 
 
 def _response_headers(response: dict[str, Any]) -> list[tuple[str, str]]:
-    single = [(str(name), str(value)) for name, value in (response.get("headers") or {}).items()]
-    multi = [
-        (str(name), str(value))
-        for name, values in (response.get("multiValueHeaders") or {}).items()
-        for value in values or []
-    ]
-    cookies = [("Set-Cookie", str(cookie)) for cookie in response.get("cookies") or []]
-    return single + multi + cookies
+    single = {name: [value] for name, value in (response.get("headers") or {}).items()}
+    cookies = {"Set-Cookie": response.get("cookies") or []}
+    return _pairs(single) + _pairs(response.get("multiValueHeaders") or {}) + _pairs(cookies)
+
+
+def _pairs(multi: dict[Any, Any]) -> list[tuple[str, str]]:
+    return [(str(name), str(value)) for name, values in multi.items() for value in values or []]
 
 
 # --- waitress, keeping the header lines as sent ---------------------------------------------------

@@ -24,6 +24,8 @@ import tempfile
 import threading
 from typing import IO
 
+from ._child import tail, wait_or_kill
+
 __all__ = ["EndpointProcess", "EndpointUnavailable"]
 
 CHILD = "from lambda_kit.local.endpoint import main; main()"
@@ -82,21 +84,13 @@ class EndpointProcess:
         if self._errors is None:
             return "no output"
         self._errors.seek(0)
-        lines = [line.strip() for line in self._errors.read().splitlines() if line.strip()]
-        return " | ".join(lines[-3:]) or "no output"
+        return tail(self._errors.read())
 
     def stop(self) -> None:
         """Close its standard input (it exits), then SIGTERM/SIGKILL if it does not (idempotent)."""
         process, self._process = self._process, None
         if process is not None:
-            for pipe in (process.stdin, process.stdout):
-                if pipe is not None and not pipe.closed:
-                    pipe.close()
-            try:
-                process.wait(5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(5)
+            _end(process)
         errors, self._errors = self._errors, None
         if errors is not None:
             errors.close()
@@ -107,3 +101,10 @@ class EndpointProcess:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+
+def _end(process: subprocess.Popen[str]) -> None:
+    """Close the child's pipes (it exits when its standard input closes); kill it if it has not within 5 s."""
+    for pipe in (process.stdin, process.stdout):
+        if pipe is not None:
+            pipe.close()
+    wait_or_kill(process)

@@ -19,6 +19,8 @@ from .poller import Journal, Timing
 from .relay import QueueRelay
 from .runtime import FunctionRuntime
 
+__all__ = ["SnsEventSource", "lambda_sns_event"]
+
 
 def lambda_sns_event(envelope: dict[str, Any], subscription_arn: str) -> dict[str, Any]:
     """An SNS→SQS notification envelope as the SNS event Lambda delivers."""
