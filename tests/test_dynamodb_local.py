@@ -55,10 +55,15 @@ def test_it_starts_on_a_free_port_answers_and_stops(installation):
     with DynamoDBLocal(installation) as server:
         assert server.url.startswith("http://127.0.0.1:") and server.version
         client = boto3.client(
-            "dynamodb", endpoint_url=server.url, region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b"
+            "dynamodb",
+            endpoint_url=server.url,
+            region_name="us-east-1",
+            aws_access_key_id="a",
+            aws_secret_access_key="b",
         )
         client.create_table(
-            TableName="started-here", BillingMode="PAY_PER_REQUEST",
+            TableName="started-here",
+            BillingMode="PAY_PER_REQUEST",
             AttributeDefinitions=[{"AttributeName": "PK", "AttributeType": "S"}],
             KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}],
         )
@@ -80,7 +85,11 @@ sys.stdin.read()
 
 def test_a_killed_parent_leaves_no_java_process(installation):
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        [sys.executable, "-c", CHILD],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert child.stdout is not None
@@ -99,7 +108,10 @@ def test_a_killed_parent_leaves_no_java_process(installation):
     ("setting", "why"),
     [
         ("off", f"{SETTING}=off chooses moto"),
-        ("/nowhere/DynamoDBLocal.jar", f"{SETTING}=/nowhere/DynamoDBLocal.jar is not DynamoDBLocal.jar nor a folder"),
+        (
+            "/nowhere/DynamoDBLocal.jar",
+            f"{SETTING}=/nowhere/DynamoDBLocal.jar is not DynamoDBLocal.jar nor a folder",
+        ),
     ],
 )
 def test_the_setting_chooses_moto_or_names_a_jar(monkeypatch, setting, why):
@@ -181,7 +193,9 @@ def embedded_stack(tmp_path: Path, monkeypatch) -> LocalStack:
     """A stack that starts its own DynamoDB (no endpoint given, none in the environment)."""
     for variable in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_DYNAMODB_STREAMS"):
         monkeypatch.delenv(variable, raising=False)
-    path = write_project(tmp_path, SERVICE.format(service=f"embedded-{os.getpid()}"), {"ddb_watcher": WATCHER})
+    path = write_project(
+        tmp_path, SERVICE.format(service=f"embedded-{os.getpid()}"), {"ddb_watcher": WATCHER}
+    )
     return LocalStack(path, timing=fast_timing(), log_path=tmp_path / "logs.jsonl", api_port=None)
 
 
@@ -213,7 +227,9 @@ def test_where_dynamodb_local_cannot_run_the_stack_uses_moto_and_says_why(tmp_pa
     stack = embedded_stack(tmp_path, monkeypatch)
     with stack:
         assert stack.dynamodb_local is None and stack.dynamodb_url == stack.endpoint_url
-        assert stack.dynamodb_description == f"moto's (DynamoDB Local not started: {SETTING}=off chooses moto)"
+        assert (
+            stack.dynamodb_description == f"moto's (DynamoDB Local not started: {SETTING}=off chooses moto)"
+        )
         table = stack.resources.by_id["Things"].attributes["Ref"]
         stack.clients("dynamodb").put_item(TableName=table, Item={"PK": {"S": "a"}})
         watcher = module_of(stack, "watcher")
@@ -245,11 +261,17 @@ def test_the_stack_listens_on_loopback_only_but_dynamodb_local_cannot(tmp_path, 
     no option to bind one (docs/local-stack.md says how to keep it off the network)."""
     for variable in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_DYNAMODB_STREAMS"):
         monkeypatch.delenv(variable, raising=False)
-    path = write_project(tmp_path, ECHO_SERVICE.format(service=f"listening-{os.getpid()}"), {"ddb_echo": "def handler(e, c):\n    return {}\n"})
+    path = write_project(
+        tmp_path,
+        ECHO_SERVICE.format(service=f"listening-{os.getpid()}"),
+        {"ddb_echo": "def handler(e, c):\n    return {}\n"},
+    )
     with LocalStack(path, timing=fast_timing(), log_path=tmp_path / "logs.jsonl", api_port=0) as stack:
         assert stack.gateway is not None and stack.endpoint is not None and stack.dynamodb_local is not None
         ours, moto = _listening(os.getpid()), _listening(stack.endpoint.pid)
-        assert f"127.0.0.1:{stack.gateway.port}" in ours and moto == {stack.endpoint_url.removeprefix("http://")}
+        assert f"127.0.0.1:{stack.gateway.port}" in ours and moto == {
+            stack.endpoint_url.removeprefix("http://")
+        }
         assert all(address.startswith("127.0.0.1:") for address in ours | moto)
         port = stack.dynamodb_url.rsplit(":", 1)[1]
         assert _listening(stack.dynamodb_local.pid) == {f"*:{port}"}

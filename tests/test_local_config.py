@@ -225,6 +225,7 @@ def test_filters_see_records_as_lambda_documents():
     kinesis = compile_patterns(['{"data": {"n": [{"numeric": [">", 1]}]}}'], "kinesis")
     encoded = base64.b64encode(json.dumps({"n": 2}).encode()).decode()
     assert kinesis({"kinesis": {"data": encoded}})
-    dynamodb = compile_patterns([{"eventName": ["INSERT"], "dynamodb": {"Keys": {"PK": {"S": [{"prefix": "URL#"}]}}}}], "dynamodb")
+    keys = {"Keys": {"PK": {"S": [{"prefix": "URL#"}]}}}
+    dynamodb = compile_patterns([{"eventName": ["INSERT"], "dynamodb": keys}], "dynamodb")
     assert dynamodb({"eventName": "INSERT", "dynamodb": {"Keys": {"PK": {"S": "URL#a"}}}})
     assert not dynamodb({"eventName": "MODIFY", "dynamodb": {"Keys": {"PK": {"S": "URL#a"}}}})

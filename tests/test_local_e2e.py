@@ -26,12 +26,25 @@ def _env() -> dict[str, str]:
     return env
 
 
-@pytest.mark.skipif(not (ROOT / "handlers" / "ingest.py").exists(), reason="the view-stats handlers are not there yet")
+@pytest.mark.skipif(
+    not (ROOT / "handlers" / "ingest.py").exists(), reason="the view-stats handlers are not there yet"
+)
 @pytest.mark.parametrize("dynamodb", ["DynamoDB Local", "moto's"])
 def test_run_counts_every_unique_event_once(tmp_path, dynamodb):
     """On DynamoDB Local, and on moto's DynamoDB (what `make run` serves without npm or Java)."""
     logs = tmp_path / "logs.jsonl"
-    command = [sys.executable, "-m", "lambda_kit.cli", "run", "--events", "60", "--articles", "6", "--logs", str(logs)]
+    command = [
+        sys.executable,
+        "-m",
+        "lambda_kit.cli",
+        "run",
+        "--events",
+        "60",
+        "--articles",
+        "6",
+        "--logs",
+        str(logs),
+    ]
     env = _env()
     if dynamodb == "moto's":
         env["LAMBDA_KIT_DYNAMODB_LOCAL"] = "off"
@@ -58,7 +71,9 @@ def test_make_run_needs_no_npm():
     with_npm = subprocess.run([make, *stale], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert "npm ci" in with_npm and "lambda-kit run" in with_npm
     env = {**os.environ, "PATH": "/nonexistent"}  # no npm to be found
-    without = subprocess.run([make, *stale], cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout
+    without = subprocess.run(
+        [make, *stale], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    ).stdout
     assert "npm" not in without and without.strip().endswith("lambda-kit run")
 
 
@@ -89,7 +104,9 @@ def test_local_serves_until_interrupted(tmp_path):
     env["PYTHONPATH"] = str(ROOT)
     process, url = start_local(tmp_path, env)
     try:
-        request = urllib.request.Request(url + "/echo", data=b'{"a": 1}', method="POST", headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            url + "/echo", data=b'{"a": 1}', method="POST", headers={"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(request, timeout=10) as response:
             assert json.loads(response.read()) == {"echo": {"a": 1}}
         process.send_signal(signal.SIGINT)

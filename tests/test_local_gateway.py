@@ -53,8 +53,9 @@ def decorated(request, context):
     if request.path == "/crash":
         raise RuntimeError("secret internals")
     if request.method == "POST":
-        return {"statusCode": 201, "body": {"created": request.json, "query": request.query, "all": request.query_all,
-                                            "cookies": request.cookies}}
+        body = {"created": request.json, "query": request.query, "all": request.query_all}
+        body["cookies"] = request.cookies
+        return {"statusCode": 201, "body": body}
     return {"id": request.path_params.get("id"), "trace": request.trace_id}
 
 def handler(event, context):
@@ -73,8 +74,10 @@ def handler(event, context):
 
 @api_handler
 def legacy(request, context):
-    return {"statusCode": 200, "cookies": ["a=1", "b=2"], "headers": {"Content-Type": "application/octet-stream"},
-            "body": request.body_bytes[::-1] + b"|" + ",".join(request.query_all.get("t", [])).encode() + b"|" + request.shape.encode()}
+    tags = ",".join(request.query_all.get("t", [])).encode()
+    body = request.body_bytes[::-1] + b"|" + tags + b"|" + request.shape.encode()
+    headers = {"Content-Type": "application/octet-stream"}
+    return {"statusCode": 200, "cookies": ["a=1", "b=2"], "headers": headers, "body": body}
 """
 
 ECHO = """
@@ -94,7 +97,9 @@ def handler(event, context):
 
 def _call(url, method="GET", body=None, headers=None):
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json", **(headers or {})})
+    request = urllib.request.Request(
+        url, data=data, method=method, headers={"Content-Type": "application/json", **(headers or {})}
+    )
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, response.headers, response.read()  # names in any case, as HTTP has them
@@ -105,7 +110,13 @@ def _call(url, method="GET", body=None, headers=None):
 @pytest.fixture(scope="module")
 def api_stack(tmp_path_factory, aws_endpoint):
     root = tmp_path_factory.mktemp("gateway")
-    with toy_stack(root, CONFIG.format(service=f"gateway-{id(root)}"), {"toy_api": API, "toy_echo": ECHO}, aws_endpoint.url, api_port=0) as stack:
+    with toy_stack(
+        root,
+        CONFIG.format(service=f"gateway-{id(root)}"),
+        {"toy_api": API, "toy_echo": ECHO},
+        aws_endpoint.url,
+        api_port=0,
+    ) as stack:
         yield stack
 
 
@@ -162,15 +173,21 @@ def test_a_plain_return_value_is_a_200_json_body(api_stack):
 def test_rest_routes_get_rest_api_events(api_stack):
     """An ``http`` event's route: a payload 1.0 event with every header and query value, binary
     bodies base64-encoded, the response's multi-value headers sent as repeated headers."""
-    request = urllib.request.Request(api_stack.api_url + "/legacy/7?t=x&t=y%20z", data=b"\x00\xffab", method="PUT",
-                                     headers={"Content-Type": "application/octet-stream"})
+    request = urllib.request.Request(
+        api_stack.api_url + "/legacy/7?t=x&t=y%20z",
+        data=b"\x00\xffab",
+        method="PUT",
+        headers={"Content-Type": "application/octet-stream"},
+    )
     with urllib.request.urlopen(request, timeout=10) as response:
         assert response.status == 200
         assert response.headers.get_all("Set-Cookie") == ["a=1", "b=2"]
         assert response.read() == b"ba\xff\x00|x,y z|v1"
     event = module_of(api_stack, "api").events[-1]
     assert (event["resource"], event["path"], event["httpMethod"]) == ("/legacy/{id}", "/legacy/7", "PUT")
-    assert event["pathParameters"] == {"id": "7"} and event["multiValueQueryStringParameters"] == {"t": ["x", "y z"]}
+    assert event["pathParameters"] == {"id": "7"} and event["multiValueQueryStringParameters"] == {
+        "t": ["x", "y z"]
+    }
     assert event["isBase64Encoded"] is True and event["requestContext"]["resourcePath"] == "/legacy/{id}"
 
 
@@ -206,8 +223,10 @@ def _body(received: bytes) -> dict:
 
 
 def test_a_chunked_body_is_read(api_stack):
-    raw = (b"POST /echo HTTP/1.1\r\nHost: local\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n"
-           b"Connection: close\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
+    raw = (
+        b"POST /echo HTTP/1.1\r\nHost: local\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n"
+        b"Connection: close\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
+    )
     received = _exchange(api_stack.gateway, raw)
     assert _statuses(received) == [200]
     assert _body(received) == {"length": 11, "start": "hello world"}
@@ -218,8 +237,10 @@ def test_a_chunked_body_is_read(api_stack):
 def test_a_repeated_content_length_is_refused_and_what_follows_is_never_a_request(api_stack, lengths):
     before = len(_events(api_stack))
     smuggled = b"GET /echo?smuggled=1 HTTP/1.1\r\nHost: local\r\n\r\n"
-    raw = (b"POST /echo HTTP/1.1\r\nHost: local\r\nContent-Length: %s\r\nContent-Length: %s\r\n\r\nhello"
-           % (lengths[0].encode(), lengths[1].encode())) + smuggled
+    raw = (
+        b"POST /echo HTTP/1.1\r\nHost: local\r\nContent-Length: %s\r\nContent-Length: %s\r\n\r\nhello"
+        % (lengths[0].encode(), lengths[1].encode())
+    ) + smuggled
     received = _exchange(api_stack.gateway, raw)
     assert _statuses(received) == [400]  # one answer, and the connection closed after it
     assert len(_events(api_stack)) == before
@@ -241,9 +262,11 @@ def test_a_body_shorter_than_its_content_length_never_reaches_the_function(api_s
 
 
 def test_requests_on_one_connection_are_answered_in_turn_and_head_has_no_body(api_stack):
-    raw = (b"HEAD /echo HTTP/1.1\r\nHost: local\r\n\r\n"
-           b"POST /echo HTTP/1.1\r\nHost: local\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nabc"
-           b"GET /nowhere HTTP/1.1\r\nHost: local\r\nConnection: close\r\n\r\n")
+    raw = (
+        b"HEAD /echo HTTP/1.1\r\nHost: local\r\n\r\n"
+        b"POST /echo HTTP/1.1\r\nHost: local\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nabc"
+        b"GET /nowhere HTTP/1.1\r\nHost: local\r\nConnection: close\r\n\r\n"
+    )
     received = _exchange(api_stack.gateway, raw)
     assert _statuses(received) == [200, 200, 404]
     head, rest = received.split(b"\r\n\r\n", 1)
@@ -284,11 +307,17 @@ def test_a_body_over_10_mb_is_refused_with_413(api_stack):
 
 
 def test_a_rest_route_gets_the_header_lines_as_sent(api_stack):
-    raw = (b"GET /rest HTTP/1.1\r\nHost: local\r\nX-Tag: a\r\nx-tag: b\r\nX-Tag: c, d\r\nX_Under: u\r\n"
-           b"Connection: close\r\n\r\n")
+    raw = (
+        b"GET /rest HTTP/1.1\r\nHost: local\r\nX-Tag: a\r\nx-tag: b\r\nX-Tag: c, d\r\nX_Under: u\r\n"
+        b"Connection: close\r\n\r\n"
+    )
     assert _statuses(_exchange(api_stack.gateway, raw)) == [200]
     event = _events(api_stack)[-1]
     assert event["multiValueHeaders"] == {
-        "Host": ["local"], "X-Tag": ["a", "c, d"], "x-tag": ["b"], "X_Under": ["u"], "Connection": ["close"],
+        "Host": ["local"],
+        "X-Tag": ["a", "c, d"],
+        "x-tag": ["b"],
+        "X_Under": ["u"],
+        "Connection": ["close"],
     }
     assert event["headers"]["X-Tag"] == "c, d"

@@ -30,7 +30,9 @@ class AsyncInvoker:
         self.destinations = destinations
         self.timing = timing
         self.journal = journal
-        self._pool = ThreadPoolExecutor(max_workers=timing.async_concurrency, thread_name_prefix="lambda-kit async")
+        self._pool = ThreadPoolExecutor(
+            max_workers=timing.async_concurrency, thread_name_prefix="lambda-kit async"
+        )
         self._pending = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -53,20 +55,26 @@ class AsyncInvoker:
         try:
             self._invoke_with_retries(runtime, event, source, accepted)
         except Exception as exc:  # a destination that cannot be reached
-            self.journal.record("async.error", function=runtime.function.key, error=f"{type(exc).__name__}: {exc}")
+            self.journal.record(
+                "async.error", function=runtime.function.key, error=f"{type(exc).__name__}: {exc}"
+            )
         finally:
             with self._lock:
                 self._pending -= 1
                 self.last_activity = time.monotonic()
 
-    def _invoke_with_retries(self, runtime: FunctionRuntime, event: Any, source: str, accepted: float) -> None:
+    def _invoke_with_retries(
+        self, runtime: FunctionRuntime, event: Any, source: str, accepted: float
+    ) -> None:
         result, attempt = self._attempts(runtime, event, source, accepted)
         if result.ok:
             self._succeeded(runtime, event, result, attempt)
         else:
             self._failed(runtime, event, result, attempt)
 
-    def _attempts(self, runtime: FunctionRuntime, event: Any, source: str, accepted: float) -> tuple[Result, int]:
+    def _attempts(
+        self, runtime: FunctionRuntime, event: Any, source: str, accepted: float
+    ) -> tuple[Result, int]:
         """Invoke until it succeeds, the retries are used up, the event is too old, or the stack
         stops: the last result and how many invocations it took."""
         retries = int(runtime.function.setting("maximumRetryAttempts", 2))
@@ -90,24 +98,56 @@ class AsyncInvoker:
     def _succeeded(self, runtime: FunctionRuntime, event: Any, result: Result, attempt: int) -> None:
         on_success = target_arn((runtime.function.setting("destinations") or {}).get("onSuccess"))
         if on_success:
-            self._send(on_success, async_invocation_record(
-                function_arn=runtime.arn, condition="Success", invoke_count=attempt,
-                request_id=result.request_id, event=event, response=result.response, error=None))
+            self._send(
+                on_success,
+                async_invocation_record(
+                    function_arn=runtime.arn,
+                    condition="Success",
+                    invoke_count=attempt,
+                    request_id=result.request_id,
+                    event=event,
+                    response=result.response,
+                    error=None,
+                ),
+            )
 
     def _failed(self, runtime: FunctionRuntime, event: Any, result: Result, attempt: int) -> None:
         """To ``destinations.onFailure`` (an invocation record), or else the ``onError`` DLQ (the event)."""
         function = runtime.function
-        condition = "RetriesExhausted" if attempt > int(function.setting("maximumRetryAttempts", 2)) else "EventAgeExceeded"
+        condition = (
+            "RetriesExhausted"
+            if attempt > int(function.setting("maximumRetryAttempts", 2))
+            else "EventAgeExceeded"
+        )
         on_failure = target_arn((function.setting("destinations") or {}).get("onFailure"))
         dead_letter = target_arn(function.setting("onError"))
         if on_failure:
-            self._send(on_failure, async_invocation_record(
-                function_arn=runtime.arn, condition=condition, invoke_count=attempt,
-                request_id=result.request_id, event=event, response=None, error=result.error))
+            self._send(
+                on_failure,
+                async_invocation_record(
+                    function_arn=runtime.arn,
+                    condition=condition,
+                    invoke_count=attempt,
+                    request_id=result.request_id,
+                    event=event,
+                    response=None,
+                    error=result.error,
+                ),
+            )
         elif dead_letter:
-            attributes = {"RequestID": result.request_id, "ErrorCode": "200", "ErrorMessage": str(result.error)[:1000]}
+            attributes = {
+                "RequestID": result.request_id,
+                "ErrorCode": "200",
+                "ErrorMessage": str(result.error)[:1000],
+            }
             self._send(dead_letter, event, attributes)
-        self.journal.record("async.failed", function=function.key, attempts=attempt, condition=condition, destination=on_failure or dead_letter)
+        self.journal.record(
+            "async.failed",
+            function=function.key,
+            attempts=attempt,
+            condition=condition,
+            destination=on_failure or dead_letter,
+        )
 
     def _send(self, arn: str, body: Any, attributes: dict[str, str] | None = None) -> None:
         self.destinations.send(arn, body, attributes)

@@ -27,7 +27,17 @@ import boto3
 from .runtime import Invocation
 from .variables import ACCOUNT_ID as ACCOUNT
 
-__all__ = ["AUTHORISED_AS", "TRANSACTION_ITEMS", "Call", "CallRecorder", "iam_calls", "queue_arn", "resource_ids", "stream_arn", "table_arn"]
+__all__ = [
+    "AUTHORISED_AS",
+    "TRANSACTION_ITEMS",
+    "Call",
+    "CallRecorder",
+    "iam_calls",
+    "queue_arn",
+    "resource_ids",
+    "stream_arn",
+    "table_arn",
+]
 
 # Operations IAM authorises as another action of the same service.
 AUTHORISED_AS = {
@@ -39,7 +49,13 @@ AUTHORISED_AS = {
     "sns": {"PublishBatch": "Publish"},
 }
 # The item actions of a DynamoDB transaction (there is no dynamodb:TransactWriteItems action).
-TRANSACTION_ITEMS = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem", "ConditionCheck": "ConditionCheckItem", "Get": "GetItem"}
+TRANSACTION_ITEMS = {
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+    "ConditionCheck": "ConditionCheckItem",
+    "Get": "GetItem",
+}
 
 
 @dataclass(frozen=True, order=True)
@@ -82,12 +98,16 @@ def _stream_resource(params: dict[str, Any], region: str, account: str) -> str |
 
 
 RESOURCE_OF: dict[str, Callable[[dict[str, Any], str, str], str | None]] = {
-    "sqs": _queue_resource, "sns": _topic_resource, "kinesis": _stream_resource,
+    "sqs": _queue_resource,
+    "sns": _topic_resource,
+    "kinesis": _stream_resource,
 }
 """The ARN a call of each service names (its queue, topic or stream), or None."""
 
 
-def iam_calls(prefix: str, operation: str, params: dict[str, Any], region: str, account: str = ACCOUNT) -> list[tuple[str, str]]:
+def iam_calls(
+    prefix: str, operation: str, params: dict[str, Any], region: str, account: str = ACCOUNT
+) -> list[tuple[str, str]]:
     """(IAM action, resource ARN) pairs one call of ``operation`` with ``params`` needs."""
     if prefix == "dynamodb":
         return _dynamodb(operation, params, region, account)
@@ -113,7 +133,10 @@ def _dynamodb(operation: str, params: dict[str, Any], region: str, account: str)
 def _transaction_items(params: dict[str, Any], region: str, account: str) -> list[tuple[str, str]]:
     """A transaction's item actions, on their tables (there is no dynamodb:TransactWriteItems action)."""
     pairs = {
-        (f"dynamodb:{TRANSACTION_ITEMS.get(kind, kind)}", table_arn(str(spec.get("TableName")), region, account))
+        (
+            f"dynamodb:{TRANSACTION_ITEMS.get(kind, kind)}",
+            table_arn(str(spec.get("TableName")), region, account),
+        )
         for item in params.get("TransactItems") or []
         for kind, spec in item.items()
     }
@@ -142,7 +165,9 @@ class CallRecorder:
     def __init__(self, account: str = ACCOUNT) -> None:
         self.account = account
         self.calls: Tally[Call] = Tally()
-        self._function: contextvars.ContextVar[str | None] = contextvars.ContextVar(f"lambda_kit_recorded_function_{id(self)}", default=None)
+        self._function: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+            f"lambda_kit_recorded_function_{id(self)}", default=None
+        )
         self._lock = threading.Lock()
         self._session: Any = None
         self._id = f"lambda-kit-call-recorder-{id(self)}"
@@ -182,7 +207,9 @@ class CallRecorder:
     def __iter__(self) -> Iterator[Call]:
         return iter(sorted(self.calls))
 
-    def _record(self, params: dict[str, Any], model: Any, context: dict[str, Any] | None = None, **_: Any) -> None:
+    def _record(
+        self, params: dict[str, Any], model: Any, context: dict[str, Any] | None = None, **_: Any
+    ) -> None:
         function = self._function.get()
         if function is None:
             return

@@ -18,10 +18,13 @@ except ImportError:  # pragma: no cover - an older botocore builds one header pe
     def get_context() -> Any:
         return None
 
+
 __all__ = ["CONFIG", "DYNAMODB_SERVICES", "Clients", "remember_user_agents"]
 
 DYNAMODB_SERVICES = frozenset({"dynamodb", "dynamodbstreams"})
-CONFIG = Config(retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=32, parameter_validation=False)
+CONFIG = Config(
+    retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=32, parameter_validation=False
+)
 """The stack builds its requests itself: botocore's validation of them is CPU spent on every poll,
 and the emulators validate them anyway."""
 
@@ -54,7 +57,9 @@ class Clients:
         if self._session is None:  # made at first use: the stack sets the environment's credentials first
             self._session = boto3.session.Session(region_name=self.region, **_dummy_credentials())
         endpoint_url = self.dynamodb_url if service in DYNAMODB_SERVICES else self.endpoint_url
-        client = self._clients[service] = self._session.client(service, endpoint_url=endpoint_url, config=CONFIG)
+        client = self._clients[service] = self._session.client(
+            service, endpoint_url=endpoint_url, config=CONFIG
+        )
         return client
 
 
@@ -77,7 +82,9 @@ def remember_user_agents() -> None:
     ``UserAgentString`` keeps no ``__dict__`` is left as it is.
     """
     build = UserAgentString.to_string
-    if getattr(build, "remembered", False) or "__slots__" in vars(UserAgentString):  # no __dict__ to remember in
+    if getattr(build, "remembered", False) or "__slots__" in vars(
+        UserAgentString
+    ):  # no __dict__ to remember in
         return
 
     @functools.wraps(build)

@@ -11,7 +11,8 @@ machine's ``java`` (``JAVA_HOME/bin/java`` first; Java 17 or later)::
 
 It is started with ``-inMemory -sharedDb -disableTelemetry`` (one database whatever the
 credentials and region, nothing sent anywhere). DynamoDB Local listens on every interface: it
-has no option to bind loopback only (docs/local-stack.md says how to keep it off the network). The process is stopped by ``stop()``, at interpreter exit,
+has no option to bind loopback only (docs/local-stack.md says how to keep it off the network).
+The process is stopped by ``stop()``, at interpreter exit,
 and on Linux also when the thread that started it dies (``PR_SET_PDEATHSIG``), so a killed test
 run leaves no Java process behind: start it from a thread that lives as long as it is used.
 """
@@ -75,7 +76,9 @@ def find_installation(search_from: Iterable[Path] = ()) -> Installation:
         path = Path(setting).expanduser()
         jar = path if path.is_file() else path / "DynamoDBLocal.jar"
         if not jar.is_file():
-            raise DynamoDBLocalUnavailable(f"{SETTING}={setting} is not DynamoDBLocal.jar nor a folder holding it")
+            raise DynamoDBLocalUnavailable(
+                f"{SETTING}={setting} is not DynamoDBLocal.jar nor a folder holding it"
+            )
     else:
         jar = _packaged_jar([Path.cwd(), *search_from, Path(__file__).resolve().parents[2]])
     return Installation(jar=jar.resolve(), java=_java())
@@ -126,7 +129,9 @@ class DynamoDBLocal:
     """DynamoDB Local on ``127.0.0.1:port`` (a free port unless given). ``url`` is what boto3's
     ``endpoint_url`` (or ``AWS_ENDPOINT_URL_DYNAMODB``) takes; ``version`` what it reported."""
 
-    def __init__(self, installation: Installation | None = None, port: int = 0, startup_timeout: float = 60.0) -> None:
+    def __init__(
+        self, installation: Installation | None = None, port: int = 0, startup_timeout: float = 60.0
+    ) -> None:
         self.installation = installation
         self.port = port
         self.startup_timeout = startup_timeout
@@ -162,10 +167,16 @@ class DynamoDBLocal:
             installation.java,
             # The JIT's optimizing tier costs more CPU than it saves in runs of minutes on a small
             # machine (measured: the counters' tests take half the time without it).
-            "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            "-XX:+UseSerialGC",
             f"-Djava.library.path={installation.folder / 'DynamoDBLocal_lib'}",
-            "-jar", str(installation.jar),
-            "-inMemory", "-sharedDb", "-disableTelemetry", "-port", str(port),
+            "-jar",
+            str(installation.jar),
+            "-inMemory",
+            "-sharedDb",
+            "-disableTelemetry",
+            "-port",
+            str(port),
         ]
         try:
             self._process = subprocess.Popen(
@@ -190,17 +201,24 @@ class DynamoDBLocal:
         while not self._answers():
             self._still_starting(self._process, deadline)
             time.sleep(0.05)
-        versions = [line.split(":", 1)[1].strip() for line in self._output_text().splitlines() if line.startswith("Version:")]
+        versions = [
+            line.split(":", 1)[1].strip()
+            for line in self._output_text().splitlines()
+            if line.startswith("Version:")
+        ]
         self.version = versions[-1] if versions else ""
         return self
 
     def _still_starting(self, process: subprocess.Popen[bytes], deadline: float) -> None:
         """:class:`DynamoDBLocalUnavailable` if it has exited, or if ``deadline`` has passed."""
         if process.poll() is not None:
-            raise DynamoDBLocalUnavailable(f"DynamoDB Local exited with status {process.returncode} at start: {self._output_tail()}")
+            raise DynamoDBLocalUnavailable(
+                f"DynamoDB Local exited with status {process.returncode} at start: {self._output_tail()}"
+            )
         if time.monotonic() > deadline:
             raise DynamoDBLocalUnavailable(
-                f"DynamoDB Local did not answer on {self.url} within {self.startup_timeout:.0f} s: {self._output_tail()}"
+                f"DynamoDB Local did not answer on {self.url} within {self.startup_timeout:.0f} s:"
+                f" {self._output_tail()}"
             )
 
     def _answers(self) -> bool:

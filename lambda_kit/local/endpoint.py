@@ -91,8 +91,12 @@ def serialize_dynamodb() -> None:
 _queues_lock = threading.Lock()
 _queues_held = threading.local()
 QUEUE_HANDLERS = (
-    (SQSResponse, "call_action"), (SNSResponse, "call_action"), (KinesisResponse, "call_action"),
-    (EventsHandler, "call_action"), (S3Response, "_bucket_response"), (S3Response, "_key_response"),
+    (SQSResponse, "call_action"),
+    (SNSResponse, "call_action"),
+    (KinesisResponse, "call_action"),
+    (EventsHandler, "call_action"),
+    (S3Response, "_bucket_response"),
+    (S3Response, "_key_response"),
 )
 
 
@@ -166,7 +170,11 @@ def _attributes_while_sending(all_attributes: Method) -> Method:
 
     def attributes(self: Queue) -> dict[str, Any]:
         if getattr(_sending, "depth", 0):
-            return {"ContentBasedDeduplication": str(self.content_based_deduplication).lower()} if self.fifo_queue else {}
+            return (
+                {"ContentBasedDeduplication": str(self.content_based_deduplication).lower()}
+                if self.fifo_queue
+                else {}
+            )
         return all_attributes(self)  # type: ignore[no-any-return]
 
     return attributes
@@ -209,7 +217,8 @@ def fast_requests() -> None:
     SQSBackend.is_message_valid_based_on_retention_period = _within_retention  # type: ignore[method-assign]
     Message.visible = property(_visible)  # type: ignore[method-assign,assignment]
     Message.delayed = property(_delayed)  # type: ignore[method-assign,assignment]
-    Queue.attributes = property(_attributes_while_sending(Queue.attributes.fget))  # type: ignore[method-assign,assignment]
+    all_attributes = Queue.attributes.fget
+    Queue.attributes = property(_attributes_while_sending(all_attributes))  # type: ignore[assignment]
     SQSBackend.send_message = _flagged_send(SQSBackend.send_message)  # type: ignore[method-assign]
     Message.had_receipt_handle = _had_receipt_handle  # type: ignore[method-assign]
     Queue.delete_message = _delete_message  # type: ignore[method-assign]
@@ -280,7 +289,9 @@ def _restore(table: Table, hash_value: DynamoType, range_value: DynamoType | Non
 
 def _stream_lengths(saved: list[Snapshot]) -> list[tuple[Any, int]]:
     """The streams of the tables in ``saved``, each with how many records it holds."""
-    shards = {id(table.stream_shard): table.stream_shard for table, *_ in saved if table.stream_shard is not None}
+    shards = {
+        id(table.stream_shard): table.stream_shard for table, *_ in saved if table.stream_shard is not None
+    }
     return [(shard, len(shard.items)) for shard in shards.values()]
 
 
@@ -305,7 +316,8 @@ def fast_transactions() -> None:
     """Make moto's TransactWriteItems snapshot only the items it names (idempotent); it relies on
     :func:`serialize_dynamodb`, which it therefore also installs."""
     serialize_dynamodb()
-    dynamodb_models.DynamoDBBackend.transact_write_items = _fast_transact_write_items  # type: ignore[method-assign]
+    backend = dynamodb_models.DynamoDBBackend
+    backend.transact_write_items = _fast_transact_write_items  # type: ignore[method-assign]
 
 
 # --- the server -----------------------------------------------------------------------------------

@@ -34,7 +34,10 @@ class EventBridgeEventSource(QueueRelay):
     def bus(self) -> str:
         bus = self.spec.get("eventBus") or DEFAULT_BUS
         if not isinstance(bus, str):
-            raise ConfigError(f"functions.{self.function}.events[{self.event.index}].eventBridge.eventBus must be a bus name or ARN")
+            raise ConfigError(
+                f"functions.{self.function}.events[{self.event.index}].eventBridge.eventBus"
+                " must be a bus name or ARN"
+            )
         return bus.rsplit("/", 1)[1] if bus.startswith("arn:") else bus
 
     def connect(self, queue_arn: str) -> None:
@@ -60,7 +63,8 @@ class EventBridgeEventSource(QueueRelay):
         transformer = self.spec.get("inputTransformer")
         if isinstance(transformer, dict):
             target["InputTransformer"] = {
-                "InputTemplate": transformer.get("inputTemplate"), "InputPathsMap": transformer.get("inputPathsMap") or {},
+                "InputTemplate": transformer.get("inputTemplate"),
+                "InputPathsMap": transformer.get("inputPathsMap") or {},
             }
         return target
 

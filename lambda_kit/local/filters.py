@@ -35,7 +35,9 @@ from moto.events.models import EventPattern
 
 __all__ = ["FilterError", "compile_patterns", "filterable", "matches"]
 
-RULES = frozenset({"prefix", "suffix", "equals-ignore-case", "wildcard", "anything-but", "numeric", "exists", "cidr"})
+RULES = frozenset(
+    {"prefix", "suffix", "equals-ignore-case", "wildcard", "anything-but", "numeric", "exists", "cidr"}
+)
 NUMERIC_OPERATORS = frozenset({"=", "<", "<=", ">", ">="})
 _BOOLEANS = {True: "\0true\0", False: "\0false\0"}
 
@@ -50,7 +52,10 @@ def compile_patterns(patterns: Any, source: str) -> Predicate | None:
     """A predicate over Lambda-shaped records, or ``None`` when there are no patterns."""
     if not patterns:
         return None
-    matchers = [EventPattern(None, _tagged(_parse(p), pattern=True)) for p in (patterns if isinstance(patterns, list) else [patterns])]
+    matchers = [
+        EventPattern(None, _tagged(_parse(p), pattern=True))
+        for p in (patterns if isinstance(patterns, list) else [patterns])
+    ]
 
     def predicate(record: dict[str, Any]) -> bool:
         try:
@@ -112,9 +117,13 @@ def _validate_rule(key: str, rule: Any) -> None:
         return  # a value to equal
     name = next(iter(rule), None)
     if len(rule) != 1 or name not in RULES:
-        raise FilterError(f"unknown filter rule {rule!r} for {key!r}: the rules are {', '.join(sorted(RULES))}")
+        raise FilterError(
+            f"unknown filter rule {rule!r} for {key!r}: the rules are {', '.join(sorted(RULES))}"
+        )
     if name == "numeric" and not _numeric_terms(rule["numeric"]):
-        raise FilterError(f"numeric rule {rule['numeric']!r}: operators are = < <= > >= each followed by a number")
+        raise FilterError(
+            f"numeric rule {rule['numeric']!r}: operators are = < <= > >= each followed by a number"
+        )
 
 
 def _numeric_terms(terms: Any) -> bool:

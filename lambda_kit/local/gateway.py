@@ -43,8 +43,13 @@ from .runtime import FunctionRuntime
 __all__ = ["IDLE_TIMEOUT", "MAX_BODY", "HttpGateway", "PortInUse", "Route", "http_response", "routes_for"]
 
 TEXT_TYPES = (
-    "text/", "application/json", "application/xml", "application/javascript",
-    "application/x-www-form-urlencoded", "+json", "+xml",
+    "text/",
+    "application/json",
+    "application/xml",
+    "application/javascript",
+    "application/x-www-form-urlencoded",
+    "+json",
+    "+xml",
 )
 MAX_BODY = 10 * 1024 * 1024
 """API Gateway's payload limit: a larger request body is answered 413."""
@@ -54,10 +59,19 @@ THREADS = 32
 """Requests served at once (each runs its function in its worker thread); more wait their turn."""
 METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"})
 """The methods API Gateway routes; others are answered 501."""
-HOP_BY_HOP = frozenset({
-    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailers",
-    "transfer-encoding", "upgrade", "content-length",
-})
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+        "content-length",
+    }
+)
 """Response headers the server sets itself, whatever the function says."""
 RAW_HEADERS = "lambda_kit.headers"
 """The header ``_Parser`` adds: the header lines as sent (no client header is named so: waitress
@@ -133,7 +147,9 @@ def _route(runtime: FunctionRuntime, spec: dict[str, Any], payload: str) -> Rout
     path = str(spec.get("path", "*"))
     if path == "*":
         return Route("ANY", "$default", runtime, payload)
-    return Route("ANY" if method == "*" else method, path if path.startswith("/") else "/" + path, runtime, payload)
+    return Route(
+        "ANY" if method == "*" else method, path if path.startswith("/") else "/" + path, runtime, payload
+    )
 
 
 # --- one request ----------------------------------------------------------------------------------
@@ -171,8 +187,14 @@ class HttpGateway:
         self._lock = threading.Lock()
         try:
             self.server = WsgiServer(
-                self, host, port, name="lambda-kit", threads=THREADS, idle_timeout=idle_timeout,
-                max_body=MAX_BODY, channel=_Channel,
+                self,
+                host,
+                port,
+                name="lambda-kit",
+                threads=THREADS,
+                idle_timeout=idle_timeout,
+                max_body=MAX_BODY,
+                channel=_Channel,
             )
         except OSError as exc:
             raise PortInUse(
@@ -201,7 +223,9 @@ class HttpGateway:
         """The WSGI application: one request, one response."""
         method = environ["REQUEST_METHOD"]
         body = environ["wsgi.input"].read()
-        status, headers, data = self.handle(method, environ["REQUEST_URI"], environ["HTTP_" + RAW_HEADERS], body, environ["REMOTE_ADDR"])
+        status, headers, data = self.handle(
+            method, environ["REQUEST_URI"], environ["HTTP_" + RAW_HEADERS], body, environ["REMOTE_ADDR"]
+        )
         headers = [(name, value) for name, value in headers if name.lower() not in HOP_BY_HOP]
         start_response(f"{status} {_reason(status)}", [*headers, ("Content-Length", str(len(data)))])
         return [b"" if method == "HEAD" else data]
@@ -219,7 +243,9 @@ class HttpGateway:
                 self.in_flight -= 1
                 self.last_activity = time.monotonic()
 
-    def _handle(self, method: str, target: str, headers: list[tuple[str, str]], body: bytes, client_ip: str) -> Response:
+    def _handle(
+        self, method: str, target: str, headers: list[tuple[str, str]], body: bytes, client_ip: str
+    ) -> Response:
         if method not in METHODS:
             return _json_response(501, {"message": "Not Implemented"})
         parts = urlsplit(target)
@@ -229,7 +255,9 @@ class HttpGateway:
             return _json_response(404, {"message": "Not Found"})
         route, params = found
         host = f"{self.host}:{self.port}"
-        request = Request(route, method, path, parts.query, headers, body, params, client_ip, host, self.stage)
+        request = Request(
+            route, method, path, parts.query, headers, body, params, client_ip, host, self.stage
+        )
         build = http_api_event if route.payload == "2.0" else rest_api_event
         result = route.runtime.invoke(build(request), source="api")
         if result.error is not None:

@@ -66,13 +66,16 @@ class EndpointProcess:
         if process is None or process.stdout is None:
             raise EndpointUnavailable("moto's server was not launched")
         first: list[str] = []
-        reader = threading.Thread(target=lambda: first.append(process.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+        output = process.stdout
+        reader = threading.Thread(target=lambda: first.append(output.readline()), daemon=True)
         reader.start()
         reader.join(self.startup_timeout)
         url = first[0].strip() if first else ""
         if not url.startswith("http://"):
             self.stop()
-            raise EndpointUnavailable(f"moto's server did not start within {self.startup_timeout:.0f} s: {self._error_tail()}")
+            raise EndpointUnavailable(
+                f"moto's server did not start within {self.startup_timeout:.0f} s: {self._error_tail()}"
+            )
         process.stdout.close()  # the child writes nothing more there
         self.url = url
         return self

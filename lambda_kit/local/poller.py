@@ -31,9 +31,10 @@ class Timing:
     ttl_interval: float = 2.0
     """Seconds between TTL sweeps (DynamoDB: best effort, typically within 48 hours)."""
     sqs_wait_seconds: int = 1
-    """Long polling of an SQS source's queue and of the relays' (SNS, EventBridge, S3): a receive waits up to this many seconds for a message
-    (Lambda's pollers long-poll, 20 s); 0: an empty receive answers at once and the poller sleeps
-    ``poll_interval``, one request each time, which costs moto's CPU while the stack is busy."""
+    """Long polling of an SQS source's queue and of the relays' (SNS, EventBridge, S3): a receive
+    waits up to this many seconds for a message (Lambda's pollers long-poll, 20 s); 0: an empty
+    receive answers at once and the poller sleeps ``poll_interval``, one request each time, which
+    costs moto's CPU while the stack is busy."""
     sqs_concurrency: int = 10
     """Concurrent pollers per SQS event source (capped by maximumConcurrency). Lambda starts with 5
     and adds more while the queue backs up; a local stack under load is always backed up."""

@@ -65,7 +65,11 @@ class QueueRelay(Poller):
         digest = hashlib.sha1(f"{self.runtime.function.name}|{self.target()}".encode()).hexdigest()[:10]
         name = f"lambda-kit-{self.kind}-{self.function}"[:60] + f"-{digest}"
         self.queue_url = sqs.create_queue(QueueName=name)["QueueUrl"]
-        self.connect(sqs.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"])
+        self.connect(
+            sqs.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=["QueueArn"])["Attributes"][
+                "QueueArn"
+            ]
+        )
 
     def poll_once(self) -> bool:
         sqs = self.clients("sqs")

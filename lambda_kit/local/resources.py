@@ -24,12 +24,22 @@ from .variables import ACCOUNT_ID
 
 __all__ = ["PSEUDO", "Resource", "Resources"]
 
-PSEUDO = {"AWS::AccountId": ACCOUNT_ID, "AWS::Partition": "aws", "AWS::URLSuffix": "amazonaws.com", "AWS::NoValue": None}
+PSEUDO = {
+    "AWS::AccountId": ACCOUNT_ID,
+    "AWS::Partition": "aws",
+    "AWS::URLSuffix": "amazonaws.com",
+    "AWS::NoValue": None,
+}
 FUNCTION_SUFFIX = "LambdaFunction"
 """The framework's logical id of a function: ``<Name>LambdaFunction``."""
 QUEUE_ATTRIBUTES = (
-    "VisibilityTimeout", "MessageRetentionPeriod", "DelaySeconds", "MaximumMessageSize",
-    "ReceiveMessageWaitTimeSeconds", "ContentBasedDeduplication", "FifoQueue",
+    "VisibilityTimeout",
+    "MessageRetentionPeriod",
+    "DelaySeconds",
+    "MaximumMessageSize",
+    "ReceiveMessageWaitTimeSeconds",
+    "ContentBasedDeduplication",
+    "FifoQueue",
 )
 QUEUE_POLICIES = ("RedrivePolicy", "RedriveAllowPolicy")
 SUBSCRIPTION_ATTRIBUTES = ("RawMessageDelivery", "FilterPolicy", "FilterPolicyScope", "RedrivePolicy")
@@ -63,7 +73,11 @@ class Resources:
     # --- the lookup for intrinsics ------------------------------------------------------------
 
     def ref(self, logical_id: str) -> Any:
-        pseudo = {**PSEUDO, "AWS::Region": self.region, "AWS::StackName": f"{self.config.service}-{self.config.stage}"}
+        pseudo = {
+            **PSEUDO,
+            "AWS::Region": self.region,
+            "AWS::StackName": f"{self.config.service}-{self.config.stage}",
+        }
         if logical_id in pseudo:
             return pseudo[logical_id]
         resource = self.by_id.get(logical_id)
@@ -78,11 +92,17 @@ class Resources:
         if resource is None and attribute == "Arn" and self._is_function(logical_id):
             return f"arn:aws:lambda:{self.region}:{ACCOUNT_ID}:function:{self._function_name(logical_id)}"
         if resource is None:
-            raise ConfigError(f"Fn::GetAtt {logical_id}.{attribute}: no resource with that logical id in resources.Resources")
+            raise ConfigError(
+                f"Fn::GetAtt {logical_id}.{attribute}: no resource with that logical id"
+                " in resources.Resources"
+            )
         attributes = self._known(resource).attributes
         if attribute not in attributes:
             known = ", ".join(sorted(k for k in attributes if k != "Ref")) or "none"
-            raise ConfigError(f"Fn::GetAtt {logical_id}.{attribute}: {resource.type} has no local attribute {attribute!r} (has {known})")
+            raise ConfigError(
+                f"Fn::GetAtt {logical_id}.{attribute}: {resource.type} has no local attribute"
+                f" {attribute!r} (has {known})"
+            )
         return attributes[attribute]
 
     def resolve(self, value: Any) -> Any:
@@ -110,17 +130,25 @@ class Resources:
 
     def _placeholder(self, resource: Resource) -> None:
         """Names and ARNs for types that are not created locally (roles, policies, log groups)."""
-        name = resource.properties.get("RoleName") or resource.properties.get("LogGroupName") or resource.logical_id
+        name = (
+            resource.properties.get("RoleName")
+            or resource.properties.get("LogGroupName")
+            or resource.logical_id
+        )
         service = resource.type.split("::")[1].lower() if resource.type.count("::") >= 2 else "unknown"
         resource.attributes.setdefault("Ref", name)
-        resource.attributes.setdefault("Arn", f"arn:aws:{service}:{self.region}:{ACCOUNT_ID}:{resource.logical_id}")
+        resource.attributes.setdefault(
+            "Arn", f"arn:aws:{service}:{self.region}:{ACCOUNT_ID}:{resource.logical_id}"
+        )
 
     # --- creation -----------------------------------------------------------------------------
 
     def create_all(self) -> None:
         for logical_id in self._creation_order():
             resource = self.by_id[logical_id]
-            creator = getattr(self, "_create_" + resource.type.replace("AWS::", "").replace("::", "_").lower(), None)
+            creator = getattr(
+                self, "_create_" + resource.type.replace("AWS::", "").replace("::", "_").lower(), None
+            )
             if creator is None:
                 self._placeholder(resource)
                 continue
@@ -130,7 +158,9 @@ class Resources:
             except ConfigError:
                 raise
             except Exception as exc:
-                raise ConfigError(f"could not create {resource.type} {logical_id} locally: {_one_line(exc)}") from exc
+                raise ConfigError(
+                    f"could not create {resource.type} {logical_id} locally: {_one_line(exc)}"
+                ) from exc
             resource.created = True
 
     def _creation_order(self) -> list[str]:
@@ -174,17 +204,26 @@ class Resources:
         ttl_attribute = ttl.get("AttributeName") if ttl.get("Enabled") else None
         if ttl_attribute:
             try:
-                client.update_time_to_live(TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": ttl_attribute})
+                client.update_time_to_live(
+                    TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": ttl_attribute}
+                )
             except Exception:  # already enabled on a reused endpoint
                 pass
         resource.attributes.update(
-            Ref=name, Arn=description["TableArn"], StreamArn=description.get("LatestStreamArn"), TtlAttribute=ttl_attribute
+            Ref=name,
+            Arn=description["TableArn"],
+            StreamArn=description.get("LatestStreamArn"),
+            TtlAttribute=ttl_attribute,
         )
 
     def _create_sqs_queue(self, resource: Resource, props: dict[str, Any]) -> None:
         client = self.clients("sqs")
-        name = props.get("QueueName") or self._default_name(resource) + (".fifo" if props.get("FifoQueue") else "")
-        attributes = {key: _attribute_text(props[key]) for key in QUEUE_ATTRIBUTES if props.get(key) is not None}
+        name = props.get("QueueName") or self._default_name(resource) + (
+            ".fifo" if props.get("FifoQueue") else ""
+        )
+        attributes = {
+            key: _attribute_text(props[key]) for key in QUEUE_ATTRIBUTES if props.get(key) is not None
+        }
         attributes |= {key: _json_text(props[key]) for key in QUEUE_POLICIES if props.get(key)}
         url = client.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
         arn = client.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
@@ -196,17 +235,24 @@ class Resources:
         attributes = {"FifoTopic": "true"} if props.get("FifoTopic") else {}
         arn = client.create_topic(Name=name, Attributes=attributes)["TopicArn"]
         for subscription in props.get("Subscription") or []:
-            client.subscribe(TopicArn=arn, Protocol=subscription["Protocol"], Endpoint=subscription["Endpoint"])
+            client.subscribe(
+                TopicArn=arn, Protocol=subscription["Protocol"], Endpoint=subscription["Endpoint"]
+            )
         resource.attributes.update(Ref=arn, TopicArn=arn, TopicName=name)
 
     def _create_sns_subscription(self, resource: Resource, props: dict[str, Any]) -> None:
         if props.get("Protocol") == "lambda":  # the local stack invokes functions itself (see sns_source)
             resource.attributes.update(Ref=f"{props.get('TopicArn')}:{resource.logical_id}")
             return
-        attributes = {key: _json_text(props[key]) for key in SUBSCRIPTION_ATTRIBUTES if props.get(key) is not None}
+        attributes = {
+            key: _json_text(props[key]) for key in SUBSCRIPTION_ATTRIBUTES if props.get(key) is not None
+        }
         arn = self.clients("sns").subscribe(
-            TopicArn=props["TopicArn"], Protocol=props["Protocol"], Endpoint=props["Endpoint"],
-            Attributes=attributes, ReturnSubscriptionArn=True,
+            TopicArn=props["TopicArn"],
+            Protocol=props["Protocol"],
+            Endpoint=props["Endpoint"],
+            Attributes=attributes,
+            ReturnSubscriptionArn=True,
         )["SubscriptionArn"]
         resource.attributes.update(Ref=arn)
 
@@ -237,7 +283,11 @@ class Resources:
         API's shape; ``LambdaConfigurations`` are the functions' ``s3`` events' business."""
         client = self.clients("s3")
         name = props.get("BucketName") or self._default_name(resource).lower()
-        location = {"CreateBucketConfiguration": {"LocationConstraint": self.region}} if self.region != "us-east-1" else {}
+        location = (
+            {"CreateBucketConfiguration": {"LocationConstraint": self.region}}
+            if self.region != "us-east-1"
+            else {}
+        )
         try:
             client.create_bucket(Bucket=name, **location)
         except (client.exceptions.BucketAlreadyOwnedByYou, client.exceptions.BucketAlreadyExists):
@@ -245,7 +295,9 @@ class Resources:
         configuration = _notification_configuration(props.get("NotificationConfiguration") or {})
         if configuration:
             client.put_bucket_notification_configuration(Bucket=name, NotificationConfiguration=configuration)
-        resource.attributes.update(Ref=name, Arn=f"arn:aws:s3:::{name}", DomainName=f"{name}.s3.amazonaws.com")
+        resource.attributes.update(
+            Ref=name, Arn=f"arn:aws:s3:::{name}", DomainName=f"{name}.s3.amazonaws.com"
+        )
 
     # --- queries ------------------------------------------------------------------------------
 
@@ -259,9 +311,13 @@ class Resources:
 
     def dead_letter_queue_arns(self) -> set[str]:
         """ARNs of the queues that are some queue's redrive target."""
-        policies = [self.resolve(queue.properties.get("RedrivePolicy")) for queue in self.of_type("AWS::SQS::Queue")]
+        policies = [
+            self.resolve(queue.properties.get("RedrivePolicy")) for queue in self.of_type("AWS::SQS::Queue")
+        ]
         policies = [json.loads(policy) if isinstance(policy, str) else policy for policy in policies]
-        return {p["deadLetterTargetArn"] for p in policies if isinstance(p, dict) and p.get("deadLetterTargetArn")}
+        return {
+            p["deadLetterTargetArn"] for p in policies if isinstance(p, dict) and p.get("deadLetterTargetArn")
+        }
 
 
 def _logical_stem(key: str) -> str:
@@ -279,8 +335,13 @@ def _table_request(name: str, props: dict[str, Any]) -> dict[str, Any]:
         "BillingMode": billing,
     }
     if billing == "PROVISIONED":
-        request["ProvisionedThroughput"] = props.get("ProvisionedThroughput") or {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5}
-    request |= {key: props[key] for key in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes") if props.get(key)}
+        request["ProvisionedThroughput"] = props.get("ProvisionedThroughput") or {
+            "ReadCapacityUnits": 5,
+            "WriteCapacityUnits": 5,
+        }
+    request |= {
+        key: props[key] for key in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes") if props.get(key)
+    }
     view = (props.get("StreamSpecification") or {}).get("StreamViewType")
     if view:
         request["StreamSpecification"] = {"StreamEnabled": True, "StreamViewType": view}
@@ -308,7 +369,8 @@ def _active_stream(client: Any, name: str, timeout: float = 30) -> dict[str, Any
 
 
 def _notification_configuration(notifications: dict[str, Any]) -> dict[str, Any]:
-    """CloudFormation's bucket ``NotificationConfiguration`` (queues, topics, EventBridge) in the API's shape."""
+    """CloudFormation's bucket ``NotificationConfiguration`` (queues, topics, EventBridge) in the
+    API's shape."""
     configuration: dict[str, Any] = {}
     for kind, target in (("Queue", "QueueArn"), ("Topic", "TopicArn")):
         entries = [

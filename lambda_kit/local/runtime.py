@@ -29,7 +29,15 @@ from typing import Any
 from ..testing import LambdaContext
 from .config import FunctionConfig
 
-__all__ = ["HandlerImportError", "Hook", "Invocation", "InvocationTimeout", "FunctionRuntime", "Result", "load_handler"]
+__all__ = [
+    "HandlerImportError",
+    "Hook",
+    "Invocation",
+    "InvocationTimeout",
+    "FunctionRuntime",
+    "Result",
+    "load_handler",
+]
 
 
 class HandlerImportError(Exception):
@@ -147,7 +155,9 @@ def load_handler(function: FunctionConfig, project_dir: Path) -> Callable[..., A
         module = _import(function, root)
     handler = getattr(module, function.attribute, None)
     if not callable(handler):
-        raise HandlerImportError(f"{function.key}: module {function.module!r} has no function {function.attribute!r}")
+        raise HandlerImportError(
+            f"{function.key}: module {function.module!r} has no function {function.attribute!r}"
+        )
     return handler
 
 
@@ -157,8 +167,12 @@ def _import(function: FunctionConfig, root: str) -> Any:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
         if exc.name and name.startswith(exc.name):
-            raise HandlerImportError(f"{function.key}: handler {function.handler!r}: no module {name!r} under {root}") from None
-        raise HandlerImportError(f"{function.key}: handler {function.handler!r} does not import: {exc}") from None
+            raise HandlerImportError(
+                f"{function.key}: handler {function.handler!r}: no module {name!r} under {root}"
+            ) from None
+        raise HandlerImportError(
+            f"{function.key}: handler {function.handler!r} does not import: {exc}"
+        ) from None
     except Exception as exc:
         raise HandlerImportError(
             f"{function.key}: handler {function.handler!r} does not import: {type(exc).__name__}: {exc}"

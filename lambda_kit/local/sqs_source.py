@@ -30,8 +30,14 @@ from .runtime import FunctionRuntime, Result
 __all__ = ["SYSTEM_ATTRIBUTES", "SqsEventSource", "lambda_record"]
 
 SYSTEM_ATTRIBUTES = (
-    "ApproximateReceiveCount", "SentTimestamp", "SenderId", "ApproximateFirstReceiveTimestamp", "AWSTraceHeader",
-    "SequenceNumber", "MessageGroupId", "MessageDeduplicationId",
+    "ApproximateReceiveCount",
+    "SentTimestamp",
+    "SenderId",
+    "ApproximateFirstReceiveTimestamp",
+    "AWSTraceHeader",
+    "SequenceNumber",
+    "MessageGroupId",
+    "MessageDeduplicationId",
 )
 
 
@@ -43,7 +49,9 @@ def lambda_record(message: dict[str, Any], queue_arn: str, region: str) -> dict[
         "receiptHandle": message["ReceiptHandle"],
         "body": message.get("Body", ""),
         "attributes": attributes,
-        "messageAttributes": {name: _attribute(value) for name, value in (message.get("MessageAttributes") or {}).items()},
+        "messageAttributes": {
+            name: _attribute(value) for name, value in (message.get("MessageAttributes") or {}).items()
+        },
         "md5OfBody": message.get("MD5OfBody"),
         "eventSource": "aws:sqs",
         "eventSourceARN": queue_arn,
@@ -53,7 +61,11 @@ def lambda_record(message: dict[str, Any], queue_arn: str, region: str) -> dict[
 
 def _attribute(value: dict[str, Any]) -> dict[str, Any]:
     """A message attribute as Lambda's SQS event spells it (binary values in base64)."""
-    converted: dict[str, Any] = {"stringListValues": [], "binaryListValues": [], "dataType": value.get("DataType")}
+    converted: dict[str, Any] = {
+        "stringListValues": [],
+        "binaryListValues": [],
+        "dataType": value.get("DataType"),
+    }
     if "StringValue" in value:
         converted["stringValue"] = value["StringValue"]
     if "BinaryValue" in value:
@@ -73,7 +85,9 @@ def _outcome(result: Result, batch_ids: set[str], report_failures: bool) -> tupl
     return keep, "batchItemFailures" if keep else None
 
 
-def _partition(records: list[dict[str, Any]], keep: Callable[[dict[str, Any]], bool]) -> tuple[list[Any], list[Any]]:
+def _partition(
+    records: list[dict[str, Any]], keep: Callable[[dict[str, Any]], bool]
+) -> tuple[list[Any], list[Any]]:
     """(the records ``keep`` says yes to, the others), in order."""
     kept: list[dict[str, Any]] = []
     dropped: list[dict[str, Any]] = []
@@ -84,7 +98,9 @@ def _partition(records: list[dict[str, Any]], keep: Callable[[dict[str, Any]], b
 
 def _entries(records: list[dict[str, Any]], **fields: Any) -> list[list[dict[str, Any]]]:
     """Batch request entries for ``records``, ten to a request (SQS's limit)."""
-    entries = [{"Id": str(i % 10), "ReceiptHandle": r["receiptHandle"], **fields} for i, r in enumerate(records)]
+    entries = [
+        {"Id": str(i % 10), "ReceiptHandle": r["receiptHandle"], **fields} for i, r in enumerate(records)
+    ]
     return [entries[start : start + 10] for start in range(0, len(entries), 10)]
 
 

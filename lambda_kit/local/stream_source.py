@@ -44,8 +44,15 @@ from .poller import BatchFailure, Journal, Poller, Timing, reported_failures
 from .runtime import FunctionRuntime, Result
 
 __all__ = [
-    "TTL_IDENTITY", "UNKNOWN_EVENT", "DynamoDBShardReader", "KinesisShardReader", "ShardPoller",
-    "StreamEventSource", "TtlDeletions", "failed_index", "list_shards",
+    "TTL_IDENTITY",
+    "UNKNOWN_EVENT",
+    "DynamoDBShardReader",
+    "KinesisShardReader",
+    "ShardPoller",
+    "StreamEventSource",
+    "TtlDeletions",
+    "failed_index",
+    "list_shards",
 ]
 
 TTL_IDENTITY = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
@@ -124,7 +131,9 @@ class _ShardReader:
     def _new_iterator(self, where: dict[str, str]) -> str:
         raise NotImplementedError
 
-    def _continue(self, records: list[dict[str, Any]], after: str | None, response: dict[str, Any]) -> list[dict[str, Any]]:
+    def _continue(
+        self, records: list[dict[str, Any]], after: str | None, response: dict[str, Any]
+    ) -> list[dict[str, Any]]:
         """Remember the iterator that reads on after ``records``; ``records``."""
         last = self.sequence_of(records[-1]) if records else after
         following = response.get("NextShardIterator")
@@ -141,7 +150,13 @@ class DynamoDBShardReader(_ShardReader):
     position_field = "SequenceNumber"
 
     def __init__(
-        self, clients: Clients, stream_arn: str, shard_id: str, region: str, ttl: TtlDeletions | None, moto_quirks: bool = True
+        self,
+        clients: Clients,
+        stream_arn: str,
+        shard_id: str,
+        region: str,
+        ttl: TtlDeletions | None,
+        moto_quirks: bool = True,
     ) -> None:
         super().__init__(clients, stream_arn, shard_id, region)
         self.table = stream_arn.split(":table/", 1)[-1].split("/stream/", 1)[0]
@@ -151,7 +166,11 @@ class DynamoDBShardReader(_ShardReader):
 
     def _new_iterator(self, where: dict[str, str]) -> str:
         streams = self.clients("dynamodbstreams")
-        return str(streams.get_shard_iterator(StreamArn=self.stream_arn, ShardId=self.shard_id, **where)["ShardIterator"])
+        return str(
+            streams.get_shard_iterator(StreamArn=self.stream_arn, ShardId=self.shard_id, **where)[
+                "ShardIterator"
+            ]
+        )
 
     def read(self, after: str | None, limit: int) -> list[dict[str, Any]]:
         if self.moto_quirks:
@@ -169,7 +188,9 @@ class DynamoDBShardReader(_ShardReader):
         iterator past records written since. One record more is read, to see what follows a
         keys-only INSERT."""
         iterator = self._new_iterator(self._position(after))
-        raw = self.clients("dynamodbstreams").get_records(ShardIterator=iterator, Limit=min(limit + 1, 1000))["Records"]
+        raw = self.clients("dynamodbstreams").get_records(ShardIterator=iterator, Limit=min(limit + 1, 1000))[
+            "Records"
+        ]
         return self._clean([self._lambda_record(r) for r in raw])[:limit]
 
     def _lambda_record(self, raw: dict[str, Any]) -> dict[str, Any]:
@@ -187,7 +208,9 @@ class DynamoDBShardReader(_ShardReader):
         name = record.get("eventName")
         if name == UNKNOWN_EVENT:
             return "OldImage" in change and "NewImage" not in change
-        return name == "REMOVE" and self.ttl is not None and self.ttl.take(self.table, change.get("Keys") or {})
+        return (
+            name == "REMOVE" and self.ttl is not None and self.ttl.take(self.table, change.get("Keys") or {})
+        )
 
     def _clean(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Drop moto's extra keys-only INSERT emitted before an UpdateItem's real INSERT."""
@@ -196,7 +219,9 @@ class DynamoDBShardReader(_ShardReader):
             if not _keys_only_insert(record):
                 kept.append(record)
             elif following is None and self._held != self.sequence_of(record):
-                self._held = self.sequence_of(record)  # the real INSERT may be just past this page: wait a read
+                self._held = self.sequence_of(
+                    record
+                )  # the real INSERT may be just past this page: wait a read
                 break
             elif following is None or not _shadows(record, following):
                 kept.append(record)
@@ -213,12 +238,18 @@ class DynamoDBShardReader(_ShardReader):
 
 def _keys_only_insert(record: dict[str, Any]) -> bool:
     change = record.get("dynamodb") or {}
-    return record.get("eventName") == "INSERT" and "NewImage" in change and set(change["NewImage"]) == set(change.get("Keys") or {})
+    return (
+        record.get("eventName") == "INSERT"
+        and "NewImage" in change
+        and set(change["NewImage"]) == set(change.get("Keys") or {})
+    )
 
 
 def _shadows(record: dict[str, Any], following: dict[str, Any]) -> bool:
     """A keys-only INSERT right before the real INSERT of the same item (moto's extra record)."""
-    return following.get("eventName") == "INSERT" and following["dynamodb"].get("Keys") == record["dynamodb"].get("Keys")
+    return following.get("eventName") == "INSERT" and following["dynamodb"].get("Keys") == record[
+        "dynamodb"
+    ].get("Keys")
 
 
 class KinesisShardReader(_ShardReader):
@@ -227,11 +258,17 @@ class KinesisShardReader(_ShardReader):
 
     def _new_iterator(self, where: dict[str, str]) -> str:
         kinesis = self.clients("kinesis")
-        return str(kinesis.get_shard_iterator(StreamARN=self.stream_arn, ShardId=self.shard_id, **where)["ShardIterator"])
+        return str(
+            kinesis.get_shard_iterator(StreamARN=self.stream_arn, ShardId=self.shard_id, **where)[
+                "ShardIterator"
+            ]
+        )
 
     def read(self, after: str | None, limit: int) -> list[dict[str, Any]]:
         kinesis = self.clients("kinesis")
-        response = kinesis.get_records(ShardIterator=self._iterator(after), Limit=limit, StreamARN=self.stream_arn)
+        response = kinesis.get_records(
+            ShardIterator=self._iterator(after), Limit=limit, StreamARN=self.stream_arn
+        )
         return self._continue([self._lambda_record(r) for r in response.get("Records", [])], after, response)
 
     def _lambda_record(self, raw: dict[str, Any]) -> dict[str, Any]:
@@ -274,14 +311,18 @@ def list_shards(clients: Clients, source: str, stream_arn: str) -> list[str]:
     return [s["ShardId"] for s in shards]
 
 
-def failed_index(response: Any, batch: list[dict[str, Any]], sequence_of: Any, report_failures: bool) -> int | None:
+def failed_index(
+    response: Any, batch: list[dict[str, Any]], sequence_of: Any, report_failures: bool
+) -> int | None:
     """Index of the first record to retry (lowest reported sequence number), or None on success."""
     positions = {sequence_of(r): i for i, r in enumerate(batch)}
     failed = reported_failures(response, positions, report_failures)
     return min(positions[identifier] for identifier in failed) if failed else None
 
 
-def _outcome(result: Result, records: list[dict[str, Any]], reader: ShardReader, report_failures: bool) -> tuple[int | None, BaseException | None]:
+def _outcome(
+    result: Result, records: list[dict[str, Any]], reader: ShardReader, report_failures: bool
+) -> tuple[int | None, BaseException | None]:
     """(the index to retry from, or None when the batch is done; the error) of one invocation."""
     if result.error is not None:
         return 0, result.error
@@ -362,13 +403,20 @@ class ShardPoller(Poller):
             return records
         batch = [r for r in records if self.filter(r)]
         if len(batch) < len(records):
-            self.journal.record("stream.filtered", function=self.function, shard=self.reader.shard_id, dropped=len(records) - len(batch))
+            self.journal.record(
+                "stream.filtered",
+                function=self.function,
+                shard=self.reader.shard_id,
+                dropped=len(records) - len(batch),
+            )
         return batch
 
     def _checkpoint(self, sequence: str, journal_only: bool = False) -> None:
         if not journal_only:
             self.checkpoint = sequence
-        self.journal.record("stream.checkpoint", function=self.function, shard=self.reader.shard_id, sequence=sequence)
+        self.journal.record(
+            "stream.checkpoint", function=self.function, shard=self.reader.shard_id, sequence=sequence
+        )
 
     def _process(self, batch: list[dict[str, Any]]) -> None:
         """Invoke with ``batch`` until every record is done or discarded: retried, split in two
@@ -401,7 +449,9 @@ class ShardPoller(Poller):
             self._checkpoint(self.reader.sequence_of(records[index - 1]), journal_only=True)
         return self._retries(records[index:], retries, error)
 
-    def _retries(self, remaining: list[dict[str, Any]], retries: int, error: BaseException | None) -> list[tuple[list[dict[str, Any]], int]]:
+    def _retries(
+        self, remaining: list[dict[str, Any]], retries: int, error: BaseException | None
+    ) -> list[tuple[list[dict[str, Any]], int]]:
         if self.bisect and len(remaining) > 1:  # splitting does not use up the retry quota, as on AWS
             half = len(remaining) // 2
             return [(remaining[:half], retries), (remaining[half:], retries)]
@@ -411,7 +461,9 @@ class ShardPoller(Poller):
         self.sleep(self.timing.stream_retry_delay)
         return [(remaining, retries + 1)]
 
-    def _journal_batch(self, records: list[dict[str, Any]], index: int | None, retries: int, result: Result) -> None:
+    def _journal_batch(
+        self, records: list[dict[str, Any]], index: int | None, retries: int, result: Result
+    ) -> None:
         sequence_of = self.reader.sequence_of
         self.journal.record(
             "stream.batch",
@@ -426,7 +478,9 @@ class ShardPoller(Poller):
             request_id=result.request_id,
         )
 
-    def _discard(self, records: list[dict[str, Any]], condition: str, retries: int, error: BaseException | None) -> None:
+    def _discard(
+        self, records: list[dict[str, Any]], condition: str, retries: int, error: BaseException | None
+    ) -> None:
         if self.on_failure:
             record = stream_failure_record(
                 source=self.reader.source,
@@ -497,10 +551,14 @@ class StreamEventSource:
                 if shard_id in self.shards:
                     continue
                 if self.source == "dynamodb":
-                    reader: Any = DynamoDBShardReader(self.clients, self.stream_arn, shard_id, self.region, self.ttl, self.moto_quirks)
+                    reader: Any = DynamoDBShardReader(
+                        self.clients, self.stream_arn, shard_id, self.region, self.ttl, self.moto_quirks
+                    )
                 else:
                     reader = KinesisShardReader(self.clients, self.stream_arn, shard_id, self.region)
-                poller = ShardPoller(self.runtime, reader, self.spec, self.destinations, self.timing, self.journal)
+                poller = ShardPoller(
+                    self.runtime, reader, self.spec, self.destinations, self.timing, self.journal
+                )
                 self.shards[shard_id] = poller
                 poller.start()
 

@@ -25,7 +25,14 @@ FIVE_YEARS = 5 * 365 * 24 * 3600
 class TtlSweeper(Poller):
     name = "ttl"
 
-    def __init__(self, tables: dict[str, str], clients: Clients, deletions: TtlDeletions, timing: Timing, journal: Journal) -> None:
+    def __init__(
+        self,
+        tables: dict[str, str],
+        clients: Clients,
+        deletions: TtlDeletions,
+        timing: Timing,
+        journal: Journal,
+    ) -> None:
         super().__init__(timing, journal)
         self.tables = tables  # table name -> TTL attribute
         self.clients = clients
