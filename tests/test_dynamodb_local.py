@@ -15,6 +15,7 @@ import pytest
 from _local_toys import fast_timing, module_of, wait_for, write_project
 
 from lambda_kit.local import dynamodb_local
+from lambda_kit.local.clients import Clients
 from lambda_kit.local.dynamodb_local import (
     SETTING,
     DynamoDBLocal,
@@ -50,17 +51,9 @@ def installation(require_dynamodb_local) -> Installation:
 
 
 def test_it_starts_on_a_free_port_answers_and_stops(installation):
-    import boto3
-
     with DynamoDBLocal(installation) as server:
         assert server.url.startswith("http://127.0.0.1:") and server.version
-        client = boto3.client(
-            "dynamodb",
-            endpoint_url=server.url,
-            region_name="us-east-1",
-            aws_access_key_id="a",
-            aws_secret_access_key="b",
-        )
+        client = Clients(server.url, "us-east-1")("dynamodb")
         client.create_table(
             TableName="started-here",
             BillingMode="PAY_PER_REQUEST",

@@ -10,8 +10,7 @@ import sys
 import textwrap
 import time
 
-import boto3
-
+from lambda_kit.local.clients import Clients
 from lambda_kit.local.moto_process import EndpointProcess
 
 
@@ -35,13 +34,7 @@ def test_it_serves_and_stops():
     endpoint = EndpointProcess().start()
     pid = endpoint.pid
     assert pid is not None
-    sqs = boto3.client(
-        "sqs",
-        endpoint_url=endpoint.url,
-        region_name="us-east-1",
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
-    )
+    sqs = Clients(endpoint.url, "us-east-1")("sqs")
     url = sqs.create_queue(QueueName="in-its-own-process")["QueueUrl"]
     sqs.send_message(QueueUrl=url, MessageBody="hello")
     assert [m["Body"] for m in sqs.receive_message(QueueUrl=url)["Messages"]] == ["hello"]
