@@ -67,13 +67,13 @@ def test_make_run_needs_no_npm():
     make = shutil.which("make")
     if make is None:
         pytest.skip("needs make")
-    stale = ["-n", "run", "-W", "package-lock.json"]  # as if node_modules were out of date
-    with_npm = subprocess.run([make, *stale], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    # as if node_modules were out of date; run as from a terminal, not as make test's sub-make
+    stale = [make, "--no-print-directory", "-n", "run", "-W", "package-lock.json"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k != "MFLAGS"}
+    with_npm = subprocess.run(stale, cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout
     assert "npm ci" in with_npm and "lambda-kit run" in with_npm
-    env = {**os.environ, "PATH": "/nonexistent"}  # no npm to be found
-    without = subprocess.run(
-        [make, *stale], cwd=ROOT, env=env, capture_output=True, text=True, check=True
-    ).stdout
+    env["PATH"] = "/nonexistent"  # no npm to be found
+    without = subprocess.run(stale, cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout
     assert "npm" not in without and without.strip().endswith("lambda-kit run")
 
 

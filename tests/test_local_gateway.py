@@ -35,6 +35,7 @@ functions:
       - httpApi: 'GET /crash'
       - httpApi: 'GET /plain'
       - httpApi: 'GET /items/special'
+      - httpApi: 'GET /inject'
       - http: 'ANY legacy/{{id}}'
   echo:
     handler: toy_echo.handler
@@ -69,6 +70,8 @@ def handler(event, context):
                 "body": base64.b64encode(b"\\x89PNG").decode(), "cookies": ["a=1"]}
     if event["rawPath"] == "/items/special":
         return {"statusCode": 200, "body": "special"}
+    if event["rawPath"] == "/inject":
+        return {"statusCode": 200, "headers": {"X-Note": "a\\r\\nSet-Cookie: evil=1"}, "body": "injected"}
     return decorated(event, context)
 
 
@@ -157,6 +160,12 @@ def test_greedy_path_and_base64_response(api_stack):
     assert (status, body) == (200, b"\x89PNG")
     assert headers["content-type"] == "image/png" and headers["Set-Cookie"] == "a=1"
     assert module_of(api_stack, "api").events[-1]["pathParameters"] == {"proxy": "a/b/c.png"}
+
+
+def test_a_response_header_cannot_add_another(api_stack):
+    status, headers, body = _call(api_stack.api_url + "/inject")
+    assert status == 500 and headers.get("Set-Cookie") is None
+    assert json.loads(body) == {"message": "Internal Server Error"}  # API Gateway's answer, not the server's
 
 
 def test_function_errors_never_leak(api_stack):

@@ -5,7 +5,8 @@ waitress reads requests on one thread (an ``asyncore`` loop) and hands each comp
 of ``threads`` worker threads: a slow or half-sent request holds no worker, only a connection,
 which is closed after ``idle_timeout`` seconds without traffic. ``stop()`` closes the listening
 socket and every connection from the loop's own thread (as waitress does on Ctrl-C), then waits
-for the workers.
+for the workers. For the HTTP API's events, waitress's request parser is extended (``_Parser``)
+to keep the header lines as sent.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 import waitress
 from waitress import wasyncore
 from waitress.channel import HTTPChannel
+from waitress.parser import HTTPRequestParser, get_header_lines
 
 BACKLOG = 1024
 """Connections the kernel queues before they are accepted (capped by ``net.core.somaxconn``): a
@@ -29,7 +31,12 @@ logging.getLogger("waitress.queue").setLevel(logging.ERROR)
 
 
 class WsgiServer:
-    """``app`` on ``host:port`` (0: a free port); ``url`` once made."""
+    """``app`` on ``host:port`` (0: a free port); ``url`` once made. With ``header_lines``, the
+    environment also holds the request's header lines as sent (``HEADER_LINES``: a list of
+    ``(name, value)`` with the names' case, the order and the repeats a WSGI environment merges)."""
+
+    HEADER_LINES = "HTTP_lambda_kit.headers"
+    """No client header lands there: waitress names those in capitals."""
 
     def __init__(
         self,
@@ -41,7 +48,7 @@ class WsgiServer:
         threads: int,
         idle_timeout: int = 120,
         max_body: int = 1 << 30,
-        channel: type[HTTPChannel] = HTTPChannel,
+        header_lines: bool = False,
     ) -> None:
         self._map: dict[int, Any] = {}
         self._server = waitress.create_server(
@@ -59,7 +66,8 @@ class WsgiServer:
             asyncore_use_poll=True,
             ident=name,
         )
-        self._server.channel_class = channel  # type: ignore[union-attr]
+        if header_lines:
+            self._server.channel_class = _Channel  # type: ignore[union-attr]
         self.name = name
         self.host = str(self._server.effective_host)
         self.port = int(self._server.effective_port)
@@ -81,3 +89,21 @@ class WsgiServer:
 
     def _close_all(self) -> None:
         wasyncore.close_all(self._map, ignore_all=True)
+
+
+def _header(line: bytes) -> tuple[str, str]:
+    name, _, value = line.partition(b":")
+    return name.decode("latin-1"), value.strip(b" \t").decode("latin-1")
+
+
+class _Parser(HTTPRequestParser):
+    """waitress's request parser, which also keeps the header lines as sent."""
+
+    def parse_header(self, header_plus: bytes) -> None:
+        super().parse_header(header_plus)  # raises on anything malformed: nothing is kept then
+        lines = get_header_lines(header_plus.split(b"\r\n", 1)[1])
+        self.headers[WsgiServer.HEADER_LINES.removeprefix("HTTP_")] = [_header(line) for line in lines]
+
+
+class _Channel(HTTPChannel):
+    parser_class = _Parser

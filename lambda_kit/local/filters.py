@@ -31,8 +31,6 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from moto.events.models import EventPattern
-
 __all__ = ["FilterError", "compile_patterns", "filterable", "matches"]
 
 RULES = frozenset(
@@ -52,10 +50,7 @@ def compile_patterns(patterns: Any, source: str) -> Predicate | None:
     """A predicate over Lambda-shaped records, or ``None`` when there are no patterns."""
     if not patterns:
         return None
-    matchers = [
-        EventPattern(None, _tagged(_parse(p), pattern=True))
-        for p in (patterns if isinstance(patterns, list) else [patterns])
-    ]
+    matchers = [_matcher(_parse(p)) for p in (patterns if isinstance(patterns, list) else [patterns])]
 
     def predicate(record: dict[str, Any]) -> bool:
         try:
@@ -70,7 +65,15 @@ def compile_patterns(patterns: Any, source: str) -> Predicate | None:
 def matches(pattern: dict[str, Any], event: Any) -> bool:
     """Whether ``event`` matches one pattern; :class:`FilterError` if the pattern is not one."""
     _validate(pattern)
-    return bool(EventPattern(None, _tagged(pattern, pattern=True)).matches_event(_tagged(event)))
+    return bool(_matcher(pattern).matches_event(_tagged(event)))
+
+
+def _matcher(pattern: dict[str, Any]) -> Any:
+    """moto's matcher for a checked pattern."""
+    # moto is the local extra's: the CLI imports FilterError from this module without it.
+    from moto.events.models import EventPattern
+
+    return EventPattern(None, _tagged(pattern, pattern=True))
 
 
 def _parse(pattern: Any) -> dict[str, Any]:

@@ -11,13 +11,12 @@ with ``statusCode`` gives status, headers, ``multiValueHeaders``, ``cookies`` an
 content types go base64-encoded to REST routes too (a REST API does that only for its
 ``binaryMediaTypes``).
 
-The HTTP server is waitress (``_wsgi.py``): it reads chunked bodies, answers 400 to a missing,
+The HTTP server is waitress (``_wsgi.py``): it reads chunked bodies, answers 400 to a
 repeated or malformed ``Content-Length`` (so what is left of a body is never read as another
 request), never hands on a request whose body is shorter than its ``Content-Length``, closes
 connections idle for ``IDLE_TIMEOUT`` seconds, and answers 413 to a body over API Gateway's
-10 MB (``MAX_BODY``). Its request parser is extended (``_Parser``) to keep the header lines as
-sent, with their case, order and repeats (a REST route's ``multiValueHeaders``), which a WSGI
-environment would merge.
+10 MB (``MAX_BODY``). The events get the header lines as sent, with their case, order and
+repeats (a REST route's ``multiValueHeaders``), which a WSGI environment would merge.
 """
 
 from __future__ import annotations
@@ -34,10 +33,6 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from waitress.channel import HTTPChannel
-from waitress.parser import HTTPRequestParser, get_header_lines
-
-from ._wsgi import WsgiServer
 from .runtime import FunctionRuntime
 
 __all__ = ["IDLE_TIMEOUT", "MAX_BODY", "HttpGateway", "PortInUse", "Route", "http_response", "routes_for"]
@@ -73,9 +68,6 @@ HOP_BY_HOP = frozenset(
     }
 )
 """Response headers the server sets itself, whatever the function says."""
-RAW_HEADERS = "lambda_kit.headers"
-"""The header ``_Parser`` adds: the header lines as sent (no client header is named so: waitress
-names those in capitals)."""
 
 Response = tuple[int, list[tuple[str, str]], bytes]
 
@@ -185,6 +177,9 @@ class HttpGateway:
         self.in_flight = 0
         self.last_activity = time.monotonic()
         self._lock = threading.Lock()
+        # waitress is the local extra's: the CLI imports PortInUse from this module without it.
+        from ._wsgi import WsgiServer
+
         try:
             self.server = WsgiServer(
                 self,
@@ -194,7 +189,7 @@ class HttpGateway:
                 threads=THREADS,
                 idle_timeout=idle_timeout,
                 max_body=MAX_BODY,
-                channel=_Channel,
+                header_lines=True,
             )
         except OSError as exc:
             raise PortInUse(
@@ -224,7 +219,7 @@ class HttpGateway:
         method = environ["REQUEST_METHOD"]
         body = environ["wsgi.input"].read()
         status, headers, data = self.handle(
-            method, environ["REQUEST_URI"], environ["HTTP_" + RAW_HEADERS], body, environ["REMOTE_ADDR"]
+            method, environ["REQUEST_URI"], environ[self.server.HEADER_LINES], body, environ["REMOTE_ADDR"]
         )
         headers = [(name, value) for name, value in headers if name.lower() not in HOP_BY_HOP]
         start_response(f"{status} {_reason(status)}", [*headers, ("Content-Length", str(len(data)))])
@@ -428,9 +423,9 @@ def http_response(response: Any) -> Response:
     try:
         status = _status(response["statusCode"])
         data = _response_body(response)
+        headers = _response_headers(response)
     except (TypeError, ValueError):
         return _server_error()
-    headers = _response_headers(response)
     if not any(name.lower() == "content-type" for name, _ in headers):
         headers.append(("Content-Type", "application/json"))
     return status, headers, data
@@ -466,25 +461,15 @@ def _response_headers(response: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _pairs(multi: dict[Any, Any]) -> list[tuple[str, str]]:
-    return [(str(name), str(value)) for name, values in multi.items() for value in values or []]
+    pairs = [(name, value) for name, values in multi.items() for value in values or []]
+    return [(_header_text(name), _header_text(value)) for name, value in pairs]
 
 
-# --- waitress, keeping the header lines as sent ---------------------------------------------------
-
-
-def _header(line: bytes) -> tuple[str, str]:
-    name, _, value = line.partition(b":")
-    return name.decode("latin-1"), value.strip(b" \t").decode("latin-1")
-
-
-class _Parser(HTTPRequestParser):
-    """waitress's request parser, which also keeps the header lines as sent."""
-
-    def parse_header(self, header_plus: bytes) -> None:
-        super().parse_header(header_plus)  # raises on anything malformed: nothing is kept then
-        lines = get_header_lines(header_plus.split(b"\r\n", 1)[1])
-        self.headers[RAW_HEADERS] = [_header(line) for line in lines]
-
-
-class _Channel(HTTPChannel):
-    parser_class = _Parser
+def _header_text(value: Any) -> str:
+    """A response header's name or value as HTTP/1.1 carries it; ValueError if it cannot (a line
+    break would end the header and start another: the response is then a 500)."""
+    text = str(value)
+    if "\r" in text or "\n" in text:
+        raise ValueError(f"a line break in the response header {text!r}")
+    text.encode("latin-1")  # UnicodeEncodeError, a ValueError, for what latin-1 cannot carry
+    return text
