@@ -200,23 +200,40 @@ def _valid(text: str) -> str:
     return text
 
 
+def _plain_float(value: float, depth: int) -> Any:
+    return value if value - value == 0 else None  # NaN and infinities: null
+
+
+def _plain_dict(value: dict[Any, Any], depth: int) -> dict[str, Any]:
+    _nested(depth)
+    return {_valid(key) if type(key) is str else key_text(key): plain(item, depth + 1) for key, item in value.items()}
+
+
+def _plain_list(value: list[Any] | tuple[Any, ...], depth: int) -> list[Any]:
+    _nested(depth)
+    return [plain(item, depth + 1) for item in value]
+
+
+def _nested(depth: int) -> None:
+    if depth >= MAX_NESTING:
+        raise ValueError(f"nested deeper than {MAX_NESTING} levels (or a circular reference)")
+
+
+def _plain_other(value: Any, depth: int) -> Any:
+    return plain(convert(value), depth)
+
+
+_PLAIN: dict[type, Callable[[Any, int], Any]] = {
+    str: lambda value, depth: _valid(value), int: lambda value, depth: value, bool: lambda value, depth: value,
+    type(None): lambda value, depth: value, float: _plain_float, dict: _plain_dict, list: _plain_list,
+    tuple: _plain_list,
+}
+
+
 def plain(value: Any, depth: int = 0) -> Any:
     """``value`` as plain JSON data (dicts with ``str`` keys, lists, strings, ints, finite floats,
     bools, None), by the rules above; raises what ``dumps`` raises."""
-    kind = type(value)
-    if kind is str:
-        return _valid(value)
-    if value is None or kind is bool or kind is int:
-        return value
-    if kind is float:
-        return value if value - value == 0 else None
-    if kind is dict or kind is list or kind is tuple:
-        if depth >= MAX_NESTING:
-            raise ValueError(f"nested deeper than {MAX_NESTING} levels (or a circular reference)")
-        if kind is dict:
-            return {_valid(key) if type(key) is str else key_text(key): plain(item, depth + 1) for key, item in value.items()}
-        return [plain(item, depth + 1) for item in value]
-    return plain(convert(value), depth)
+    return _PLAIN.get(type(value), _plain_other)(value, depth)
 
 
 def _json_dumps(value: Any) -> str:
