@@ -149,7 +149,7 @@ class RecordPath:
         """The record's trace warnings, the logger's correlation id, the retry count, ``received``."""
         if record.rejected_trace_id is not None:
             log.emit("WARNING", "ignored an invalid trace id; using the fallback id", fields={
-                "source": record.source, "rejected_trace_id": log.clean(ascii(record.rejected_trace_id)[:256]),
+                "source": record.source, "rejected_trace_id": log.brief(record.rejected_trace_id),
             })
         if self.correlate is not None:
             self.correlate(record.trace_id)
@@ -183,11 +183,12 @@ class RecordPath:
         self.processed(record, result, duration)
 
     def processed(self, record: Record, result: Any, duration: float) -> None:
-        self.outcome.processed += 1
+        """The record is done once its line is written (a line that cannot be written fails it)."""
         if self.log_result:
             log.emit("INFO", self.processed_message, fields={
                 "source": record.source, "outcome": "ok", "duration_ms": duration, "result": log.clean(result),
             })
+        self.outcome.processed += 1
 
     def span_outcome(self, error: BaseException | None) -> str | None:
         return None  # the span says ok or failed by its error
@@ -195,21 +196,20 @@ class RecordPath:
     # --- a failed record -------------------------------------------------------------------------
 
     def failed(self, record: Record, error: BaseException, started: float, index: int) -> None:
-        """Route a failed record (requeue it, or count it as the batch's failure) and write its
+        """Route a failed record (requeue it, or count it as the batch's failure), then write its
         one ERROR line."""
         routed, routing_error = self.route(record, error)
+        if routed == "failed":
+            self.outcome.failures.append((record, error))
+            if record.group is not None:
+                self.failed_groups.add(record.group)
+            if self.adapter.stop_at_first_failure:
+                self.stop_at = min(self.stop_at, index)
         fields = {"source": record.source, "outcome": routed, "attempt": record.attempt + 1,
                   "duration_ms": duration_ms(started), **failure_fields(record, error)}
         if routing_error is not None:
             fields["requeue_error"] = log.clean(routing_error)
         log.emit("ERROR", failure_message(record, error), fields=fields)
-        if routed != "failed":
-            return
-        self.outcome.failures.append((record, error))
-        if record.group is not None:
-            self.failed_groups.add(record.group)
-        if self.adapter.stop_at_first_failure:
-            self.stop_at = min(self.stop_at, index)
 
     def route(self, record: Record, error: BaseException) -> tuple[str, str | None]:
         """("failed" or where the adapter put the record instead, why requeueing failed)."""
