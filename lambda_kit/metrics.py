@@ -14,6 +14,8 @@ from typing import Any
 from . import log
 from .extras import import_optional
 
+__all__ = ["FAILED", "PROCESSED", "RETRIED", "count", "enabled"]
+
 PROCESSED = "lambda_kit.records.processed"
 FAILED = "lambda_kit.records.failed"
 RETRIED = "lambda_kit.records.retried"

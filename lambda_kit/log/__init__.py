@@ -24,7 +24,17 @@ from .line import (
     threshold,
 )
 from .logger import get_logger
-from .mask import MASK, MAX_DEPTH, MAX_VALUE_CHARS, SECRET_KEY_PARTS, brief, clean, cut, is_secret_key, outline
+from .mask import (
+    MASK,
+    MAX_DEPTH,
+    MAX_VALUE_CHARS,
+    SECRET_KEY_PARTS,
+    brief,
+    clean,
+    cut,
+    is_secret_key,
+    outline,
+)
 
 __all__ = [
     "LEVELS", "MASK", "MAX_DEPTH", "MAX_LINE_CHARS", "MAX_VALUE_CHARS", "SECRET_KEY_PARTS", "brief", "clean",
