@@ -28,7 +28,8 @@ from .mask import clean, clean_fields, cut, text_of
 
 __all__ = [
     "LEVELS", "MAX_LINE_CHARS", "current_function_name", "level_from_environment", "on_level_change", "emit", "enabled", "enter_invocation", "error_fields",
-    "flush", "leave_invocation", "safe_str", "set_level", "set_sink", "threshold", "timestamp", "write",
+    "flush", "leave_invocation", "record_keys", "safe_str", "scope_keys", "set_level", "set_sink", "threshold",
+    "timestamp", "write",
 ]
 
 MAX_LINE_CHARS = 64 * 1024  # bytes of UTF-8, newline not counted
@@ -139,26 +140,23 @@ def timestamp(now: float) -> str:
     return _stamp[1]
 
 
-def base(level: str, message: Any, trace_id: str | None, now: float | None) -> dict[str, Any]:
-    """The fields every line starts with."""
-    function_name, request_id = _invocation.get()
-    line: dict[str, Any] = {
-        "timestamp": timestamp(time.time() if now is None else now),
-        "level": level,
-        "message": message,
-        "function_name": function_name,
-        "request_id": request_id,
-    }
+def scope_keys(trace_id: str | None) -> dict[str, Any]:
+    """What a line carries after the base fields: inside a record's scope, the record's keys
+    (``record_keys``); outside, the ``trace_id`` given, if any."""
     record = record_in_scope()
-    if trace_id is None and record is not None:
-        trace_id = record.trace_id
-    if trace_id is not None:
-        line["trace_id"] = trace_id
-    if record is not None:
-        if record.log_keys:
-            line.update(record.log_keys)
-        line["record_id"] = clean(record.id)
-    return line
+    if record is not None and (trace_id is None or trace_id == record.trace_id):
+        return record.line_keys or record_keys(record)
+    return _NO_KEYS if trace_id is None else {"trace_id": trace_id}
+
+
+_NO_KEYS: dict[str, Any] = {}
+
+
+def record_keys(record: Any) -> dict[str, Any]:
+    """What every line of ``record`` carries after the base fields, made once per record: its
+    trace id, its tracer's keys (``Record.log_keys``), its id."""
+    record.line_keys = {"trace_id": record.trace_id, **(record.log_keys or {}), "record_id": clean(record.id)}
+    return record.line_keys
 
 
 def emit(
@@ -169,13 +167,16 @@ def emit(
     extra: Any = None,
     now: float | None = None,
 ) -> None:
-    """Write one line: the base fields, then ``fields`` (the line's own: JSON-ready, what came
+    """Write one line: the base fields (``timestamp``, ``level``, ``message``, ``function_name``,
+    ``request_id``, then ``scope_keys``), then ``fields`` (the line's own: JSON-ready, what came
     from outside already ``clean``), then ``extra`` (a caller's, cleaned here: renamed
     ``extra_<key>`` where the line already has the key). ``message`` is the caller's text (a user's
     is cleaned by ``get_logger``'s loggers); ``trace_id`` defaults to the current record's."""
-    line = base(level, message, trace_id, now)
-    if fields:
-        line.update(fields)
+    function_name, request_id = _invocation.get()
+    line = {
+        "timestamp": timestamp(time.time() if now is None else now), "level": level, "message": message,
+        "function_name": function_name, "request_id": request_id, **scope_keys(trace_id), **(fields or _NO_KEYS),
+    }
     if extra:
         for key, value in clean_fields(extra).items():
             line[f"extra_{key}" if key in line else key] = value
@@ -205,9 +206,12 @@ def _dumps(line: dict[str, Any]) -> str:
     """The codec's JSON with the Unicode line breaks escaped: legal raw in JSON, yet they split a
     line for ``str.splitlines`` and some log viewers."""
     text = codec.dumps(line)
-    if not text.isascii():
-        for char, escape in _UNICODE_LINE_BREAKS:
-            text = text.replace(char, escape)
+    return text if text.isascii() else _escaped(text)
+
+
+def _escaped(text: str) -> str:
+    for char, escape in _UNICODE_LINE_BREAKS:
+        text = text.replace(char, escape)
     return text
 
 

@@ -72,15 +72,6 @@ def correlation(logger: Any) -> Callable[[str], None] | None:
     return correlate
 
 
-def is_batch_response(result: Any) -> bool:
-    return isinstance(result, dict) and "batchItemFailures" in result
-
-
-def is_awaitable(result: Any) -> bool:
-    """Whether the function handed back something to await (a coroutine, a future)."""
-    return result is not None and hasattr(type(result), "__await__")
-
-
 def duration_ms(started: float) -> float:
     return round((perf_counter() - started) * 1000, 3)
 
@@ -132,7 +123,7 @@ class RecordPath:
         try:
             self.enter(record)
             result = self.call(record)
-            if is_awaitable(result):
+            if result is not None and hasattr(type(result), "__await__"):  # a coroutine, a future
                 result = await self.resolve(result)
             self.returned(record, result, started)
         except BaseException as exc:
@@ -174,7 +165,7 @@ class RecordPath:
 
     def returned(self, record: Record, result: Any, started: float) -> None:
         """The function returned: the record waits for the batch's commit, or is processed."""
-        if is_batch_response(result):
+        if isinstance(result, dict) and "batchItemFailures" in result:
             raise BatchResponseReturned()
         duration = round((perf_counter() - started) * 1000, 3)
         if self.options.commit is not None:
@@ -260,7 +251,7 @@ class RecordPath:
         error: BaseException | None = None
         try:
             reported = self.options.commit([(record, result) for record, result, _ in self.pending])  # type: ignore[misc]
-            if is_awaitable(reported):
+            if reported is not None and hasattr(type(reported), "__await__"):
                 reported = await self.resolve(reported)
             failed_ids = reported_ids(reported)
         except Exception as exc:
