@@ -35,7 +35,6 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping
-from decimal import Decimal
 from typing import Any
 
 __all__ = ["CODECS", "MAX_NESTING", "convert", "dumps", "key_text", "loads", "name", "plain", "reload"]
@@ -110,7 +109,7 @@ def strict_loads(text: str | bytes | bytearray) -> Any:
 
 # --- writing --------------------------------------------------------------------------------------
 
-def _decimal(value: Decimal) -> Any:
+def _decimal(value: Any) -> Any:
     if not value.is_finite():
         return None
     if value.adjusted() >= 4_300:  # more digits than Python converts to an int's text
@@ -118,7 +117,7 @@ def _decimal(value: Decimal) -> Any:
     if value == value.to_integral_value():
         return int(value)
     number = float(value)
-    return number if Decimal(repr(number)) == value else str(value)
+    return number if type(value)(repr(number)) == value else str(value)
 
 
 def _set_items(value: Any) -> list[Any]:
@@ -151,7 +150,7 @@ def _module_class(kind: type, module: str, *names: str) -> bool:
 # (is it this kind?, its converter), in order: Enum before str and int (IntEnum, StrEnum)
 _KINDS: tuple[tuple[Callable[[type], bool], Callable[[Any], Any]], ...] = (
     (lambda kind: _module_class(kind, "enum", "Enum"), lambda value: value.value),
-    (lambda kind: issubclass(kind, Decimal), _decimal),
+    (lambda kind: _module_class(kind, "decimal", "Decimal"), _decimal),
     (lambda kind: issubclass(kind, str), str.__str__),
     (lambda kind: issubclass(kind, int), int.__int__),
     (lambda kind: issubclass(kind, float), float.__float__),

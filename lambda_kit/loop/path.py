@@ -16,6 +16,7 @@ path (``lambda_kit.loop.request``).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from time import perf_counter
 from typing import Any, TypeVar
@@ -24,7 +25,6 @@ from .. import log
 from ..errors import BatchResponseReturned, CommitFailed, GroupHeldBack, InvalidPayload, UndecodableRecord
 from ..record import Outcome, Record
 from ..trace import reset_current_record, set_current_record
-from ..trace.otel import record_spans
 from .options import Options
 
 __all__ = ["RecordPath", "run_now"]
@@ -53,6 +53,16 @@ async def resolve_now(awaitable: Awaitable[T]) -> T:
 def is_own_error(error: BaseException) -> bool:
     """Whether ``error`` is a record's failure (an ``Exception``); anything else ends the invocation."""
     return isinstance(error, Exception)
+
+
+def record_spans() -> Any:
+    """The invocation's span maker (``lambda_kit.trace.otel``), or None without OpenTelemetry
+    configured; looked for only in a process that loaded OpenTelemetry's API."""
+    if "opentelemetry.trace" not in sys.modules:
+        return None
+    from ..trace import otel  # the otel extra's module: loaded only where OpenTelemetry is
+
+    return otel.record_spans()
 
 
 def correlation(logger: Any) -> Callable[[str], None] | None:
