@@ -33,17 +33,17 @@ def _per_record(run: Callable[[], Any], calls: int = CALLS, records: int = RECOR
 
 def _guard_overhead() -> list[list[str]]:
     from lambda_kit.decorators import batch_decorator
-    from lambda_kit.loop import Options
+    from lambda_kit.loop.options import Options
     from lambda_kit.sources import get
-    from lambda_kit.sources.window import guarded
     from lambda_kit.testing import kinesis_event
 
     def count(view: Any, context: Any) -> Any:
         return len(view["url"])
 
     adapters = [get("kinesis")(), get("dynamodb")()]
-    plain = batch_decorator("stream_handler", count, adapters, Options(), {})
-    wrapped = batch_decorator("stream_handler", count, adapters, Options(), {}, wrap=guarded)
+    options = Options(decorator="stream_handler")
+    plain = batch_decorator(count, adapters, options, {})
+    wrapped = batch_decorator(count, adapters, options, {}, wrap=adapters[0].wrap)
     event = kinesis_event(*({"url": f"/a/{i}"} for i in range(RECORDS)))
     rows = []
     for name, handler in (("stream_handler, no window: without the guard", plain), ("stream_handler, no window: with the guard", wrapped)):
