@@ -49,6 +49,8 @@ WHEEL_NAME = re.compile(r"lambda_event_kit-([^-]+)-py3-none-any\.whl")
 PIP_RECORDS = frozenset({"INSTALLER", "REQUESTED", "direct_url.json", "RECORD"})
 """What pip adds to a distribution's .dist-info when it installs it: not part of the wheel."""
 DOTFILES = {"gitignore": ".gitignore"}
+RUNNING = Path(__file__).resolve().parent.parent / "__init__.py"
+"""lambda_kit/__init__.py of the lambda_kit running here."""
 NOT_FROM_A_WHEEL = (
     f"lambda_kit is not installed from a wheel here (an editable install has no {DISTRIBUTION} files to "
     "copy): pass --wheel PATH, e.g. the one `make dist` builds in dist/"
@@ -127,15 +129,23 @@ def _given_wheel(path: Path) -> Path:
 
 
 def _installed_files() -> tuple[metadata.Distribution, list[metadata.PackagePath]]:
-    """lambda_kit's distribution and the files its wheel installed."""
-    try:
-        found = metadata.distribution(DISTRIBUTION)
-    except metadata.PackageNotFoundError:
-        raise UserError(NOT_FROM_A_WHEEL) from None
+    """The distribution of the lambda_kit running here and the files its wheel installed."""
+    for found in metadata.distributions(name=DISTRIBUTION):
+        files = _files_from_this_wheel(found)
+        if files:
+            return found, files
+    raise UserError(NOT_FROM_A_WHEEL)
+
+
+def _files_from_this_wheel(found: metadata.Distribution) -> list[metadata.PackagePath]:
+    """The files ``found``'s wheel installed, if it is the lambda_kit running here ([] otherwise: an
+    editable install, an .egg-info in a checkout, another environment's)."""
     files = [file for file in found.files or () if _in_wheel(file)]
-    if "lambda_kit/__init__.py" not in {str(file) for file in files}:
-        raise UserError(NOT_FROM_A_WHEEL)
-    return found, files
+    names = {str(file): file for file in files}
+    init = names.get("lambda_kit/__init__.py")
+    if init is None or f"lambda_event_kit-{found.version}.dist-info/WHEEL" not in names:
+        return []
+    return files if Path(str(init.locate())).resolve() == RUNNING else []
 
 
 def _in_wheel(file: metadata.PackagePath) -> bool:
