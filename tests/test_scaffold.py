@@ -24,6 +24,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+import _iam
 import pytest
 from _docs import read_page
 from _local_process import start_local
@@ -218,6 +219,49 @@ def test_the_functions_run_from_the_zip_on_the_runtimes_python(scaffold, name, t
     assert json.loads(results["api"]["body"])["error"] == "quantity must be a whole number of at least 1"
     for consumer in set(handlers) - {"api"}:
         assert len(results[consumer]["batchItemFailures"]) == 1, results
+
+
+# --- IAM: the roles grant what the functions call, and nothing else ---------------------------------
+
+CALLS = """
+import json, urllib.request
+from lambda_kit.local import LocalStack
+from lambda_kit.local.aws_calls import CallRecorder, resource_ids
+
+ORDER = json.dumps({"id": "o-1", "item": "book", "quantity": 2}).encode()
+with CallRecorder() as recorder, LocalStack("serverless.yml", log_path=None, hooks=[recorder]) as stack:
+    post = urllib.request.Request(stack.api_url + "/orders", data=ORDER, headers={"Content-Type": "application/json"})
+    urllib.request.urlopen(post, timeout=10).read()
+    if "stream" in stack.runtimes:  # put on the stream by another producer (the stack's own client)
+        name = f"{stack.config.service}-{stack.config.stage}-orders"
+        stack.clients("kinesis").put_record(StreamName=name, Data=ORDER, PartitionKey="book")
+    assert stack.wait_drained(60)
+    if "dynamodb" in open("serverless.yml").read().lower():
+        urllib.request.urlopen(stack.api_url + "/items/book", timeout=10).read()
+    print(json.dumps({"calls": recorder.by_function(), "ids": resource_ids(stack.resources, stack.region)}))
+"""
+
+
+@pytest.mark.parametrize("name", SERVICES)
+def test_each_role_grants_what_its_function_calls_and_nothing_else(scaffold, name):
+    """The calls each function makes on the local stack (lambda_kit.local.aws_calls), as IAM
+    actions on resources, against its role in the packaged template (tests/_iam.py): every call is
+    granted, and every grant is used by a call, by Lambda's side of the wiring, or named by the
+    comment above its statement."""
+    directory = _directory(scaffold, name)
+    run_calls = run([str(Path(scaffold["bin"]) / "python"), "-c", CALLS], directory, scaffold["env"], timeout=300)
+    assert run_calls.returncode == 0, run_calls.stdout[-3000:] + run_calls.stderr[-3000:]
+    recorded = json.loads(run_calls.stdout.splitlines()[-1])
+    _artifact(scaffold, name)  # packaged
+    template = json.loads((directory / ".serverless" / "cloudformation-template-update-stack.json").read_text())
+    functions = SERVICES[name]["functions"]
+    counting = name == "everything"  # its consumers count on the table; the default's only log
+    assert set(recorded["calls"]) == ({"api", *functions} if counting else {"api"}), recorded["calls"]
+    findings = _iam.check(template, (directory / "serverless.yml").read_text(), recorded["calls"], recorded["ids"], functions)
+    for finding in findings:
+        assert (finding.function, finding.not_granted, finding.unjustified) == (finding.function, [], set())
+    used = {finding.function: {action for action, _ in finding.used} for finding in findings}
+    assert used["api"] == {"sqs:SendMessage"} | ({"dynamodb:BatchGetItem"} if name == "everything" else set())
 
 
 # --- lambda-kit local ---------------------------------------------------------------------------------
