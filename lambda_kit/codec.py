@@ -35,7 +35,6 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping
-from decimal import Decimal
 from typing import Any
 
 __all__ = ["CODECS", "MAX_NESTING", "convert", "dumps", "key_text", "loads", "name", "plain", "reload"]
@@ -110,7 +109,7 @@ def strict_loads(text: str | bytes | bytearray) -> Any:
 
 # --- writing --------------------------------------------------------------------------------------
 
-def _decimal(value: Decimal) -> Any:
+def _decimal(value: Any) -> Any:
     if not value.is_finite():
         return None
     if value.adjusted() >= 4_300:  # more digits than Python converts to an int's text
@@ -118,7 +117,7 @@ def _decimal(value: Decimal) -> Any:
     if value == value.to_integral_value():
         return int(value)
     number = float(value)
-    return number if Decimal(repr(number)) == value else str(value)
+    return number if type(value)(repr(number)) == value else str(value)
 
 
 def _set_items(value: Any) -> list[Any]:
@@ -151,7 +150,7 @@ def _module_class(kind: type, module: str, *names: str) -> bool:
 # (is it this kind?, its converter), in order: Enum before str and int (IntEnum, StrEnum)
 _KINDS: tuple[tuple[Callable[[type], bool], Callable[[Any], Any]], ...] = (
     (lambda kind: _module_class(kind, "enum", "Enum"), lambda value: value.value),
-    (lambda kind: issubclass(kind, Decimal), _decimal),
+    (lambda kind: _module_class(kind, "decimal", "Decimal"), _decimal),
     (lambda kind: issubclass(kind, str), str.__str__),
     (lambda kind: issubclass(kind, int), int.__int__),
     (lambda kind: issubclass(kind, float), float.__float__),
@@ -200,23 +199,40 @@ def _valid(text: str) -> str:
     return text
 
 
+def _plain_float(value: float, depth: int) -> Any:
+    return value if value - value == 0 else None  # NaN and infinities: null
+
+
+def _plain_dict(value: dict[Any, Any], depth: int) -> dict[str, Any]:
+    _nested(depth)
+    return {_valid(key) if type(key) is str else key_text(key): plain(item, depth + 1) for key, item in value.items()}
+
+
+def _plain_list(value: list[Any] | tuple[Any, ...], depth: int) -> list[Any]:
+    _nested(depth)
+    return [plain(item, depth + 1) for item in value]
+
+
+def _nested(depth: int) -> None:
+    if depth >= MAX_NESTING:
+        raise ValueError(f"nested deeper than {MAX_NESTING} levels (or a circular reference)")
+
+
+def _plain_other(value: Any, depth: int) -> Any:
+    return plain(convert(value), depth)
+
+
+_PLAIN: dict[type, Callable[[Any, int], Any]] = {
+    str: lambda value, depth: _valid(value), int: lambda value, depth: value, bool: lambda value, depth: value,
+    type(None): lambda value, depth: value, float: _plain_float, dict: _plain_dict, list: _plain_list,
+    tuple: _plain_list,
+}
+
+
 def plain(value: Any, depth: int = 0) -> Any:
     """``value`` as plain JSON data (dicts with ``str`` keys, lists, strings, ints, finite floats,
     bools, None), by the rules above; raises what ``dumps`` raises."""
-    kind = type(value)
-    if kind is str:
-        return _valid(value)
-    if value is None or kind is bool or kind is int:
-        return value
-    if kind is float:
-        return value if value - value == 0 else None
-    if kind is dict or kind is list or kind is tuple:
-        if depth >= MAX_NESTING:
-            raise ValueError(f"nested deeper than {MAX_NESTING} levels (or a circular reference)")
-        if kind is dict:
-            return {_valid(key) if type(key) is str else key_text(key): plain(item, depth + 1) for key, item in value.items()}
-        return [plain(item, depth + 1) for item in value]
-    return plain(convert(value), depth)
+    return _PLAIN.get(type(value), _plain_other)(value, depth)
 
 
 def _json_dumps(value: Any) -> str:

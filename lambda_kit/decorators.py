@@ -20,7 +20,6 @@ from .loop.options import Commit, Options
 from .loop.request import run_request
 from .sources import get
 from .sources.base import Source
-from .sources.window import guarded
 
 if TYPE_CHECKING:
     from .sources.window import Window
@@ -185,7 +184,7 @@ def stream_handler(
     adapters = [kinesis, get("dynamodb")(on_window_end=on_window_end)]
     marks = {"json": json, "on_failure": on_failure, "max_attempts": max_attempts, "commit": commit is not None,
              "on_window_end": on_window_end is not None}
-    return batch_decorator(fn, adapters, options, marks, wrap=guarded)
+    return batch_decorator(fn, adapters, options, marks, wrap=kinesis.wrap)  # a tumbling window's state
 
 
 def cloudwatch_logs_handler(

@@ -33,8 +33,6 @@ from _wheel import ROOT, built_wheel, checked, clean_env, documented, fresh_venv
 
 from lambda_kit import testing
 
-pytestmark = pytest.mark.slow
-
 SERVICES = {
     "orders": {"functions": ["api", "worker"], "new": []},
     "everything": {"functions": ["api", "worker", "stream"], "new": ["--with", "api,sqs,stream,counter"]},

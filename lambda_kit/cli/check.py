@@ -176,6 +176,37 @@ class _Handler:
     marks: dict[str, Any] | None = None
     uses_counters: bool = False
     reads_window: bool = False
+    returns: tuple[str, ...] = ()  # what the function's return statements return that is a mistake
+
+
+def _returns(function: Any) -> tuple[str, ...]:
+    """What the decorated function's ``return`` statements hold that lambda_kit refuses at run time,
+    as far as its source shows it: ``"batch response"`` (a dict literal with ``batchItemFailures``),
+    ``"status first"`` (a tuple whose first item is an HTTP status number)."""
+    code = getattr(getattr(function, "__wrapped__", None), "__code__", None)
+    tree = _function_tree(code)
+    found = set()
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Dict):
+            if any(isinstance(key, ast.Constant) and key.value == "batchItemFailures" for key in node.value.keys):
+                found.add("batch response")
+        elif isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and node.value.elts:
+            first = node.value.elts[0]
+            if isinstance(first, ast.Constant) and type(first.value) is int and 100 <= first.value <= 599:
+                found.add("status first")
+    return tuple(sorted(found))
+
+
+def _function_tree(code: Any) -> ast.AST | None:
+    """The function of ``code`` parsed from its file (None when that cannot be read)."""
+    path = getattr(code, "co_filename", None)
+    try:
+        with open(path, encoding="utf-8") as file:  # type: ignore[arg-type]
+            tree = ast.parse(file.read(), path)
+    except (OSError, SyntaxError, TypeError, UnicodeDecodeError, ValueError):
+        return None
+    return next((node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                 and min(item.lineno for item in (node, *node.decorator_list)) == code.co_firstlineno), None)
 
 
 def _import_error(function: FunctionConfig, module_name: str, exc: BaseException) -> str:
@@ -216,7 +247,7 @@ def _import_handler(
             return None
         marks = getattr(fn, "__lambda_kit__", None)
         return _Handler(
-            marks if isinstance(marks, dict) else None, _uses_counters(module), _reads_window(module)
+            marks if isinstance(marks, dict) else None, _uses_counters(module), _reads_window(module), _returns(fn)
         )
 
 
@@ -285,6 +316,24 @@ def _check_function(subject: _Subject) -> None:
             check(subject, event)
     _check_window_use(subject)
     _check_async_destination(subject, delivered)
+    _check_returns(subject)
+
+
+RETURN_MISTAKES = {
+    "batch response": ("a per-record function returns {{\"batchItemFailures\": ...}}: {decorator} builds the batch "
+                       "response itself and fails the record; raise to fail this record"),
+    "status first": ("returns (status, body): {decorator} reads a tuple as (body, status[, headers]); put the body "
+                     "first, or return {{\"statusCode\": ..., \"body\": ...}}"),
+}
+
+
+def _check_returns(subject: _Subject) -> None:
+    if subject.handler is None or not subject.decorator:
+        return
+    api = subject.decorator == "api_handler"
+    for mistake in subject.handler.returns:
+        if (mistake == "status first") == api:
+            subject.add("error", RETURN_MISTAKES[mistake].format(decorator=subject.decorator))
 
 
 def _processed(subject: _Subject, delivered: dict[str, list[Any]]) -> dict[str, set[str]]:

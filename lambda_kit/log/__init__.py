@@ -24,10 +24,20 @@ from .line import (
     threshold,
 )
 from .logger import get_logger
-from .mask import MASK, MAX_DEPTH, MAX_VALUE_CHARS, SECRET_KEY_PARTS, clean, cut, is_secret_key, outline
+from .mask import (
+    MASK,
+    MAX_DEPTH,
+    MAX_VALUE_CHARS,
+    SECRET_KEY_PARTS,
+    brief,
+    clean,
+    cut,
+    is_secret_key,
+    outline,
+)
 
 __all__ = [
-    "LEVELS", "MASK", "MAX_DEPTH", "MAX_LINE_CHARS", "MAX_VALUE_CHARS", "SECRET_KEY_PARTS", "clean",
+    "LEVELS", "MASK", "MAX_DEPTH", "MAX_LINE_CHARS", "MAX_VALUE_CHARS", "SECRET_KEY_PARTS", "brief", "clean",
     "current_function_name", "cut", "emit", "enabled", "enter_invocation", "error_fields", "flush", "get_logger",
     "is_secret_key", "leave_invocation", "level_from_environment", "outline", "safe_str", "set_level", "set_sink", "threshold",
 ]

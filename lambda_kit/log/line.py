@@ -28,7 +28,8 @@ from .mask import clean, clean_fields, cut, text_of
 
 __all__ = [
     "LEVELS", "MAX_LINE_CHARS", "current_function_name", "level_from_environment", "on_level_change", "emit", "enabled", "enter_invocation", "error_fields",
-    "flush", "leave_invocation", "safe_str", "set_level", "set_sink", "threshold", "timestamp", "write",
+    "flush", "leave_invocation", "record_keys", "safe_str", "set_level", "set_sink", "threshold",
+    "timestamp", "write",
 ]
 
 MAX_LINE_CHARS = 64 * 1024  # bytes of UTF-8, newline not counted
@@ -139,26 +140,14 @@ def timestamp(now: float) -> str:
     return _stamp[1]
 
 
-def base(level: str, message: Any, trace_id: str | None, now: float | None) -> dict[str, Any]:
-    """The fields every line starts with."""
-    function_name, request_id = _invocation.get()
-    line: dict[str, Any] = {
-        "timestamp": timestamp(time.time() if now is None else now),
-        "level": level,
-        "message": message,
-        "function_name": function_name,
-        "request_id": request_id,
-    }
-    record = record_in_scope()
-    if trace_id is None and record is not None:
-        trace_id = record.trace_id
-    if trace_id is not None:
-        line["trace_id"] = trace_id
-    if record is not None:
-        if record.log_keys:
-            line.update(record.log_keys)
-        line["record_id"] = clean(record.id)
-    return line
+_NO_KEYS: dict[str, Any] = {}
+
+
+def record_keys(record: Any) -> dict[str, Any]:
+    """What every line of ``record`` carries after the base fields, made once per record: its
+    trace id, its tracer's keys (``Record.log_keys``), its id."""
+    record.line_keys = {"trace_id": record.trace_id, **(record.log_keys or {}), "record_id": clean(record.id)}
+    return record.line_keys
 
 
 def emit(
@@ -169,13 +158,24 @@ def emit(
     extra: Any = None,
     now: float | None = None,
 ) -> None:
-    """Write one line: the base fields, then ``fields`` (the line's own: JSON-ready, what came
-    from outside already ``clean``), then ``extra`` (a caller's, cleaned here: renamed
-    ``extra_<key>`` where the line already has the key). ``message`` is the caller's text (a user's
-    is cleaned by ``get_logger``'s loggers); ``trace_id`` defaults to the current record's."""
-    line = base(level, message, trace_id, now)
-    if fields:
-        line.update(fields)
+    """Write one line: the base fields (``timestamp``, ``level``, ``message``, ``function_name``,
+    ``request_id``; inside a record's scope the record's keys, ``record_keys``; else the
+    ``trace_id`` given, if any), then ``fields`` (the line's own: JSON-ready, what came from
+    outside already ``clean``), then ``extra`` (a caller's, cleaned here: renamed ``extra_<key>``
+    where the line already has the key). ``message`` is the caller's text (a user's is cleaned by
+    ``get_logger``'s loggers); ``trace_id`` defaults to the current record's. Every line of
+    lambda_kit is made here: this is its hot path, written with as few calls as it takes."""
+    if now is None:
+        now = time.time()
+    stamp = _stamp[1] if int(now * 1000) == _stamp[0] else timestamp(now)
+    function_name, request_id = _invocation.get()
+    record = record_in_scope()
+    if record is not None and (trace_id is None or trace_id == record.trace_id):
+        keys = record.line_keys or record_keys(record)
+    else:
+        keys = _NO_KEYS if trace_id is None else {"trace_id": trace_id}
+    line = {"timestamp": stamp, "level": level, "message": message, "function_name": function_name,
+            "request_id": request_id, **keys, **(fields or _NO_KEYS)}
     if extra:
         for key, value in clean_fields(extra).items():
             line[f"extra_{key}" if key in line else key] = value
@@ -205,9 +205,12 @@ def _dumps(line: dict[str, Any]) -> str:
     """The codec's JSON with the Unicode line breaks escaped: legal raw in JSON, yet they split a
     line for ``str.splitlines`` and some log viewers."""
     text = codec.dumps(line)
-    if not text.isascii():
-        for char, escape in _UNICODE_LINE_BREAKS:
-            text = text.replace(char, escape)
+    return text if text.isascii() else _escaped(text)
+
+
+def _escaped(text: str) -> str:
+    for char, escape in _UNICODE_LINE_BREAKS:
+        text = text.replace(char, escape)
     return text
 
 
@@ -236,9 +239,11 @@ def _at_most(value: Any, limit: int) -> Any:
 def write(line: dict[str, Any]) -> None:
     """The one writer: ``line`` (of ``clean`` values) as one JSON line to the sink."""
     try:
-        text = _dumps(line)
+        text = codec.dumps(line)
     except Exception as exc:  # what ``clean`` let through and the codec refuses: the base fields, and why
-        text = _dumps({**{key: line[key] for key in BASE_KEYS if key in line}, "log_error": text_of(exc)})
+        text = codec.dumps({**{key: line[key] for key in BASE_KEYS if key in line}, "log_error": text_of(exc)})
+    if not text.isascii():
+        text = _escaped(text)
     if len(text) > MAX_LINE_CHARS // 4 and _utf8_size(text) > MAX_LINE_CHARS:
         text = _fit(line)
     (sys.stdout.write if _sink is None else _sink)(text + "\n")

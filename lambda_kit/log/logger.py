@@ -36,13 +36,13 @@ STANDARD_ATTRS = frozenset(
 """A ``LogRecord``'s own attributes: an ``extra=`` naming one is refused by ``logging``."""
 
 _STANDARD_FACTORY = logging.getLogRecordFactory()
+LEVEL_NAMES = {logging.DEBUG: "DEBUG", logging.INFO: "INFO", logging.WARNING: "WARNING", logging.ERROR: "ERROR",
+               logging.CRITICAL: "CRITICAL"}
 
 
 def message_text(msg: Any, args: Any) -> Any:
     """The line's message: ``msg % args`` as ``LogRecord.getMessage`` makes it; a message that
     cannot be formatted must not cost the line (its ``msg`` then)."""
-    if not args and type(msg) is str:
-        return msg
     if isinstance(args, tuple) and len(args) == 1 and isinstance(args[0], Mapping) and args[0]:
         args = args[0]  # as LogRecord reads log.info("%(a)s", {"a": 1})
     try:
@@ -160,7 +160,8 @@ class JsonLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
             logger.log(level, msg, *args, exc_info=exc_info, extra=extra, stack_info=stack_info, stacklevel=stacklevel + 2)
             return
         exception = exception_of(exc_info) if exc_info else None
-        user_line(logger.name, logging.getLevelName(level), message_text(msg, args), exception, extra)
+        message = msg if not args and type(msg) is str else message_text(msg, args)
+        user_line(logger.name, LEVEL_NAMES.get(level) or logging.getLevelName(level), message, exception, extra)
 
     def __getattr__(self, attribute: str) -> Any:
         if attribute == "logger":  # not set yet: no standard logger to ask

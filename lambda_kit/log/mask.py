@@ -10,6 +10,7 @@ total: whatever it is given, it returns plain JSON data and never raises.
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Callable
 from itertools import islice
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from .. import codec
 
 __all__ = [
-    "MASK", "MAX_DEPTH", "MAX_VALUE_CHARS", "SECRET_KEY_PARTS", "clean", "clean_fields", "cut", "is_secret_key",
+    "MASK", "MAX_DEPTH", "MAX_VALUE_CHARS", "SECRET_KEY_PARTS", "brief", "clean", "clean_fields", "cut", "is_secret_key",
     "outline", "text_of",
 ]
 
@@ -82,7 +83,7 @@ def _valid(text: str) -> str:
 def _json_text(text: str, depth: int) -> str:
     """``text`` masked as the JSON object or array it holds, when it holds one."""
     try:
-        parsed = codec.loads(text)
+        parsed = codec.loads(text.lstrip(_LEADING))
     except Exception:
         return text
     if not isinstance(parsed, dict | list):
@@ -181,6 +182,23 @@ def clean(value: Any, depth: int = 0) -> Any:
     elif value is None or kind is bool:
         return value
     return _CLEANERS.get(kind, _clean_other)(value, depth)
+
+
+_BRIEF = reprlib.Repr()  # keyword arguments only from Python 3.12
+_BRIEF.maxlevel, _BRIEF.maxstring, _BRIEF.maxother, _BRIEF.maxlong = 3, 200, 60, 60
+
+
+def brief(value: Any, limit: int = 256) -> str:
+    """A short, ASCII, bounded description of any value (a rejected trace id, say): nesting, length
+    and the size of numbers bounded before anything is walked, so a producer's deep or huge value
+    costs nothing."""
+    if isinstance(value, str):
+        return ascii(value[:limit])[:limit]
+    try:
+        text = _BRIEF.repr(value)
+    except Exception:  # a __repr__ that raises
+        text = f"<{type(value).__name__}>"
+    return text.encode("ascii", "backslashreplace").decode("ascii")[:limit]
 
 
 _KINDS = {str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..record import Record
-from ..validation import Validator
+
+if TYPE_CHECKING:
+    from ..validation import Validator
 
 __all__ = ["Commit", "Options", "checked_concurrency"]
 
@@ -20,29 +21,36 @@ def checked_concurrency(decorator: str, value: Any) -> int:
     return value
 
 
-@dataclass(frozen=True, kw_only=True)
+def validator(model: Any, from_json: bool) -> Validator:
+    from ..validation import Validator  # the pydantic extra's module: loaded only for a model=
+
+    return Validator(model, from_json=from_json)
+
+
 class Options:
     """The options every decorator shares: payload decoding, what to log, a Powertools logger,
     metrics, the batch commit, the payload model and how many records an ``async def`` may run at
-    once. ``validate`` is the model's ``Validator``, built (and checked) here, at decoration."""
+    once. Checked when made, at decoration; ``validate`` is the model's ``Validator``, built then."""
 
-    decorator: str
-    json: bool = True
-    log_event: bool = True
-    log_result: bool = True
-    logger: Any = None
-    metrics: bool | None = None
-    commit: Commit | None = None
-    model: Any = None
-    max_concurrency: int = 1
-    validate: Validator | None = field(init=False, default=None)
+    __slots__ = ("decorator", "json", "log_event", "log_result", "logger", "metrics", "commit", "model",
+                 "max_concurrency", "validate")
 
-    def __post_init__(self) -> None:
-        checked_concurrency(self.decorator, self.max_concurrency)
-        if self.commit is not None and not callable(self.commit):
-            raise TypeError(f"{self.decorator}: commit must be a function of the batch, not {type(self.commit).__name__}")
-        if self.model is not None:
-            object.__setattr__(self, "validate", Validator(self.model, from_json=not self.json))
+    def __init__(
+        self, *, decorator: str, json: bool = True, log_event: bool = True, log_result: bool = True, logger: Any = None,
+        metrics: bool | None = None, commit: Commit | None = None, model: Any = None, max_concurrency: int = 1,
+    ) -> None:
+        if commit is not None and not callable(commit):
+            raise TypeError(f"{decorator}: commit must be a function of the batch, not {type(commit).__name__}")
+        self.decorator = decorator
+        self.json = json
+        self.log_event = log_event
+        self.log_result = log_result
+        self.logger = logger
+        self.metrics = metrics
+        self.commit = commit
+        self.model = model
+        self.max_concurrency = checked_concurrency(decorator, max_concurrency)
+        self.validate = None if model is None else validator(model, from_json=not json)
 
     @property
     def model_name(self) -> str | None:

@@ -16,6 +16,7 @@ path (``lambda_kit.loop.request``).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from time import perf_counter
 from typing import Any, TypeVar
@@ -24,7 +25,6 @@ from .. import log
 from ..errors import BatchResponseReturned, CommitFailed, GroupHeldBack, InvalidPayload, UndecodableRecord
 from ..record import Outcome, Record
 from ..trace import reset_current_record, set_current_record
-from ..trace.otel import record_spans
 from .options import Options
 
 __all__ = ["RecordPath", "run_now"]
@@ -55,6 +55,16 @@ def is_own_error(error: BaseException) -> bool:
     return isinstance(error, Exception)
 
 
+def record_spans() -> Any:
+    """The invocation's span maker (``lambda_kit.trace.otel``), or None without OpenTelemetry
+    configured; looked for only in a process that loaded OpenTelemetry's API."""
+    if "opentelemetry.trace" not in sys.modules:
+        return None
+    from ..trace import otel  # the otel extra's module: loaded only where OpenTelemetry is
+
+    return otel.record_spans()
+
+
 def correlation(logger: Any) -> Callable[[str], None] | None:
     """How a Powertools ``logger=`` is told each record's trace id (None without one): its
     task-local keys when it has them (Powertools 3), else its shared ones."""
@@ -70,15 +80,6 @@ def correlation(logger: Any) -> Callable[[str], None] | None:
             logger.append_keys(trace_id=trace_id)
 
     return correlate
-
-
-def is_batch_response(result: Any) -> bool:
-    return isinstance(result, dict) and "batchItemFailures" in result
-
-
-def is_awaitable(result: Any) -> bool:
-    """Whether the function handed back something to await (a coroutine, a future)."""
-    return result is not None and hasattr(type(result), "__await__")
 
 
 def duration_ms(started: float) -> float:
@@ -132,7 +133,7 @@ class RecordPath:
         try:
             self.enter(record)
             result = self.call(record)
-            if is_awaitable(result):
+            if result is not None and hasattr(type(result), "__await__"):  # a coroutine, a future
                 result = await self.resolve(result)
             self.returned(record, result, started)
         except BaseException as exc:
@@ -149,7 +150,7 @@ class RecordPath:
         """The record's trace warnings, the logger's correlation id, the retry count, ``received``."""
         if record.rejected_trace_id is not None:
             log.emit("WARNING", "ignored an invalid trace id; using the fallback id", fields={
-                "source": record.source, "rejected_trace_id": log.clean(ascii(record.rejected_trace_id)[:256]),
+                "source": record.source, "rejected_trace_id": log.brief(record.rejected_trace_id),
             })
         if self.correlate is not None:
             self.correlate(record.trace_id)
@@ -174,7 +175,7 @@ class RecordPath:
 
     def returned(self, record: Record, result: Any, started: float) -> None:
         """The function returned: the record waits for the batch's commit, or is processed."""
-        if is_batch_response(result):
+        if isinstance(result, dict) and "batchItemFailures" in result:
             raise BatchResponseReturned()
         duration = round((perf_counter() - started) * 1000, 3)
         if self.options.commit is not None:
@@ -183,11 +184,12 @@ class RecordPath:
         self.processed(record, result, duration)
 
     def processed(self, record: Record, result: Any, duration: float) -> None:
-        self.outcome.processed += 1
+        """The record is done once its line is written (a line that cannot be written fails it)."""
         if self.log_result:
             log.emit("INFO", self.processed_message, fields={
                 "source": record.source, "outcome": "ok", "duration_ms": duration, "result": log.clean(result),
             })
+        self.outcome.processed += 1
 
     def span_outcome(self, error: BaseException | None) -> str | None:
         return None  # the span says ok or failed by its error
@@ -195,21 +197,20 @@ class RecordPath:
     # --- a failed record -------------------------------------------------------------------------
 
     def failed(self, record: Record, error: BaseException, started: float, index: int) -> None:
-        """Route a failed record (requeue it, or count it as the batch's failure) and write its
+        """Route a failed record (requeue it, or count it as the batch's failure), then write its
         one ERROR line."""
         routed, routing_error = self.route(record, error)
+        if routed == "failed":
+            self.outcome.failures.append((record, error))
+            if record.group is not None:
+                self.failed_groups.add(record.group)
+            if self.adapter.stop_at_first_failure:
+                self.stop_at = min(self.stop_at, index)
         fields = {"source": record.source, "outcome": routed, "attempt": record.attempt + 1,
                   "duration_ms": duration_ms(started), **failure_fields(record, error)}
         if routing_error is not None:
             fields["requeue_error"] = log.clean(routing_error)
         log.emit("ERROR", failure_message(record, error), fields=fields)
-        if routed != "failed":
-            return
-        self.outcome.failures.append((record, error))
-        if record.group is not None:
-            self.failed_groups.add(record.group)
-        if self.adapter.stop_at_first_failure:
-            self.stop_at = min(self.stop_at, index)
 
     def route(self, record: Record, error: BaseException) -> tuple[str, str | None]:
         """("failed" or where the adapter put the record instead, why requeueing failed)."""
@@ -260,7 +261,7 @@ class RecordPath:
         error: BaseException | None = None
         try:
             reported = self.options.commit([(record, result) for record, result, _ in self.pending])  # type: ignore[misc]
-            if is_awaitable(reported):
+            if reported is not None and hasattr(type(reported), "__await__"):
                 reported = await self.resolve(reported)
             failed_ids = reported_ids(reported)
         except Exception as exc:

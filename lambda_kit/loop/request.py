@@ -14,7 +14,6 @@ from typing import Any
 
 from .. import log, metrics
 from ..record import Record
-from ..sources import api
 from ..sources.base import Source
 from .batch import recognize
 from .options import Options
@@ -37,9 +36,9 @@ def run_request(
     token, function_name = log.enter_invocation(context)
     path: RequestPath | None = None
     try:
-        recognize(options, adapters, event)
-        path = RequestPath(function, context, options, adapters[0], trace_header, max_body)
-        run_now(path.run_record(request_record(event, context, trace_header), 0))
+        adapter = recognize(options, adapters, event)
+        path = RequestPath(function, context, options, adapter, trace_header, max_body)
+        run_now(path.run_record(adapter.record(event, context, trace_header), 0))
         return path.response
     finally:
         if path is not None and metrics.enabled(options.metrics):
@@ -49,16 +48,9 @@ def run_request(
         log.leave_invocation(token)
 
 
-def request_record(event: Any, context: Any, trace_header: str) -> Record:
-    request = api.Request(event)
-    trace_id, rejected, found = api.trace_of(request, trace_header)
-    request.trace_id = trace_id
-    return Record(source="api", id=api.request_id(event, context), trace_id=trace_id, payload=request, raw=event,
-                  rejected_trace_id=rejected, context=found)
-
-
 class RequestPath(RecordPath):
-    """The record path of one HTTP request; ``response`` is what it answers."""
+    """The record path of one HTTP request; ``response`` is what it answers. Each HTTP step is the
+    adapter's (``lambda_kit.sources.api.ApiSource``)."""
 
     received_message = "request received"
     processed_message = "request processed"
@@ -72,28 +64,26 @@ class RequestPath(RecordPath):
         self.status_outcome = "server_error"
 
     def received_fields(self, record: Record) -> dict[str, Any]:
-        return api.request_fields(record.payload)
+        return self.adapter.received_fields(record.payload)
 
     def call(self, record: Record) -> Any:
-        api.check_request(record.payload, self.max_body, self.options.validate)
+        self.adapter.check(record.payload, self.max_body, self.options.validate)
         return self.function(record.payload, self.context)
 
     def returned(self, record: Record, result: Any, started: float) -> None:
-        self.response = api.shape_response(record.payload, result, record.trace_id, self.trace_header)
+        self.response, fields = self.adapter.respond(record.payload, result, self.trace_header, started)
         self.status_outcome = "ok"
         if self.log_result:
-            fields = api.result_fields(self.response, started)
-            fields["result"] = log.clean(api.result_for_log(result))
+            fields["result"] = log.clean(fields["result"])
             log.emit("INFO", self.processed_message, fields=fields)
 
     def failed(self, record: Record, error: BaseException, started: float, index: int) -> None:
         """Answered, never raised: ``HTTPError``'s status with a WARNING (4xx) or ERROR line, or a
         500 that says nothing of the exception, with an ERROR line that says all."""
-        self.response = api.failure_response(record.payload, error, self.trace_header)
-        level = api.failure_level(self.response)
+        self.response, level, fields = self.adapter.fail(record.payload, error, self.trace_header, started)
         self.status_outcome = "server_error" if level == "ERROR" else "client_error"
         if log.enabled(log.LEVELS[level]):
-            log.emit(level, "request failed", fields=api.failure_fields(self.response, started, error))
+            log.emit(level, "request failed", fields=fields)
 
     def span_outcome(self, error: BaseException | None) -> str | None:
         return self.status_outcome
