@@ -29,7 +29,9 @@ KEY = hashlib.sha1(str(ROOT).encode()).hexdigest()[:12]
 """This checkout's: two checkouts testing at once never share a directory."""
 
 
-def run(command: list[str], cwd: Path, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def run(
+    command: list[str], cwd: Path, env: dict[str, str], timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 

