@@ -47,7 +47,7 @@ def __getattr__(name: str) -> object:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+    return sorted([*_EXPORTS, "__version__"])
 
 
 if TYPE_CHECKING:
