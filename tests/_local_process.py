@@ -9,10 +9,13 @@ import time
 from pathlib import Path
 
 
-def start_local(cwd: Path, env: dict[str, str], *options: str) -> tuple[subprocess.Popen[str], str]:
-    """``lambda-kit local --port 0`` in its own process, once it serves: (the process, its HTTP API URL)."""
+def start_local(
+    cwd: Path, env: dict[str, str], *options: str, python: str = sys.executable
+) -> tuple[subprocess.Popen[str], str]:
+    """``lambda-kit local --port 0`` in its own process (run by ``python``: this venv's unless
+    given), once it serves: (the process, its HTTP API URL)."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "lambda_kit.cli", "local", "--port", "0", *options],
+        [python, "-m", "lambda_kit.cli", "local", "--port", "0", *options],
         cwd=cwd,
         env=env,
         stdout=subprocess.PIPE,

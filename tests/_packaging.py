@@ -13,6 +13,7 @@ memory under the lock, so a later packaging cannot change it under a test. The s
 from __future__ import annotations
 
 import fcntl
+import glob
 import hashlib
 import json
 import os
@@ -35,6 +36,18 @@ STAMP = OUT / ".lambda-kit-package-run"
 SERVICE, STAGE = "view-stats", "dev"
 CONFIG = load(ROOT / "serverless.yml")
 RUNTIME_VERSION = CONFIG["provider"]["runtime"].removeprefix("python")  # "3.12"
+
+
+def runtime_python() -> str | None:
+    """An interpreter of the runtime's version (pyenv's, or on PATH), for running an artifact."""
+    pyenv_root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    candidates = sorted(glob.glob(os.path.join(pyenv_root, "versions", f"{RUNTIME_VERSION}*", "bin", f"python{RUNTIME_VERSION}")))
+    candidates.append(shutil.which(f"python{RUNTIME_VERSION}") or "")
+    for candidate in filter(None, candidates):
+        probe = subprocess.run([candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True)
+        if probe.returncode == 0 and probe.stdout.strip() == RUNTIME_VERSION:
+            return candidate
+    return None
 
 
 def _scratch(name: str) -> Path:

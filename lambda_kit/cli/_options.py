@@ -14,6 +14,7 @@ from .. import sources
 from ..local.terminal import printable
 from ..local.timeline import TraceError, parse_since
 from ._help import TOPICS
+from ._new import add_options as _new_options
 
 __all__ = ["COUNT", "DEFAULT_LOGS", "LOAD_COMMANDS", "PORT", "SEED", "Parser", "bounded", "build_parser"]
 
@@ -301,6 +302,12 @@ CHECK_DESCRIPTION = (
     "Exit status: 0 clean or warnings only, 1 errors, 2 no usable serverless.yml."
 )
 
+NEW_HELP = (
+    "Write a new service of your own in DIR (new or empty): its functions, their tests, serverless.yml, "
+    "the packaging, and lambda_kit's wheel in vendor/. Its README.md gives the three commands: test, "
+    "check and serve, package."
+)
+
 SUBCOMMANDS: list[tuple[str, dict[str, Any], Callable[[argparse.ArgumentParser], None]]] = [
     (
         "run",
@@ -328,6 +335,11 @@ SUBCOMMANDS: list[tuple[str, dict[str, Any], Callable[[argparse.ArgumentParser],
         _check_options,
     ),
     ("help", {"help": "explain a topic the messages point at (local, load, check ...)"}, _help_options),
+    (
+        "new",
+        {"help": "write a new service: functions, tests, serverless.yml, packaging", "description": NEW_HELP},
+        _new_options,
+    ),
 ]
 """Each command: its name, what ``add_parser`` takes, and the function adding its options."""
 
