@@ -21,7 +21,6 @@ and ``invoke``, the testing factories, the local stack), so none of them lists s
 from __future__ import annotations
 
 import binascii
-import re
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from types import MappingProxyType
@@ -30,7 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from .. import codec, log
 from ..record import Outcome, Record
 from ..trace import is_valid_id, stable_id
-from ..trace.context import TraceContext, text
+from ..trace.context import TraceContext, has_context, text
 from ..trace.context import read as read_context
 from ..trace.foreign import bounded_ascii, bounded_repr
 
@@ -230,8 +229,6 @@ def _claim(raw: Any, event_source: str, marker: str) -> bool | None:
 NO_FIELDS: Mapping[str, Any] = MappingProxyType({})
 """An empty mapping: what ``mapping`` gives for a field that is no object."""
 
-_RECEIVE_COUNT = re.compile(r"[0-9]{1,18}")
-
 
 def read_alone(source: str, raw: Any, read: Callable[[Any], list[Record]]) -> list[Record]:
     """``read(raw)``: the records of one raw record. An error no check foresaw (an adapter's bug, a
@@ -260,7 +257,7 @@ def pick_trace(
     trace id. A malformed context gets a WARNING line and is not used; an invalid ``found`` is
     returned as ``rejected_text`` gives it, for its WARNING line."""
     own = found if type(found) is str and is_valid_id(found) else None
-    context, refused = read_context(carrier, read, xray)
+    context, refused = read_context(carrier, read, xray) if has_context(carrier, xray) else (None, ())
     trace_id = own or (context.display_id() if context is not None else stable_id(fallback))
     for where, value in refused:
         warn_rejected_context(source, trace_id, where, value)
@@ -353,7 +350,7 @@ def as_text(value: Any) -> str:
 def receive_attempt(count: Any) -> int:
     """The attempt an ``ApproximateReceiveCount`` tells (its first receive is attempt 0); 0 when
     it is no count."""
-    return max(int(count) - 1, 0) if type(count) is str and _RECEIVE_COUNT.fullmatch(count) else 0
+    return max(int(count) - 1, 0) if type(count) is str and count.isdecimal() and len(count) < 19 else 0
 
 
 def loaded(text: Any, name: str) -> tuple[Any, str | None]:
