@@ -58,7 +58,7 @@ def unpack(data: Any) -> dict[str, Any]:
         raise ValueError(f"is gzip data that is not JSON ({reason(exc)})") from None
     if not isinstance(dig(message, "messageType"), str):
         raise ValueError("is not a CloudWatch Logs subscription message (it has no messageType)")
-    return message  # type: ignore[no-any-return]
+    return message
 
 
 def _inflated(packed: bytes) -> bytes:
@@ -76,8 +76,6 @@ def _inflated(packed: bytes) -> bytes:
 
 def pack(message: dict[str, Any]) -> bytes:
     """``message`` as CloudWatch Logs sends it, before base64: gzip-compressed JSON."""
-    import zlib
-
     compressor = zlib.compressobj(6, zlib.DEFLATED, zlib.MAX_WBITS | 16)  # | 16: a gzip header
     return compressor.compress(codec.dumps(message).encode()) + compressor.flush()
 

@@ -207,11 +207,16 @@ def records_claimed(event: Any, event_source: str, marker: str, pipes: bool = Fa
     ``marker`` key) and none names another source. Records it cannot tell are let through, to fail
     alone as malformed. An empty ``Records`` list is anyone's (nothing to do); an empty top-level
     list is no one's (Pipes never sends one)."""
-    records = event if pipes and type(event) is list else dig(event, "Records")
-    if type(records) is not list:
-        return False
+    if pipes and type(event) is list:
+        return bool(event) and _all_mine(event, event_source, marker)
+    records = dig(event, "Records")
+    return type(records) is list and (not records or _all_mine(records, event_source, marker))
+
+
+def _all_mine(records: list[Any], event_source: str, marker: str) -> bool:
+    """Some record is this source's, and none is another's."""
     claims = {_claim(raw, event_source, marker) for raw in records}
-    return False not in claims and (True in claims or (type(event) is dict and not records))
+    return True in claims and False not in claims
 
 
 def _claim(raw: Any, event_source: str, marker: str) -> bool | None:

@@ -33,6 +33,7 @@ from .base import (
     Source,
     base64_bytes,
     failure_report,
+    is_text,
     loaded,
     malformed,
     pick_trace,
@@ -89,7 +90,7 @@ class KafkaSource(Source):
         if type(raw) is not dict:
             return malformed("kafka", raw, "record is not a JSON object")
         topic, partition, offset = raw.get("topic"), whole(raw.get("partition")), whole(raw.get("offset"))
-        if type(topic) is not str or not topic or partition is None or offset is None:
+        if None in (partition, offset) or not is_text(topic):
             return malformed("kafka", raw, "record has no topic, partition or offset")
         record_id = f"{key}:{offset}"
         message, error = self.message(raw, topic, partition, offset)

@@ -93,14 +93,11 @@ class KinesisSource(Windowed, Source):
         events; any other record is one record."""
         kinesis = kinesis_fields(raw) or {}
         data = kinesis.get("data")
-        if type(data) is str and data.startswith(KPL_BASE64):
+        if type(data) is not str:
+            return [self.record(raw)]
+        if data.startswith(KPL_BASE64):
             return self.deaggregated(raw, kinesis)
-        if (
-            self.json
-            and type(data) is str
-            and data.startswith(GZIP_BASE64)
-            and is_text(kinesis.get("sequenceNumber"))
-        ):
+        if data.startswith(GZIP_BASE64) and self.json:
             return self.log_events(raw, kinesis)
         return [self.record(raw)]
 
@@ -126,7 +123,9 @@ class KinesisSource(Windowed, Source):
     def log_events(self, raw: dict[str, Any], kinesis: dict[str, Any]) -> list[Record]:
         """The log events of a record holding a CloudWatch Logs subscription message, each
         reported by the record's sequence number."""
-        sequence_number, data = kinesis["sequenceNumber"], kinesis["data"]
+        sequence_number, data = kinesis.get("sequenceNumber"), kinesis["data"]
+        if not is_text(sequence_number):
+            return [self.record(raw)]  # it fails for that
         try:
             message = awslogs.unpack(data)
         except ValueError as exc:
@@ -175,7 +174,7 @@ class KinesisSource(Windowed, Source):
         document, or with ``json=False`` the bytes (data that is a JSON object is read all the
         same, for lambda_kit's trace id); a record that fails keeps the base64 text."""
         data, error = base64_bytes(text, "kinesis.data")
-        doc, error = self.document(data, error, self.json or bool(data) and data[:1] == b"{")  # type: ignore[index]
+        doc, error = self.document(data, error, self.json or (data or b"").startswith(b"{"))
         envelope = doc if type(dig(doc, REQUEUE_KEY)) is dict else None
         if envelope is not None:
             data, error = base64_bytes(envelope.get("data"), "requeued record's data")
@@ -263,7 +262,7 @@ class KinesisSource(Windowed, Source):
                 "trace_id": record.trace_id,
                 "stream": record.raw.get("eventSourceARN"),
                 "sequence_number": record.id,
-                "partition_key": kinesis.get("partitionKey"),  # type: ignore[union-attr]
+                "partition_key": dig(kinesis, "partitionKey"),
                 "attempts": attempts,
                 "error_type": type(error).__name__,
                 "error": str(error)[:1000],

@@ -205,11 +205,9 @@ class S3Source(Source):
 
     def from_message(self, raw: Any, kind: str) -> list[Record]:
         """The object records of one SQS or SNS message, each reported under the message's id."""
-        if type(raw) is not dict:
-            return [malformed("s3", raw, "record is not a JSON object")]
-        message_id = dig(raw, *MESSAGE_ID[kind])
-        if not is_text(message_id):
-            return [malformed("s3", raw, f"record has no {'.'.join(MESSAGE_ID[kind])}")]
+        message_id, why = message_id_of(raw, kind)
+        if why is not None:
+            return [malformed("s3", raw, why)]
         text = dig(raw, *MESSAGE_TEXT[kind])
         doc, error = unwrap(text, kind)
         if error is not None:
@@ -305,6 +303,14 @@ class S3Source(Source):
         return None
 
 
+def message_id_of(raw: Any, kind: str) -> tuple[str, None] | tuple[None, str]:
+    """(the id of an SQS or SNS message, None), or (None, why it has none)."""
+    if type(raw) is not dict:
+        return None, "record is not a JSON object"
+    message_id = dig(raw, *MESSAGE_ID[kind])
+    return (message_id, None) if is_text(message_id) else (None, f"record has no {'.'.join(MESSAGE_ID[kind])}")
+
+
 def record_problem(item: Any) -> str | None:
     """Why ``item`` is no S3 record naming an object, else None."""
     if type(item) is not dict:
@@ -338,7 +344,7 @@ def eventbridge_event_name(detail_type: str, detail: Mapping[str, Any]) -> str:
     why = detail.get("reason")
     why = why if isinstance(why, str) else None  # any JSON may stand there: only a name is used
     if detail_type == "Object Created":
-        return CREATED_BY.get(why) or (f"ObjectCreated:{why}" if why else "ObjectCreated")  # type: ignore[arg-type]
+        return CREATED_BY.get(why) or (f"ObjectCreated:{why}" if why else "ObjectCreated")
     prefix = "LifecycleExpiration" if why == "Lifecycle Expiration" else "ObjectRemoved"
     return prefix + (
         ":DeleteMarkerCreated" if detail.get("deletion-type") == "Delete Marker Created" else ":Delete"

@@ -159,7 +159,9 @@ def has_context(carrier: Mapping[str, Any] | None, xray: Any = None) -> bool:
     keeps records without one (most) from paying for ``read``."""
     if xray is not None:
         return True
-    return bool(carrier) and (TRACEPARENT in carrier or DATADOG in carrier or DD_TRACE_ID in carrier)  # type: ignore[operator]
+    if not carrier:
+        return False
+    return TRACEPARENT in carrier or DATADOG in carrier or DD_TRACE_ID in carrier
 
 
 def read(
@@ -279,7 +281,7 @@ def parse_datadog(headers: Mapping[str, str | None]) -> TraceContext | None:
     except ValueError:
         return None
     passed = {name: headers[name] for name in (DD_PRIORITY, DD_ORIGIN, DD_TAGS) if headers.get(name)}
-    return TraceContext("datadog", high << 64 | trace_id, span_id or None, sampled, None, passed)  # type: ignore[arg-type]
+    return TraceContext("datadog", high << 64 | trace_id, span_id or None, sampled, None, passed)
 
 
 def _u64(value: str | None, low: int = 0) -> int:

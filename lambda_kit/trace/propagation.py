@@ -96,7 +96,7 @@ def _attributes_hook(entries: str | None, body_key: str, service: str, operation
     def hook(params: dict[str, Any], **_: Any) -> None:
         written = _current()
         for entry in _entries(params, entries) if written is not None else ():
-            _with_attributes(entry, body_key, written, service, operation)  # type: ignore[arg-type]
+            _with_attributes(entry, body_key, written, service, operation)
 
     return hook
 
@@ -173,7 +173,7 @@ def _payload_hook(entries: str | None, field: str, limit: int, service: str, ope
         written = _current()
         for entry in _entries(params, entries) if written is not None else ():
             if field in entry:
-                entry[field] = _stamped(entry[field], written, limit, service, operation)  # type: ignore[arg-type]
+                entry[field] = _stamped(entry[field], written, limit, service, operation)
 
     return hook
 
@@ -228,7 +228,7 @@ def _client_context(encoded: Any, written: dict[str, Any]) -> str | None:
     for name, value in written.items():
         for key, item in value.items() if name == DATADOG else ((name, value),):
             custom.setdefault(key, item)
-    encoded = base64.b64encode(codec.dumps({**context, "custom": custom}).encode()).decode()  # type: ignore[dict-item]
+    encoded = base64.b64encode(codec.dumps({**context, "custom": custom}).encode()).decode()
     if len(encoded) > CLIENT_CONTEXT_LIMIT:
         _warn(
             "lambda", "Invoke", f"ClientContext would exceed {CLIENT_CONTEXT_LIMIT} characters", list(written)
@@ -295,8 +295,8 @@ def propagate(target: T | None = None) -> T | None:
     """
     meta = getattr(target, "meta", None)
     if hasattr(meta, "events") and hasattr(meta, "service_model"):  # a client
-        service = meta.service_model.service_id.hyphenize()  # type: ignore[union-attr]
-        _register(meta.events, {name: hooks for name, hooks in HOOKS.items() if name == service})  # type: ignore[union-attr]
+        service = meta.service_model.service_id.hyphenize()
+        _register(meta.events, {name: hooks for name, hooks in HOOKS.items() if name == service})
     else:
         _register(_session_events(target), HOOKS)
     return target
