@@ -308,7 +308,9 @@ def message_id_of(raw: Any, kind: str) -> tuple[str, None] | tuple[None, str]:
     if type(raw) is not dict:
         return None, "record is not a JSON object"
     message_id = dig(raw, *MESSAGE_ID[kind])
-    return (message_id, None) if is_text(message_id) else (None, f"record has no {'.'.join(MESSAGE_ID[kind])}")
+    if not is_text(message_id):
+        return None, f"record has no {'.'.join(MESSAGE_ID[kind])}"
+    return message_id, None
 
 
 def record_problem(item: Any) -> str | None:
