@@ -11,7 +11,6 @@ exactly as ``repr(value)[:limit]`` (``ascii`` alike), so ids derived from it do 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from decimal import Decimal
 from typing import Any
 
 __all__ = ["MAX_DEPTH", "bounded_ascii", "bounded_repr"]
@@ -22,7 +21,7 @@ MAX_DEPTH = 32
 MAX_INT_BITS = 14_000
 """Integers beyond (about 4,200 digits: Python refuses to write more than 4,300) are shown by size."""
 
-_SCALARS = frozenset((str, float, bool, type(None), bytes, Decimal))
+_SCALARS = frozenset((str, float, bool, type(None), bytes))
 
 
 def bounded_repr(value: Any, limit: int) -> str:
