@@ -208,7 +208,7 @@ def records_claimed(event: Any, event_source: str, marker: str, pipes: bool = Fa
     alone as malformed. An empty ``Records`` list is anyone's (nothing to do); an empty top-level
     list is no one's (Pipes never sends one)."""
     if pipes and type(event) is list:
-        return bool(event) and _all_mine(event, event_source, marker)
+        return _all_mine(event, event_source, marker)  # an empty one is no one's
     records = dig(event, "Records")
     return type(records) is list and (not records or _all_mine(records, event_source, marker))
 
