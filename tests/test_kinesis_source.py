@@ -156,6 +156,18 @@ def test_json_false_hands_over_bytes_whatever_they_look_like():
     ]
 
 
+def test_json_false_reads_a_tracers_context_in_a_json_object_as_it_reads_the_trace_id():
+    traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    fn = Recorder()
+    event = kinesis_event({"traceparent": traceparent, "n": 1})
+    response, lines = run(stream_handler(json=False)(fn), event)
+    assert response == {"batchItemFailures": []}
+    [(payload, _, trace_id, _)] = fn.seen
+    assert payload == base64.b64decode(event["Records"][0]["kinesis"]["data"])  # the bytes, as json=False says
+    assert trace_id == "4bf92f3577b34da6a3ce929d0e0e4736"  # the producer's tracer's id
+    assert {line["otelTraceID"] for line in lines} == {trace_id}
+
+
 def test_a_json_payload_that_is_not_an_object_has_no_trace_id_to_reject():
     fn = Recorder()
     event = kinesis_event([1, 2], '"text"', 7, None)

@@ -153,8 +153,7 @@ class KinesisSource(Windowed, Source):
         payload, doc, error, envelope = self.decoded(kinesis.get("data"))
         first_try = dig(envelope, "trace_id")  # a requeued record keeps the trace id of its first try
         fallback = first_try if is_valid_id(first_try) else fallback
-        carrier = mapping(doc) if self.json else None
-        trace_id, rejected, context = pick_trace("kinesis", dig(doc, "trace_id"), fallback, carrier)
+        trace_id, rejected, context = pick_trace("kinesis", dig(doc, "trace_id"), fallback, mapping(doc))
         return Record(
             source="kinesis",
             id=record_id,
