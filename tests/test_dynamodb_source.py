@@ -212,6 +212,26 @@ def test_the_numbers_of_a_set_are_each_exact():
     assert sorted(type(n).__name__ for n in change["new_image"]["ns"]) == ["Decimal", "float", "int"]
 
 
+def nested_list(depth: int) -> dict:
+    value: dict = {"S": "x"}
+    for _ in range(depth):
+        value = {"L": [value]}
+    return value
+
+
+def test_an_image_nested_deeper_than_64_levels_fails_its_record_saying_so(capfd):
+    # DynamoDB nests 32 levels at most: 64 is read, deeper is no item (and is never walked to its end)
+    record = dynamodb_record("INSERT", keys={"PK": "a"}, new_image={"PK": "a"})
+    record["dynamodb"]["NewImage"]["deep"] = nested_list(64)
+    response, [change] = one_change(record)
+    assert response == {"batchItemFailures": []}
+    record["dynamodb"]["NewImage"]["deep"] = nested_list(65)
+    response, seen = one_change(record)
+    assert response == {"batchItemFailures": [{"itemIdentifier": record["dynamodb"]["SequenceNumber"]}]} and seen == []
+    [error] = of_level(read_lines(capfd), "ERROR")
+    assert error["error"] == "stream image is malformed (attributes are nested deeper than 64 levels)"
+
+
 @pytest.mark.parametrize("text", ["NaN", "Infinity", "-Infinity", "1e", "0x10", "", "one"])
 def test_a_number_dynamodb_cannot_hold_fails_its_record_saying_so(text, capfd):
     record = dynamodb_record("INSERT", keys={"PK": "a"}, new_image={"PK": "a"})
