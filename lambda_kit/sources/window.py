@@ -214,16 +214,15 @@ class Window:
     ) -> dict[str, Any]:
         """The response with the state (``reported`` is the failure report), or raise when the
         state cannot go back consistent with it; runs ``on_window_end`` when the window ends."""
-        changed = bool(self._changed_by) or self._changed_outside
         if outcome.failures:
-            self._check_failed(event, outcome, changed)
-        if changed:
+            self._check_failed(event, outcome)
+        if self._changed_by or self._changed_outside:
             self._check_returnable()
         if self.ends and on_window_end is not None:
             self._end(on_window_end)
         return {"state": self._state, **reported}
 
-    def _check_failed(self, event: Any, outcome: Outcome, changed: bool) -> None:
+    def _check_failed(self, event: Any, outcome: Outcome) -> None:
         """With failures: the window's last invocation raises the first (Lambda retries it, and
         ``on_window_end`` does not run); any other fails when the state counts a failed record."""
         if self.ends:
@@ -233,7 +232,7 @@ class Window:
                 "Lambda retries the invocation",
             )
             raise outcome.failures[0][1]
-        if changed and not self._consistent(event, outcome):
+        if not self._consistent(event, outcome):
             self._fail("records after the failed one changed the window state")
 
     def _consistent(self, event: Any, outcome: Outcome) -> bool:
