@@ -17,12 +17,15 @@ standard library's decoder may refuse them for its recursion limit: the record t
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from _hostile import CODECS, captured, of_level, parse_lines, using_codec
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lambda_kit import (
     cloudwatch_logs_handler,
@@ -51,7 +54,7 @@ from lambda_kit.testing import (
     sns_event,
     sqs_record,
 )
-from lambda_kit.trace import is_valid_id
+from lambda_kit.trace import is_valid_id, stable_id
 
 DEPTH = 5_000
 NEAR_LIMIT = 990  # JSON text orjson and ujson read (they stop at 1024); the standard library, as its stack allows
@@ -367,3 +370,35 @@ def test_a_rejected_trace_id_that_is_not_text_is_named_by_its_type_and_cut_short
     assert shown.startswith("'list [[[[") and shown.endswith("]]]]'") and "[...]" in shown  # never walked to the bottom
     message_id = event["Records"][0]["messageId"]
     assert fn.calls[0] == (message_id, message_id)  # the record runs, traced by its fallback
+
+
+def test_an_integer_too_long_to_write_is_named_by_its_size():
+    # Python refuses to write an int of more than 4,300 digits (ValueError): shown by its size instead
+    event = sqs_with(set_in(("messageAttributes", "trace_id"), attribute(10**5000)))
+    fn, _, _, lines = run(sqs_handler, event)
+    [warning] = of_level(lines, "WARNING")
+    assert warning["rejected_trace_id"] == "'int <int of 16610 bits>'"
+    assert len(fn.calls) == 2
+
+
+def test_a_rejected_context_is_shown_escaped_as_ascii_shows_it():
+    event = sqs_with(set_in(("messageAttributes", "traceparent"), attribute("é-not-w3c\u2028")))
+    _, _, _, lines = run(sqs_handler, event)
+    [warning] = of_level(lines, "WARNING")
+    assert warning["rejected_trace_context"] == ascii("é-not-w3c\u2028") == "'\\xe9-not-w3c\\u2028'"
+
+
+ordinary = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text() | st.binary(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4)
+    | st.lists(inner, max_size=3).map(tuple),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(ordinary)
+def test_the_stable_id_of_ordinary_data_is_the_digest_of_its_repr_as_before(value):
+    # ids derived from a record stay what they were before the bounded rendering
+    expected = value if is_valid_id(value) else "h-" + hashlib.sha1(repr(value).encode("utf-8", "backslashreplace")).hexdigest()
+    assert stable_id(value) == expected
