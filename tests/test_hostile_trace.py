@@ -372,6 +372,14 @@ def test_a_rejected_trace_id_that_is_not_text_is_named_by_its_type_and_cut_short
     assert fn.calls[0] == (message_id, message_id)  # the record runs, traced by its fallback
 
 
+def test_a_long_rejected_trace_id_is_cut_at_200_characters_of_its_rendering():
+    long = list(range(1000))
+    event = sqs_with(set_in(("messageAttributes", "trace_id"), attribute(long)))
+    _, _, _, lines = run(sqs_handler, event)
+    [warning] = of_level(lines, "WARNING")
+    assert warning["rejected_trace_id"] == ascii("list " + repr(long)[:200])
+
+
 def test_an_integer_too_long_to_write_is_named_by_its_size():
     # Python refuses to write an int of more than 4,300 digits (ValueError): shown by its size instead
     event = sqs_with(set_in(("messageAttributes", "trace_id"), attribute(10**5000)))

@@ -91,6 +91,9 @@ def test_records_without_an_event_source_are_claimed_by_their_marker_key():
     assert handler({"Records": [hand_made]}, lambda_context()) == {"batchItemFailures": []}
     assert seen == [{"n": 1}]
     assert handler({"Records": []}, lambda_context()) == {"batchItemFailures": []}  # nothing to do is anyone's
+    assert handler([hand_made], lambda_context()) == {"batchItemFailures": []}  # a Pipes batch alike
+    assert seen == [{"n": 1}, {"n": 1}]
+    seen.pop()
     with pytest.raises(UnsupportedEvent, match="^sqs_handler cannot process an event whose Records no source recognizes: "):
         handler({"Records": [{"n": 2}]}, lambda_context())  # no record says whose it is
     assert seen == [{"n": 1}]
@@ -202,16 +205,19 @@ def dynamodb_pair() -> dict:
 # (decorator, event with one record spoiled; on an ordered source the last, as a failure holds the
 # later records back by design)
 UNFORESEEN = [
-    pytest.param(sqs_handler, lambda: spoiled({"Records": [sqs_record({"n": 1}), sqs_record({"n": 2})]}, 0, "messageId"), id="sqs"),
-    pytest.param(sns_handler, lambda: spoiled(sns_event({"n": 1}, {"n": 2}), 0, "Sns", "MessageId"), id="sns"),
-    pytest.param(stream_handler, lambda: spoiled(kinesis_pair(), 1, "kinesis", "sequenceNumber"), id="kinesis"),
-    pytest.param(stream_handler, lambda: spoiled(dynamodb_pair(), 1, "dynamodb", "SequenceNumber"), id="dynamodb"),
-    pytest.param(s3_handler, lambda: spoiled(s3_event("a.txt", "b.txt", envelope="sqs"), 0, "messageId"), id="s3 in sqs"),
+    pytest.param(sqs_handler, lambda: spoiled({"Records": [sqs_record({"n": 1}), sqs_record({"n": 2})]}, 0, "messageId"),
+                 "sqs", id="sqs"),
+    pytest.param(sns_handler, lambda: spoiled(sns_event({"n": 1}, {"n": 2}), 0, "Sns", "MessageId"), "sns", id="sns"),
+    pytest.param(stream_handler, lambda: spoiled(kinesis_pair(), 1, "kinesis", "sequenceNumber"), "kinesis", id="kinesis"),
+    pytest.param(stream_handler, lambda: spoiled(dynamodb_pair(), 1, "dynamodb", "SequenceNumber"), "dynamodb",
+                 id="dynamodb"),
+    pytest.param(s3_handler, lambda: spoiled(s3_event("a.txt", "b.txt", envelope="sqs"), 0, "messageId"), "s3",
+                 id="s3 in sqs"),
 ]
 
 
-@pytest.mark.parametrize(("decorator", "build"), UNFORESEEN)
-def test_an_error_no_check_foresaw_fails_that_record_alone_with_its_reason(decorator, build, capfd):
+@pytest.mark.parametrize(("decorator", "build", "source"), UNFORESEEN)
+def test_an_error_no_check_foresaw_fails_that_record_alone_with_its_reason(decorator, build, source, capfd):
     seen = []
     handler = decorator(lambda payload, context: seen.append(current_record().id))
     event = build()
@@ -220,7 +226,7 @@ def test_an_error_no_check_foresaw_fails_that_record_alone_with_its_reason(decor
     except UndecodableRecord as raised:  # an asynchronous source raises its first failure
         response = str(raised)
     [error] = of_level(read_lines(capfd), "ERROR")
-    assert error["message"] == "record could not be decoded"
+    assert (error["message"], error["source"]) == ("record could not be decoded", source)
     assert error["error"] == "record cannot be read (RuntimeError: cannot compare)"
     assert response in ({"batchItemFailures": [{"itemIdentifier": ""}]}, error["error"])  # reported: nothing is lost
     assert len(seen) == 1  # the other record ran

@@ -290,7 +290,7 @@ def attribute_text(attribute: Any) -> Any:
     else:
         binary = attribute.get("stringValue") is None
         value = attribute.get("binaryValue" if binary else "stringValue")
-    return base64_bytes(value, "")[0] if binary and isinstance(value, str) else value
+    return base64_bytes(value, "binary attribute")[0] if binary and isinstance(value, str) else value
 
 
 def warn_rejected_context(source: str, trace_id: str, where: str, value: Any) -> None:
