@@ -11,7 +11,7 @@ from decimal import Decimal
 import pytest
 from _logs import of_level, read_lines
 
-from lambda_kit import current_window, stream_handler
+from lambda_kit import current_trace_id, current_window, stream_handler
 from lambda_kit.testing import dynamodb_record, lambda_context, tumbling_window
 
 
@@ -240,3 +240,16 @@ def test_a_number_dynamodb_cannot_hold_fails_its_record_saying_so(text, capfd):
     assert response == {"batchItemFailures": [{"itemIdentifier": record["dynamodb"]["SequenceNumber"]}]} and seen == []
     [error] = of_level(read_lines(capfd), "ERROR")
     assert error["error"].startswith(f"stream image is malformed ({text!r} is not a number")
+
+
+def test_a_record_without_an_event_id_is_traced_by_its_sequence_number():
+    seen = []
+
+    @stream_handler
+    def handler(change, context):
+        seen.append(current_trace_id())
+
+    record = dynamodb_record("INSERT", keys={"PK": "a"}, new_image={"PK": "a"})
+    del record["eventID"]
+    assert handler({"Records": [record]}, lambda_context()) == {"batchItemFailures": []}
+    assert seen == [record["dynamodb"]["SequenceNumber"]]
