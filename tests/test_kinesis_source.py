@@ -66,8 +66,11 @@ UNDECODABLE = ("message", "source", "record_id", "trace_id", "outcome", "attempt
 # --- records that cannot be read --------------------------------------------------------------------
 
 
-def test_a_record_without_a_kinesis_object_fails_the_batch_with_the_record_as_payload():
+@pytest.mark.parametrize("kinesis", [None, "junk", ["a", "list"]])
+def test_a_record_without_a_kinesis_object_fails_the_batch_with_the_record_as_payload(kinesis):
     raw = {"eventSource": "aws:kinesis", "eventID": "shardId-000000000000:1", "awsRegion": "us-east-1"}
+    if kinesis is not None:
+        raw["kinesis"] = kinesis
     fn = Recorder()
     response, lines = run(stream_handler(fn), {"Records": [raw]})
     assert response == {"batchItemFailures": [{"itemIdentifier": ""}]}  # Lambda retries the whole batch
@@ -188,6 +191,16 @@ def test_a_malformed_tracer_context_in_the_payload_is_warned_about_as_kinesis():
     assert {key: warning[key] for key in ("message", "source", "trace_id", "rejected_trace_context")} == {
         "message": "ignored an invalid traceparent; reading the next place", "source": "kinesis",
         "trace_id": event["Records"][0]["eventID"], "rejected_trace_context": "'not-w3c'"}
+
+
+def test_a_record_without_an_event_id_is_traced_by_its_sequence_number():
+    fn = Recorder()
+    event = kinesis_event({"n": 1})
+    del event["Records"][0]["eventID"]
+    response, _ = run(stream_handler(fn), event)
+    assert response == {"batchItemFailures": []}
+    [(_, record_id, trace_id, _)] = fn.seen
+    assert trace_id == record_id == event["Records"][0]["kinesis"]["sequenceNumber"]
 
 
 def test_a_subsequence_number_alone_does_not_make_a_record_a_kpl_user_record():
@@ -600,8 +613,8 @@ def digest(text: str) -> str:
 
 
 @pytest.mark.parametrize(("key", "group"), [
-    ("k", "k"), ("!" + "~" * 127, "!" + "~" * 127), ("", digest("")), (17, digest("17")),
-], ids=["one_character", "128_printable", "empty", "a_number"])
+    ("k", "k"), ("!" + "~" * 127, "!" + "~" * 127), ("", digest("")), (17, digest("17")), ([1, "a"], digest("[1, 'a']")),
+], ids=["one_character", "128_printable", "empty", "a_number", "a_list"])
 def test_a_partition_key_is_the_group_exactly_when_it_is_a_valid_group_id(fifo_queue, key, group):
     url, _, receive_all = fifo_queue
     event = kinesis_event({"fail": 1, "trace_id": "t-key"})
