@@ -20,7 +20,7 @@ from lambda_kit import (
     sqs_handler,
     stream_handler,
 )
-from lambda_kit.loop import UndecodableRecord
+from lambda_kit.errors import UndecodableRecord
 from lambda_kit.testing import (
     dynamodb_record,
     dynamodb_stream_event,

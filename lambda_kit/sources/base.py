@@ -31,7 +31,7 @@ from ..record import Outcome, Record
 from ..trace import is_valid_id, stable_id
 from ..trace.context import TraceContext, has_context, text
 from ..trace.context import read as read_context
-from ..trace.foreign import bounded_ascii, bounded_repr
+from ..trace.foreign import bounded_repr
 
 if TYPE_CHECKING:
     from ..trace.context import Read
@@ -58,7 +58,6 @@ __all__ = [
     "reason",
     "receive_attempt",
     "records_claimed",
-    "rejected_text",
     "text_or",
     "warn_rejected_context",
 ]
@@ -106,6 +105,20 @@ class Source:
     pipes_report_key: ClassVar[str] = ""
     """The record field Pipes' partial failure report names a record by, when not ``id``
     (``"eventID"`` for stream records)."""
+
+    arn_service: ClassVar[str] = ""
+    """What its ARNs look like: the service they name (``arn:aws:<arn_service>:...``), which tells
+    a stream's Kinesis ARN from a DynamoDB one."""
+
+    resource_types: ClassVar[tuple[str, ...]] = ()
+    """The CloudFormation types of the resources its events are read from (``AWS::SQS::Queue``),
+    which tell the source of an event that references one (``!GetAtt Table.StreamArn``)."""
+
+    delivery: ClassVar[str] = ""
+    """How the local stack delivers its events (``lambda_kit.local.stack``): ``"queue"`` (an SQS
+    poller), ``"stream"`` (a poller per shard), ``"topic"`` (an SNS subscription, invoked
+    asynchronously), ``"rule"`` / ``"notification"`` (EventBridge rules, S3 notifications, relayed
+    through a queue), ``"gateway"`` (the HTTP gateway); empty: not emulated locally."""
 
     carried_by: ClassVar[tuple[str, ...]] = ()
     """The ``serverless.yml`` event keys of other sources whose events can carry this source's
@@ -259,23 +272,14 @@ def pick_trace(
     into text, bytes or a dict) or ``xray`` (the X-Ray header the source found), then the stable
     ``fallback``. The context is returned whichever id wins, for the log lines' vendor keys; when
     lambda_kit's id is missing or invalid, the context's id (as its vendor prints it) is the
-    trace id. A malformed context gets a WARNING line and is not used; an invalid ``found`` is
-    returned as ``rejected_text`` gives it, for its WARNING line."""
+    trace id. A malformed context gets a WARNING line (the value shown boundedly) and is not used;
+    an invalid ``found`` is returned as found, for the record's WARNING line (``log.brief``)."""
     own = found if type(found) is str and is_valid_id(found) else None
     context, refused = read_context(carrier, read, xray) if has_context(carrier, xray) else (None, ())
     trace_id = own or (context.display_id() if context is not None else stable_id(fallback))
     for where, value in refused:
         warn_rejected_context(source, trace_id, where, value)
-    return trace_id, None if own else rejected_text(found), context
-
-
-def rejected_text(found: Any) -> str | None:
-    """What a record keeps of a trace id it found and did not use, safe to print whatever the
-    producer sent: a string as it is; any other value as its type and a short rendering
-    (``"list [[[[...]]]]"``), read no deeper than a few levels (``trace.foreign``)."""
-    if found is None or type(found) is str:
-        return found
-    return f"{type(found).__name__} {bounded_ascii(found, 200)}"
+    return trace_id, None if own else found, context
 
 
 def attribute_text(attribute: Any) -> Any:
@@ -300,7 +304,7 @@ def warn_rejected_context(source: str, trace_id: str, where: str, value: Any) ->
             "WARNING",
             f"ignored an invalid {where}; reading the next place",
             trace_id,
-            {"source": source, "rejected_trace_context": bounded_ascii(value, 256)},
+            {"source": source, "rejected_trace_context": log.brief(value)},
         )
 
 

@@ -34,7 +34,6 @@ from typing import Any, NoReturn
 from .. import codec, log
 from ..record import Outcome, Record
 from ..trace import current_record, stable_id
-from ..trace.foreign import bounded_ascii
 
 __all__ = ["STATE_LIMIT", "Window", "WindowStateError", "Windowed", "current_window", "guarded"]
 
@@ -366,6 +365,11 @@ class Windowed:
         kept or undone record by record."""
         return _window.get() is not None
 
+    def wrap(self, function: Callable[[Any, Any], Any], asynchronous: bool) -> Callable[[Any, Any], Any]:
+        """``function`` as the decorator calls it: each record's changes to the window state kept
+        or undone (``guarded``)."""
+        return guarded(function, asynchronous)
+
     def response(self, event: Any, outcome: Outcome) -> Any:
         reported = super().response(event, outcome)  # type: ignore[misc]
         window = _window.get()
@@ -417,7 +421,7 @@ def _time(value: Any, field: str) -> Any:
             moment = None
         if moment is not None:
             return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-    raise WindowStateError(f"the event's {field} is {bounded_ascii(value, 80)}, not an ISO 8601 time")
+    raise WindowStateError(f"the event's {field} is {log.brief(value, 80)}, not an ISO 8601 time")
 
 
 def _text(event: dict[str, Any], key: str) -> str | None:
@@ -444,7 +448,7 @@ def _flag(event: dict[str, Any], key: str) -> bool:
     value = event.get(key)
     if value is None or type(value) is bool:
         return bool(value)
-    raise WindowStateError(f"the event's {key} is {bounded_ascii(value, 80)}, not true or false")
+    raise WindowStateError(f"the event's {key} is {log.brief(value, 80)}, not true or false")
 
 
 def _json_text(state: Any) -> str:
@@ -489,7 +493,7 @@ def _json_problem(state: Any) -> str | None:
 def _dict_problem(value: dict[Any, Any], path: str, stack: list[tuple[Any, str]]) -> str | None:
     for key, item in value.items():
         if type(key) is not str:
-            return f"{_a(type(key).__name__)} key {bounded_ascii(key, 40)} at {path or 'the top'}"
+            return f"{_a(type(key).__name__)} key {log.brief(key, 40)} at {path or 'the top'}"
         stack.append((item, f"{path}[{key[:40]!r}]"))
     return None
 

@@ -1,11 +1,12 @@
-"""What a producer sent, shown without trusting it: ``repr`` and ``ascii`` cut to a length, that never
-walk deeper than a few levels, never read past the length asked for, and never raise.
+"""What a producer sent, digested without trusting it: ``repr`` cut to a length, that never walks
+deeper than a few levels, never reads past the length asked for, and never raises.
 
 A trace id, an event id or a whole raw record comes from outside: a list nested 5,000 levels deep,
 or an integer of 10,000 digits, makes ``repr`` raise (``RecursionError``, ``ValueError``). Shown here,
 such a value costs at most ``limit`` characters of work, and ordinary data (strings, numbers,
 booleans, None, bytes, and lists, tuples and dicts of them, less than ``MAX_DEPTH`` deep) is shown
-exactly as ``repr(value)[:limit]`` (``ascii`` alike), so ids derived from it do not change.
+exactly as ``repr(value)[:limit]``, so ids derived from it (``stable_id``) do not change. A value
+shown on a log line is ``log.brief``'s.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "bounded_ascii", "bounded_repr"]
+__all__ = ["MAX_DEPTH", "bounded_repr"]
 
 MAX_DEPTH = 32
 """Containers nested deeper are shown as ``...``."""
@@ -35,11 +36,6 @@ def bounded_repr(value: Any, limit: int) -> str:
         if size >= limit:
             break
     return "".join(pieces)[:limit]
-
-
-def bounded_ascii(value: Any, limit: int) -> str:
-    """``ascii(value)[:limit]`` the same way: ``bounded_repr`` with non-ASCII characters escaped."""
-    return bounded_repr(value, limit).encode("ascii", "backslashreplace").decode("ascii")[:limit]
 
 
 def _pieces(value: Any, depth: int) -> Iterator[str]:
