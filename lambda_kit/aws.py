@@ -10,19 +10,20 @@ import os
 from threading import Lock
 from typing import Any
 
+__all__ = ["client"]
+
 _clients: dict[tuple[str, str | None, str | None], Any] = {}
 _lock = Lock()
 
 
 def client(service: str) -> Any:
+    """A boto3 client for ``service``: one per endpoint and region, made on first use (threads of
+    the local stack share it)."""
     region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
     key = (service, os.environ.get("AWS_ENDPOINT_URL"), region)
-    found = _clients.get(key)
-    if found is None:
-        with _lock:
-            found = _clients.get(key)
-            if found is None:
-                import boto3
+    with _lock:
+        if key not in _clients:
+            import boto3  # an optional extra, and ~150 ms to import: only for a requeue or dead letter
 
-                found = _clients[key] = boto3.client(service, region_name=region)
-    return found
+            _clients[key] = boto3.client(service, region_name=region)
+        return _clients[key]

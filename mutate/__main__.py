@@ -49,7 +49,7 @@ TARGETS: dict[str, list[str]] = {
                             "tests/test_tracing_read.py", "tests/test_api_samples.py", "tests/test_kinesis_source.py",
                             "tests/test_windows.py", "tests/test_api_source.py",
                             "tests/test_source_base.py", "tests/test_dynamodb_source.py", "tests/test_sns_source.py",
-                            "tests/test_source_registry.py", "tests/test_s3_source.py"],
+                            "tests/test_source_registry.py", "tests/test_s3_source.py", "tests/test_hostile_trace.py"],
     "lambda_kit/counters/": ["tests/test_counters.py", "tests/test_counters_rules.py", "tests/test_counters_faults.py"],
 }
 # mutmut's exit code for a mutant whose child ran no test (it files it as a "timeout"): its tests could

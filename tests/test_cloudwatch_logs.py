@@ -144,6 +144,10 @@ def test_a_malformed_log_event_fails_alone(capfd, bad, why):
     with pytest.raises(UndecodableRecord, match=re.escape(why)):
         handler({"awslogs": {"data": awslogs_data(message)}}, None)
     assert [c[0]["message"] for c in calls] == ["good"]
+    [error] = of_level(read_lines(capfd), "ERROR")
+    # traced by its own id when it has one, else by a digest of what it holds (the same on a retry)
+    assert error["trace_id"] == bad["id"] if isinstance(bad, dict) and "id" in bad else error["trace_id"].startswith("h-")
+    assert error["record_id"] == (bad["id"] if isinstance(bad, dict) and "id" in bad else "")
 
 
 def test_a_message_of_another_type_or_without_log_events_fails():

@@ -28,11 +28,13 @@ DECORATORS = sorted({source.decorator for source in all_sources()})
 
 # Modules of rare paths, loaded when one is taken (a failure, a requeue, a KPL aggregate, a base64
 # body ...), never by importing and decorating, except by the decorators named beside them.
+# The stream adapters import what they read with (awslogs, kpl) and requeue through (aws) at the
+# top, as ordinary modules: they cost nothing heavy, what is heavy in them (boto3, aws-kinesis-agg's
+# protobuf) is imported on first use.
 RARE = {
-    # every record is base64; api_handler: base64 bodies (0.3 ms, imported at the top of its modules)
-    "lambda_kit.aws": set(),
-    "lambda_kit.sources.kpl": set(),
-    "lambda_kit.sources.awslogs": {"cloudwatch_logs_handler"},
+    "lambda_kit.aws": {"stream_handler"},
+    "lambda_kit.sources.kpl": {"stream_handler"},
+    "lambda_kit.sources.awslogs": {"cloudwatch_logs_handler", "stream_handler"},
     "lambda_kit.loop.concurrent": set(),
     "lambda_kit.loop.event_loop": set(),
 }

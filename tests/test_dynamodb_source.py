@@ -6,11 +6,12 @@ tumbling window's end."""
 from __future__ import annotations
 
 import dataclasses
+from decimal import Decimal
 
 import pytest
 from _logs import of_level, read_lines
 
-from lambda_kit import current_window, stream_handler
+from lambda_kit import current_trace_id, current_window, stream_handler
 from lambda_kit.testing import dynamodb_record, lambda_context, tumbling_window
 
 
@@ -157,3 +158,98 @@ def test_a_malformed_traceparent_in_the_image_is_warned_about_as_dynamodb(capfd)
     assert response == {"batchItemFailures": []} and change["new_image"]["traceparent"] == "not-w3c"
     [warning] = of_level(read_lines(capfd), "WARNING")
     assert (warning["source"], warning["rejected_trace_context"], warning["trace_id"]) == ("dynamodb", "'not-w3c'", record["eventID"])
+
+
+# --- numbers are exact -----------------------------------------------------------------------------
+# DynamoDB keeps 38 significant digits; a float about 17. Integers are int; any other number is a
+# float when the float gives the same number back, else a Decimal with all its digits.
+
+NUMBERS = [
+    ("42", 42),
+    ("-7", -7),
+    ("0", 0),
+    ("12345678901234567890123456789012345678", 12345678901234567890123456789012345678),  # 38 digits, an int
+    ("-99999999999999999999999999999999999999", -99999999999999999999999999999999999999),
+    ("0.5", 0.5),
+    ("-1.25", -1.25),
+    ("0.1", 0.1),  # not exact in binary, yet the float reads back as 0.1: a float, as before
+    ("100.0", 100.0),
+    ("1E+2", 100.0),
+    ("1E+130", 1e130),
+    ("-1E-130", -1e-130),
+    ("1234567890123456789012345.123456789", Decimal("1234567890123456789012345.123456789")),
+    ("1.2345678901234567890123456789012345678", Decimal("1.2345678901234567890123456789012345678")),  # 38 digits
+    ("-0.12345678901234567890123456789012345678", Decimal("-0.12345678901234567890123456789012345678")),
+    ("9.9999999999999999999999999999999999999E+125", Decimal("9.9999999999999999999999999999999999999E+125")),
+    ("1.0000000000000000000000000000000000001E-130", Decimal("1.0000000000000000000000000000000000001E-130")),
+]
+
+
+def image_number(text: str) -> object:
+    record = dynamodb_record("INSERT", keys={"PK": "a"}, new_image={"PK": "a"})
+    record["dynamodb"]["Keys"]["n"] = record["dynamodb"]["NewImage"]["n"] = {"N": text}
+    record["dynamodb"]["NewImage"]["ns"] = {"NS": [text, "7"]}
+    response, [change] = one_change(record)
+    assert response == {"batchItemFailures": []}
+    assert change["keys"]["n"] == change["new_image"]["n"] and type(change["keys"]["n"]) is type(change["new_image"]["n"])
+    assert change["new_image"]["ns"] == {change["new_image"]["n"], 7}  # a set of numbers: the same rule
+    return change["new_image"]["n"]
+
+
+@pytest.mark.parametrize(("text", "expected"), NUMBERS, ids=[text for text, _ in NUMBERS])
+def test_a_number_reaches_the_function_with_every_digit(text, expected):
+    number = image_number(text)
+    assert type(number) is type(expected) and number == expected
+    assert Decimal(repr(number) if type(number) is float else str(number)) == Decimal(text)  # nothing lost
+
+
+def test_the_numbers_of_a_set_are_each_exact():
+    record = dynamodb_record("INSERT", keys={"PK": "a"}, new_image={"PK": "a"})
+    long = "1234567890123456789012345.123456789"
+    record["dynamodb"]["NewImage"]["ns"] = {"NS": ["1", "0.5", long]}
+    _, [change] = one_change(record)
+    assert change["new_image"]["ns"] == {1, 0.5, Decimal(long)}
+    assert sorted(type(n).__name__ for n in change["new_image"]["ns"]) == ["Decimal", "float", "int"]
+
+
+def nested_list(depth: int) -> dict:
+    value: dict = {"S": "x"}
+    for _ in range(depth):
+        value = {"L": [value]}
+    return value
+
+
+def test_an_image_nested_deeper_than_64_levels_fails_its_record_saying_so(capfd):
+    # DynamoDB nests 32 levels at most: 64 is read, deeper is no item (and is never walked to its end)
+    record = dynamodb_record("INSERT", keys={"PK": "a"}, new_image={"PK": "a"})
+    record["dynamodb"]["NewImage"]["deep"] = nested_list(64)
+    response, [change] = one_change(record)
+    assert response == {"batchItemFailures": []}
+    record["dynamodb"]["NewImage"]["deep"] = nested_list(65)
+    response, seen = one_change(record)
+    assert response == {"batchItemFailures": [{"itemIdentifier": record["dynamodb"]["SequenceNumber"]}]} and seen == []
+    [error] = of_level(read_lines(capfd), "ERROR")
+    assert error["error"] == "stream image is malformed (attributes are nested deeper than 64 levels)"
+
+
+@pytest.mark.parametrize("text", ["NaN", "Infinity", "-Infinity", "1e", "0x10", "", "one"])
+def test_a_number_dynamodb_cannot_hold_fails_its_record_saying_so(text, capfd):
+    record = dynamodb_record("INSERT", keys={"PK": "a"}, new_image={"PK": "a"})
+    record["dynamodb"]["NewImage"]["n"] = {"N": text}
+    response, seen = one_change(record)
+    assert response == {"batchItemFailures": [{"itemIdentifier": record["dynamodb"]["SequenceNumber"]}]} and seen == []
+    [error] = of_level(read_lines(capfd), "ERROR")
+    assert error["error"].startswith(f"stream image is malformed ({text!r} is not a number")
+
+
+def test_a_record_without_an_event_id_is_traced_by_its_sequence_number():
+    seen = []
+
+    @stream_handler
+    def handler(change, context):
+        seen.append(current_trace_id())
+
+    record = dynamodb_record("INSERT", keys={"PK": "a"}, new_image={"PK": "a"})
+    del record["eventID"]
+    assert handler({"Records": [record]}, lambda_context()) == {"batchItemFailures": []}
+    assert seen == [record["dynamodb"]["SequenceNumber"]]

@@ -93,6 +93,36 @@ def test_headers_in_signed_bytes_as_java_sends_them():
     assert message["headers"] == {"trace_id": b"T-9", "blob": b"\x01"}  # a repeated name: the last value
 
 
+def test_several_headers_in_one_object_are_each_read():
+    raw = kafka_record({"n": 1}, topic="t", partition=3, offset=9)
+    raw["headers"] = [{"blob": [1, 2], "trace_id": list(b"T-9")}]
+    fn = Recorder()
+    run(kafka_handler(fn), {"eventSource": "aws:kafka", "records": {"t-3": [raw]}})
+    [(_, trace_id, message)] = fn.seen
+    assert trace_id == "T-9" and message["headers"] == {"blob": b"\x01\x02", "trace_id": b"T-9"}
+
+
+class Unreadable(str):
+    """Text that raises when compared: a value no check foresees (an event built by hand)."""
+
+    def __ne__(self, other: object) -> bool:
+        raise RuntimeError("cannot compare")
+
+    __hash__ = str.__hash__
+
+
+def test_an_error_no_check_foresaw_fails_that_record_alone_with_its_reason():
+    fn = Recorder()
+    event = kafka_event({"n": 1}, {"n": 2})
+    spoiled, good = event["records"]["orders-0"]
+    spoiled["topic"] = Unreadable(spoiled["topic"])
+    response, lines = run(kafka_handler(on_failure="report")(fn), event)
+    [error] = of_level(lines, "ERROR")
+    assert (error["message"], error["error"]) == ("record could not be decoded", "record cannot be read (RuntimeError: cannot compare)")
+    assert isinstance(response, UndecodableRecord)  # it cannot be named: raised, so the whole batch comes back
+    assert [record_id for record_id, _, _ in fn.seen] == [f"orders-0:{good['offset']}"]
+
+
 def partitions(*batches: tuple[str, int, list]) -> dict:
     """An MSK event with several topic-partitions: (topic, partition, values)."""
     records = {}

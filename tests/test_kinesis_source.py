@@ -66,8 +66,11 @@ UNDECODABLE = ("message", "source", "record_id", "trace_id", "outcome", "attempt
 # --- records that cannot be read --------------------------------------------------------------------
 
 
-def test_a_record_without_a_kinesis_object_fails_the_batch_with_the_record_as_payload():
+@pytest.mark.parametrize("kinesis", [None, "junk", ["a", "list"]])
+def test_a_record_without_a_kinesis_object_fails_the_batch_with_the_record_as_payload(kinesis):
     raw = {"eventSource": "aws:kinesis", "eventID": "shardId-000000000000:1", "awsRegion": "us-east-1"}
+    if kinesis is not None:
+        raw["kinesis"] = kinesis
     fn = Recorder()
     response, lines = run(stream_handler(fn), {"Records": [raw]})
     assert response == {"batchItemFailures": [{"itemIdentifier": ""}]}  # Lambda retries the whole batch
@@ -156,6 +159,18 @@ def test_json_false_hands_over_bytes_whatever_they_look_like():
     ]
 
 
+def test_json_false_reads_a_tracers_context_in_a_json_object_as_it_reads_the_trace_id():
+    traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    fn = Recorder()
+    event = kinesis_event({"traceparent": traceparent, "n": 1})
+    response, lines = run(stream_handler(json=False)(fn), event)
+    assert response == {"batchItemFailures": []}
+    [(payload, _, trace_id, _)] = fn.seen
+    assert payload == base64.b64decode(event["Records"][0]["kinesis"]["data"])  # the bytes, as json=False says
+    assert trace_id == "4bf92f3577b34da6a3ce929d0e0e4736"  # the producer's tracer's id
+    assert {line["otelTraceID"] for line in lines} == {trace_id}
+
+
 def test_a_json_payload_that_is_not_an_object_has_no_trace_id_to_reject():
     fn = Recorder()
     event = kinesis_event([1, 2], '"text"', 7, None)
@@ -176,6 +191,16 @@ def test_a_malformed_tracer_context_in_the_payload_is_warned_about_as_kinesis():
     assert {key: warning[key] for key in ("message", "source", "trace_id", "rejected_trace_context")} == {
         "message": "ignored an invalid traceparent; reading the next place", "source": "kinesis",
         "trace_id": event["Records"][0]["eventID"], "rejected_trace_context": "'not-w3c'"}
+
+
+def test_a_record_without_an_event_id_is_traced_by_its_sequence_number():
+    fn = Recorder()
+    event = kinesis_event({"n": 1})
+    del event["Records"][0]["eventID"]
+    response, _ = run(stream_handler(fn), event)
+    assert response == {"batchItemFailures": []}
+    [(_, record_id, trace_id, _)] = fn.seen
+    assert trace_id == record_id == event["Records"][0]["kinesis"]["sequenceNumber"]
 
 
 def test_a_subsequence_number_alone_does_not_make_a_record_a_kpl_user_record():
@@ -588,8 +613,8 @@ def digest(text: str) -> str:
 
 
 @pytest.mark.parametrize(("key", "group"), [
-    ("k", "k"), ("!" + "~" * 127, "!" + "~" * 127), ("", digest("")), (17, digest("17")),
-], ids=["one_character", "128_printable", "empty", "a_number"])
+    ("k", "k"), ("!" + "~" * 127, "!" + "~" * 127), ("", digest("")), (17, digest("17")), ([1, "a"], digest("[1, 'a']")),
+], ids=["one_character", "128_printable", "empty", "a_number", "a_list"])
 def test_a_partition_key_is_the_group_exactly_when_it_is_a_valid_group_id(fifo_queue, key, group):
     url, _, receive_all = fifo_queue
     event = kinesis_event({"fail": 1, "trace_id": "t-key"})

@@ -10,12 +10,25 @@ import base64
 import pytest
 from _logs import of_level, read_lines, with_message
 
-from lambda_kit import UnsupportedEvent, current_trace_id, sqs_handler, stream_handler
+from lambda_kit import (
+    UnsupportedEvent,
+    current_record,
+    current_trace_id,
+    eventbridge_handler,
+    s3_handler,
+    sns_handler,
+    sqs_handler,
+    stream_handler,
+)
+from lambda_kit.errors import UndecodableRecord
 from lambda_kit.testing import (
     dynamodb_record,
     dynamodb_stream_event,
+    eventbridge_event,
     kinesis_record,
     lambda_context,
+    s3_event,
+    sns_event,
     sns_record,
     sqs_record,
 )
@@ -78,6 +91,9 @@ def test_records_without_an_event_source_are_claimed_by_their_marker_key():
     assert handler({"Records": [hand_made]}, lambda_context()) == {"batchItemFailures": []}
     assert seen == [{"n": 1}]
     assert handler({"Records": []}, lambda_context()) == {"batchItemFailures": []}  # nothing to do is anyone's
+    assert handler([hand_made], lambda_context()) == {"batchItemFailures": []}  # a Pipes batch alike
+    assert seen == [{"n": 1}, {"n": 1}]
+    seen.pop()
     with pytest.raises(UnsupportedEvent, match="^sqs_handler cannot process an event whose Records no source recognizes: "):
         handler({"Records": [{"n": 2}]}, lambda_context())  # no record says whose it is
     assert seen == [{"n": 1}]
@@ -154,3 +170,72 @@ def test_a_decoding_error_is_given_whole_up_to_200_characters_then_cut(capfd):
     assert error_of(exactly) == f"stream image is malformed ({prefix}{exactly!r})"
     longer = exactly + "L"
     assert error_of(longer) == f"stream image is malformed ({(prefix + repr(longer))[:200]}...)"
+
+
+# --- an error no check foresaw ---------------------------------------------------------------------
+
+class Unreadable(str):
+    """Text that raises when compared: a value no adapter's check foresees (an event built by hand)."""
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("cannot compare")
+
+    def __ne__(self, other: object) -> bool:
+        raise RuntimeError("cannot compare")
+
+    __hash__ = str.__hash__
+
+
+def spoiled(event: dict, index: int, *path: str) -> dict:
+    target = event["Records"][index]
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = Unreadable(target[path[-1]])
+    return event
+
+
+def kinesis_pair() -> dict:
+    return {"Records": [kinesis_record({"n": 1}), kinesis_record({"n": 2})]}
+
+
+def dynamodb_pair() -> dict:
+    return dynamodb_stream_event(dynamodb_record("INSERT", new_image={"PK": "a"}), dynamodb_record("INSERT", new_image={"PK": "b"}))
+
+
+# (decorator, event with one record spoiled; on an ordered source the last, as a failure holds the
+# later records back by design)
+UNFORESEEN = [
+    pytest.param(sqs_handler, lambda: spoiled({"Records": [sqs_record({"n": 1}), sqs_record({"n": 2})]}, 0, "messageId"),
+                 "sqs", id="sqs"),
+    pytest.param(sns_handler, lambda: spoiled(sns_event({"n": 1}, {"n": 2}), 0, "Sns", "MessageId"), "sns", id="sns"),
+    pytest.param(stream_handler, lambda: spoiled(kinesis_pair(), 1, "kinesis", "sequenceNumber"), "kinesis", id="kinesis"),
+    pytest.param(stream_handler, lambda: spoiled(dynamodb_pair(), 1, "dynamodb", "SequenceNumber"), "dynamodb",
+                 id="dynamodb"),
+    pytest.param(s3_handler, lambda: spoiled(s3_event("a.txt", "b.txt", envelope="sqs"), 0, "messageId"), "s3",
+                 id="s3 in sqs"),
+]
+
+
+@pytest.mark.parametrize(("decorator", "build", "source"), UNFORESEEN)
+def test_an_error_no_check_foresaw_fails_that_record_alone_with_its_reason(decorator, build, source, capfd):
+    seen = []
+    handler = decorator(lambda payload, context: seen.append(current_record().id))
+    event = build()
+    try:
+        response = handler(event, lambda_context())
+    except UndecodableRecord as raised:  # an asynchronous source raises its first failure
+        response = str(raised)
+    [error] = of_level(read_lines(capfd), "ERROR")
+    assert (error["message"], error["source"]) == ("record could not be decoded", source)
+    assert error["error"] == "record cannot be read (RuntimeError: cannot compare)"
+    assert response in ({"batchItemFailures": [{"itemIdentifier": ""}]}, error["error"])  # reported: nothing is lost
+    assert len(seen) == 1  # the other record ran
+
+
+def test_an_error_no_check_foresaw_in_an_eventbridge_event_fails_it_with_its_reason(capfd):
+    event = eventbridge_event({"n": 1})
+    event["id"] = Unreadable(event["id"])
+    with pytest.raises(UndecodableRecord, match=r"^record cannot be read \(RuntimeError: cannot compare\)$"):
+        eventbridge_handler(lambda payload, context: None)(event, lambda_context())
+    [error] = of_level(read_lines(capfd), "ERROR")
+    assert error["message"] == "record could not be decoded" and error["trace_id"].startswith("h-")

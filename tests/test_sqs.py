@@ -283,7 +283,10 @@ def test_a_held_back_message_gets_one_warning_naming_it_and_its_group(capfd):
 
 # --- what each record says about itself (the attempt, an unreadable record, an SNS envelope) -------
 
-@pytest.mark.parametrize(("receive_count", "attempt"), [(1, 1), (2, 2), (5, 5), ("x", 1), ("0", 1)])
+@pytest.mark.parametrize(("receive_count", "attempt"), [
+    (1, 1), (2, 2), (5, 5), (12, 12), ("x", 1), ("0", 1), ("-3", 1), ("2.0", 1), ("²", 1),  # "²" is a digit int() refuses
+    ("9" * 18, 10**18 - 1), ("1" * 19, 1), ("1" * 5000, 1),  # beyond 18 digits no count: int() raises past 4,300
+])
 def test_a_failed_messages_error_line_says_which_attempt_it_was(capfd, receive_count, attempt):
     @sqs_handler(metrics=False)
     def handler(message, context):
@@ -293,7 +296,7 @@ def test_a_failed_messages_error_line_says_which_attempt_it_was(capfd, receive_c
     event["Records"][0]["attributes"]["ApproximateReceiveCount"] = str(receive_count)
     handler(event, lambda_context())
     (error,) = of_level(read_lines(capfd), "ERROR")
-    assert error["attempt"] == attempt
+    assert error["message"] == "record failed" and error["attempt"] == attempt  # the message ran, whatever its count
 
 
 @pytest.mark.parametrize(("raw", "why"), [

@@ -34,6 +34,7 @@ from lambda_kit import (  # noqa: E402
     sns_handler,
     sqs_handler,
     stream_handler,
+    trace_headers,
 )
 from lambda_kit.testing import (  # noqa: E402
     api_event,
@@ -316,3 +317,78 @@ def test_xray_parsing_agrees_with_the_xray_sdk_and_opentelemetry(header):
 def test_malformed_xray_headers_are_refused_as_opentelemetry_refuses_them(header):
     otel = otel_trace.get_current_span(AwsXRayPropagator().extract({"X-Amzn-Trace-Id": header})).get_span_context()
     assert parse_xray(header) is None and not otel.is_valid
+
+
+# --- the bounds of each format, read and passed on ----------------------------------------------------
+# What a record with these message attributes is traced by, and what goes on its next hop
+# (trace_headers()): the limits ddtrace and W3C set, on both sides of each.
+
+def traced_by(carrier: dict[str, str], capfd) -> tuple[dict, dict[str, str], list[dict]]:
+    """(the function's log line, its outgoing trace headers, the WARNING lines), for an SQS message
+    with ``carrier``."""
+    sent = []
+
+    @sqs_handler
+    def handler(payload, context):
+        log.info("inside the function")
+        sent.append(trace_headers())
+
+    capfd.readouterr()
+    handler(sqs_event_with(carrier), None)
+    lines = read_lines(capfd)
+    [line] = [line for line in lines if line["message"] == "inside the function"]
+    return line, sent[0], of_level(lines, "WARNING")
+
+
+@pytest.mark.parametrize(("carrier", "trace_id"), [
+    ({"x-datadog-trace-id": str(2**64 - 1), "x-datadog-parent-id": "1"}, str(2**64 - 1)),  # the largest
+    ({"x-datadog-trace-id": "5"}, "5"),  # no parent id: none, and the context is still read
+    ({"x-datadog-trace-id": "5", "x-datadog-parent-id": "7", "x-datadog-sampling-priority": "-1"}, "5"),
+])
+def test_datadog_headers_at_their_bounds_are_read(carrier, trace_id, capfd):
+    line, sent, warnings = traced_by(carrier, capfd)
+    assert line["trace_id"] == line["dd.trace_id"] == trace_id and warnings == []
+    assert ("dd.span_id" in line) == ("x-datadog-parent-id" in carrier)
+    assert sent["x-datadog-trace-id"] == trace_id
+    if "x-datadog-sampling-priority" in carrier:  # passed on as it came, and "not sampled" in W3C's flags
+        assert sent["x-datadog-sampling-priority"] == "-1" and sent["traceparent"].endswith("-00")
+
+
+@pytest.mark.parametrize("carrier", [
+    {"x-datadog-trace-id": str(2**64)},  # beyond 64 bits
+    {"x-datadog-trace-id": "0"},
+    {"x-datadog-trace-id": "5", "x-datadog-parent-id": ""},  # present and empty: not "no parent"
+    {"x-datadog-trace-id": "5", "x-datadog-sampling-priority": "1.5"},
+    {"x-datadog-trace-id": "5", "x-datadog-tags": "_dd.p.tid=0000000000000000"},
+    {"x-datadog-trace-id": "5", "x-datadog-tags": "_dd.p.tid=ABC"},
+])
+def test_datadog_headers_past_their_bounds_are_refused_with_a_warning(carrier, capfd):
+    line, _, [warning] = traced_by(carrier, capfd)
+    assert warning["message"] == "ignored an invalid x-datadog-* headers; reading the next place"
+    assert "dd.trace_id" not in line
+
+
+def test_a_128_bit_datadog_trace_id_goes_on_with_its_tags_once(capfd):
+    tags = "_dd.p.dm=-0,_dd.p.tid=00000000000000ab"
+    line, sent, _ = traced_by({"x-datadog-trace-id": "5", "x-datadog-parent-id": "7", "x-datadog-tags": tags}, capfd)
+    assert line["otelTraceID"] == f"{0xab:016x}{5:016x}"
+    assert sent["x-datadog-tags"] == tags
+
+
+@pytest.mark.parametrize(("tracestate", "passed_on"), [
+    ("dd=s:1,vendor=x", True),
+    ("v" * 512, True),
+    ("v" * 513, False),  # longer than W3C allows
+    ("a=b\x01", False),  # a control character
+])
+def test_a_tracestate_goes_on_only_when_it_is_valid(tracestate, passed_on, capfd):
+    carrier = {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "tracestate": tracestate}
+    _, sent, _ = traced_by(carrier, capfd)
+    assert sent.get("tracestate") == (tracestate if passed_on else None)
+
+
+@pytest.mark.parametrize(("priority", "flags"), [("-1", "00"), ("0", "00"), ("1", "01"), ("2", "01")])
+def test_a_datadog_sampling_priority_above_0_is_sampled(priority, flags, capfd):
+    carrier = {"x-datadog-trace-id": "5", "x-datadog-parent-id": "7", "x-datadog-sampling-priority": priority}
+    _, sent, _ = traced_by(carrier, capfd)
+    assert sent["traceparent"].endswith(f"-{flags}") and sent["x-datadog-sampling-priority"] == priority

@@ -13,8 +13,11 @@ import base64
 import json
 import os
 import random
+import subprocess
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -266,3 +269,106 @@ def test_trace_headers_for_requests_urllib3_and_httpx(http_server):
         assert HTTPPropagator.extract(received).trace_id == produced.trace_id
         assert w3c_of(received).trace_id == produced.trace_id
         assert received["x-trace-id"] == str(produced.trace_id & (2**64 - 1))
+
+
+# --- under OpenTelemetry: the record's own span, with the incoming vendor's headers ---------------------
+
+OTEL_BATCH = """
+import json, sys
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON
+trace.set_tracer_provider(TracerProvider(sampler=ALWAYS_ON if sys.argv[1] == "on" else ALWAYS_OFF))
+from lambda_kit import log, sqs_handler, trace_headers
+from lambda_kit.testing import sqs_record
+log.set_sink(lambda line: None)
+sent = []
+handler = sqs_handler(lambda message, context: sent.append(trace_headers()))
+records = [sqs_record({"n": n}) for n in (1, 2)]
+for record in records:  # a 64-bit Datadog context, with tags and no sampling priority
+    record["messageAttributes"] = {name: {"stringValue": value, "dataType": "String"} for name, value in {
+        "x-datadog-trace-id": "5", "x-datadog-parent-id": "7", "x-datadog-tags": "_dd.p.dm=-0"}.items()}
+handler({"Records": records}, None)
+print(json.dumps(sent))
+"""
+
+
+@pytest.mark.parametrize(("sampler", "priority"), [("on", "1"), ("off", "0")])
+def test_a_datadog_context_goes_on_with_the_spans_128_bit_id_and_sampling(sampler, priority):
+    # in a batch each record's span starts a trace of its own (linked to the producer's): a 128-bit
+    # id, whose high bits Datadog carries in _dd.p.tid, beside the tags that came in
+    done = subprocess.run([sys.executable, "-c", OTEL_BATCH, sampler], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr
+    for headers in json.loads(done.stdout):
+        trace_id = int(headers["traceparent"].split("-")[1], 16)
+        assert headers["x-datadog-trace-id"] == str(trace_id & (2**64 - 1))
+        assert headers["x-datadog-tags"] == f"_dd.p.dm=-0,_dd.p.tid={trace_id >> 64:016x}"
+        assert headers["x-datadog-sampling-priority"] == priority
+
+
+# --- what fits: SQS's ten attributes and 256 KiB, counted as SQS counts them ----------------------------
+
+def sent_attributes(session, capfd, attributes: dict, body: str = "b", trace_id: str = "t-1") -> tuple[dict, list[dict]]:
+    """(the message attributes a send inside the handler put on the wire, the WARNING lines)."""
+    sqs = session.client("sqs")
+    sent = {}
+
+    def capture(params, **_):
+        sent.update(params.get("MessageAttributes") or {})
+        raise RuntimeError("stop before sending")
+
+    sqs.meta.events.register("before-parameter-build.sqs.SendMessage", capture)  # after the trace hook
+
+    @sqs_handler
+    def handler(message, context):
+        with pytest.raises(RuntimeError):
+            sqs.send_message(QueueUrl="https://sqs.us-east-1.amazonaws.com/1/q", MessageBody=body,
+                             MessageAttributes=dict(attributes))
+
+    capfd.readouterr()
+    handler(record_with({"trace_id": trace_id}), None)
+    return sent, of_level(read_lines(capfd), "WARNING")
+
+
+def attributes(count: int) -> dict:
+    return {f"a{i}": {"DataType": "String", "StringValue": "x"} for i in range(count)}
+
+
+def test_the_trace_attributes_are_written_when_they_just_fit(session, capfd):
+    sent, warnings = sent_attributes(session, capfd, attributes(8))  # 8 + trace_id + traceparent = 10
+    assert set(sent) == {*attributes(8), "trace_id", "traceparent"} and warnings == []
+
+
+def test_a_message_already_over_ten_attributes_gets_none_of_ours(session, capfd):
+    sent, [warning] = sent_attributes(session, capfd, attributes(11))  # SQS refuses it: its sender's to mend
+    assert set(sent) == set(attributes(11)) and warning["not_written"] == ["trace_id", "traceparent"]
+
+
+@pytest.mark.parametrize(("room", "written"), [(89, True), (88, False)])
+def test_the_size_limit_counts_the_body_and_each_attributes_name_type_and_value(session, capfd, room, written):
+    # ours: trace_id (8 + "String" 6 + "t-1" 3) and traceparent (11 + 6 + 55): 89 bytes
+    sent, warnings = sent_attributes(session, capfd, {}, body="x" * (256 * 1024 - room))
+    assert ("traceparent" in sent) == written
+    assert [warning["not_written"] for warning in warnings] == ([] if written else [["trace_id", "traceparent"]])
+
+
+def test_a_client_context_keeps_what_the_caller_put_in_custom(session):
+    lam = session.client("lambda")
+    sent = {}
+
+    def capture(request, **_):
+        sent["headers"] = dict(request.headers)
+        raise RuntimeError("stop before sending")
+
+    lam.meta.events.register("before-send.lambda.Invoke", capture)
+    mine = base64.b64encode(json.dumps({"custom": {"traceparent": "the caller's", "k": 1}}).encode()).decode()
+
+    @sqs_handler
+    def handler(message, context):
+        with pytest.raises(RuntimeError):
+            lam.invoke(FunctionName="f", Payload=b"{}", ClientContext=mine)
+
+    handler(record_with({"trace_id": "t-2"}), None)
+    custom = json.loads(base64.b64decode(sent["headers"]["X-Amz-Client-Context"]))["custom"]
+    assert custom == {"traceparent": "the caller's", "k": 1, "trace_id": "t-2"}

@@ -192,6 +192,15 @@ def test_a_value_json_cannot_hold_exactly_fails_its_record_under_either_codec(ca
     assert line["error"].startswith(f"after this record the window state is not JSON: it holds {holds}; its changes are undone")
 
 
+def test_a_tuple_in_the_state_goes_back_as_the_json_array_it_is():
+    @stream_handler(log_event=False, log_result=False)
+    def handler(payload, context):
+        current_window().state["pair"] = (1, "two")
+
+    event = tumbling_window(kinesis_event({"n": 1}), {})
+    assert handler(event, None) == {"state": {"pair": (1, "two")}, "batchItemFailures": []}
+
+
 def test_a_state_changed_outside_any_record_is_checked_before_it_goes_back(capfd):
     """``commit`` (or anything outside the function's calls) may break the state too: then the
     invocation fails, and Lambda retries the batch with the state it came with."""

@@ -11,17 +11,24 @@ messages are skipped with an INFO line.
 
 from __future__ import annotations
 
-import binascii  # base64's functions, without importing base64 and struct (cold start)
+import binascii
+import zlib
 from typing import Any
 
 from .. import codec, log
 from ..record import Record
 from ..trace import stable_id
-from .base import pick_trace_id, reason
+from ..trace.foreign import bounded_repr
+from .base import dig, is_text, pick_trace, read_alone, reason, text_or
+
+__all__ = ["CONTROL", "DATA", "LogEventRecord", "log_event_records", "pack", "unpack"]
 
 MAX_UNPACKED_BYTES = 16 * 1024 * 1024
 """A subscription message unpacks to a few MB at most (CloudWatch Logs batches up to 1 MB of log
 events); more is refused, so that a small "gzip bomb" cannot take the function's memory."""
+
+LINE_KEYS = ("trace_id", "level", "message", "timestamp")
+"""The keys of every line lambda_kit writes (with a record's trace id)."""
 
 DATA = "DATA_MESSAGE"
 CONTROL = "CONTROL_MESSAGE"
@@ -44,8 +51,17 @@ def unpack(data: Any) -> dict[str, Any]:
         packed = binascii.a2b_base64(data, strict_mode=True)
     except (binascii.Error, ValueError) as exc:
         raise ValueError(f"is not valid base64 ({reason(exc)})") from None
-    import zlib  # only for a subscription message (cold start)
+    text = _inflated(packed)
+    try:
+        message = codec.loads(text)
+    except Exception as exc:
+        raise ValueError(f"is gzip data that is not JSON ({reason(exc)})") from None
+    if not isinstance(dig(message, "messageType"), str):
+        raise ValueError("is not a CloudWatch Logs subscription message (it has no messageType)")
+    return message
 
+
+def _inflated(packed: bytes) -> bytes:
     inflater = zlib.decompressobj(zlib.MAX_WBITS | 32)  # a gzip or a zlib header
     try:
         text = inflater.decompress(packed, MAX_UNPACKED_BYTES)
@@ -55,19 +71,11 @@ def unpack(data: Any) -> dict[str, Any]:
         raise ValueError(f"unpacks to more than {MAX_UNPACKED_BYTES} bytes")
     if not inflater.eof:
         raise ValueError("is truncated gzip data")
-    try:
-        message = codec.loads(text)
-    except Exception as exc:
-        raise ValueError(f"is gzip data that is not JSON ({reason(exc)})") from None
-    if type(message) is not dict or not isinstance(message.get("messageType"), str):
-        raise ValueError("is not a CloudWatch Logs subscription message (it has no messageType)")
-    return message
+    return text
 
 
 def pack(message: dict[str, Any]) -> bytes:
     """``message`` as CloudWatch Logs sends it, before base64: gzip-compressed JSON."""
-    import zlib
-
     compressor = zlib.compressobj(6, zlib.DEFLATED, zlib.MAX_WBITS | 16)  # | 16: a gzip header
     return compressor.compress(codec.dumps(message).encode()) + compressor.flush()
 
@@ -81,51 +89,120 @@ def log_event_records(
     carried the message), else each log event's own id; ``raw`` is every record's raw (the Kinesis
     record), else the log event itself.
     """
-    kind = message["messageType"]
-    if kind == CONTROL:
-        log.emit("INFO", "skipped a CloudWatch Logs control message", None, {
-            "source": source, "record_id": record_id, "log_group": log.clean(message.get("logGroup")),
-            "messages": log.clean([e.get("message") for e in message.get("logEvents") or () if type(e) is dict]),
-        })
+    if message["messageType"] == CONTROL:
+        skip_control_message(message, source, record_id)
         return []
-    document = {key: value for key, value in message.items() if key != "logEvents"}
+    return Subscription(message, source, raw, record_id, attempt).records()
+
+
+def skip_control_message(message: dict[str, Any], source: str, record_id: str | None) -> None:
     events = message.get("logEvents")
-    if kind != DATA or type(events) is not list:
-        why = f"messageType {ascii(kind)[:60]} is not {DATA}" if kind != DATA else "the subscription message has no logEvents list"
-        return [Record(source=source, id=record_id or "", trace_id=stable_id(repr(document)[:512]), payload=document, raw=raw if raw is not None else message, error=why, attempt=attempt)]
-    common = {
-        "log_group": message.get("logGroup"),
-        "log_stream": message.get("logStream"),
-        "owner": message.get("owner"),
-        "subscription_filters": message.get("subscriptionFilters"),
-    }
-    return [_record(event, common, document, source, raw, record_id, attempt) for event in events]
+    log.emit(
+        "INFO",
+        "skipped a CloudWatch Logs control message",
+        None,
+        {
+            "source": source,
+            "record_id": record_id,
+            "log_group": log.clean(message.get("logGroup")),
+            "messages": log.clean(
+                [dig(event, "message") for event in events if type(event) is dict]
+                if type(events) is list
+                else []
+            ),
+        },
+    )
 
 
-def _record(
-    event: Any, common: dict[str, Any], document: dict[str, Any], source: str, raw: Any, record_id: str | None, attempt: int
-) -> Record:
-    if type(event) is dict and type(event.get("id")) is int:  # AWS sends the id as text; moto, as a number
-        event = {**event, "id": str(event["id"])}
-    why = _malformed(event)
-    if why is not None:
-        event_id = event.get("id") if type(event) is dict and isinstance(event.get("id"), str) else ""
-        return Record(source=source, id=record_id if record_id is not None else event_id, trace_id=stable_id(event_id or repr(event)[:512]), payload=event, raw=raw if raw is not None else event, error=why, attempt=attempt)
-    text = event["message"]
-    fields = json_object(text)
-    found = fields.get("trace_id") if fields is not None and is_lambda_kit_line(fields) else None
-    trace_id, rejected = pick_trace_id(found, event["id"])
-    payload = {"id": event["id"], "timestamp": event["timestamp"], "message": text, "json": fields, **common}
-    record = LogEventRecord(source=source, id=record_id if record_id is not None else event["id"], trace_id=trace_id, payload=payload, raw=raw if raw is not None else event, error=None, attempt=attempt, rejected_trace_id=rejected)
-    record.document = document
-    record.log_event = event
-    return record
+class Subscription:
+    """The log events of one data message, read into records."""
+
+    __slots__ = ("message", "source", "raw", "record_id", "attempt", "document", "common")
+
+    def __init__(
+        self, message: dict[str, Any], source: str, raw: Any, record_id: str | None, attempt: int
+    ) -> None:
+        self.message, self.source, self.raw, self.record_id, self.attempt = (
+            message,
+            source,
+            raw,
+            record_id,
+            attempt,
+        )
+        self.document = {key: value for key, value in message.items() if key != "logEvents"}
+        self.common = {
+            "log_group": message.get("logGroup"),
+            "log_stream": message.get("logStream"),
+            "owner": message.get("owner"),
+            "subscription_filters": message.get("subscriptionFilters"),
+        }
+
+    def records(self) -> list[Record]:
+        """Each log event read alone (``read_alone``); a message of another type, or without a list
+        of log events, is one failed record."""
+        kind, events = self.message["messageType"], self.message.get("logEvents")
+        if kind != DATA or type(events) is not list:
+            why = (
+                f"messageType {ascii(kind)[:60]} is not {DATA}"
+                if kind != DATA
+                else "the subscription message has no logEvents list"
+            )
+            trace_id = stable_id(bounded_repr(self.document, 512))
+            return [self.failed(self.document, why, trace_id, "", self.message)]
+        return [record for event in events for record in read_alone(self.source, event, self.read)]
+
+    def read(self, event: Any) -> list[Record]:
+        return [self.record(event)]
+
+    def record(self, event: Any) -> Record:
+        if type(dig(event, "id")) is int:  # AWS sends the id as text; moto, as a number
+            event = {**event, "id": str(event["id"])}
+        why = _malformed(event)
+        if why is not None:
+            event_id = text_or(dig(event, "id"), "")
+            return self.failed(event, why, stable_id(event_id or bounded_repr(event, 512)), event_id, event)
+        fields = json_object(event["message"])
+        found = fields.get("trace_id") if fields is not None and is_lambda_kit_line(fields) else None
+        trace_id, rejected, _ = pick_trace(self.source, found, event["id"])
+        payload = {
+            "id": event["id"],
+            "timestamp": event["timestamp"],
+            "message": event["message"],
+            "json": fields,
+            **self.common,
+        }
+        record = LogEventRecord(
+            source=self.source,
+            id=self.id_of(event["id"]),
+            trace_id=trace_id,
+            payload=payload,
+            raw=event if self.raw is None else self.raw,
+            attempt=self.attempt,
+            rejected_trace_id=rejected,
+        )
+        record.document, record.log_event = self.document, event
+        return record
+
+    def failed(self, payload: Any, why: str, trace_id: str, event_id: str, raw: Any) -> Record:
+        return Record(
+            source=self.source,
+            id=self.id_of(event_id),
+            trace_id=trace_id,
+            payload=payload,
+            raw=raw if self.raw is None else self.raw,
+            error=why,
+            attempt=self.attempt,
+        )
+
+    def id_of(self, event_id: str) -> str:
+        """The id a record reports: the Kinesis record's, else the log event's."""
+        return event_id if self.record_id is None else self.record_id
 
 
 def _malformed(event: Any) -> str | None:
     if type(event) is not dict:
         return "log event is not a JSON object"
-    if not isinstance(event.get("id"), str) or not event["id"]:
+    if not is_text(event.get("id")):
         return "log event has no id"
     if not isinstance(event.get("message"), str):
         return "log event has no message text"
@@ -149,4 +226,4 @@ def json_object(text: str) -> dict[str, Any] | None:
 def is_lambda_kit_line(fields: dict[str, Any]) -> bool:
     """Whether a decoded log line is one lambda_kit wrote (its keys ``timestamp``, ``level``,
     ``message``, and a ``trace_id``): its trace id is the producer's."""
-    return "trace_id" in fields and "level" in fields and "message" in fields and "timestamp" in fields
+    return all(key in fields for key in LINE_KEYS)

@@ -20,24 +20,52 @@ and ``invoke``, the testing factories, the local stack), so none of them lists s
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import binascii
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .. import log
+from .. import codec, log
 from ..record import Outcome, Record
 from ..trace import is_valid_id, stable_id
 from ..trace.context import TraceContext, has_context, text
 from ..trace.context import read as read_context
+from ..trace.foreign import bounded_repr
 
 if TYPE_CHECKING:
     from ..trace.context import Read
     from ..validation import Validator
 
+__all__ = [
+    "NO_FIELDS",
+    "Source",
+    "as_text",
+    "attribute_text",
+    "base64_bytes",
+    "batch_item_failures",
+    "dig",
+    "failure_report",
+    "is_sns_envelope",
+    "is_text",
+    "loaded",
+    "malformed",
+    "mapping",
+    "pick_trace",
+    "pipes_batch_item_failures",
+    "raise_first_failure",
+    "read_alone",
+    "reason",
+    "receive_attempt",
+    "records_claimed",
+    "text_or",
+    "warn_rejected_context",
+]
+
 
 class Source:
     """One event source. Subclasses set the class attributes and implement ``recognizes``,
-    ``record`` (or ``records``) and ``response``."""
+    ``record`` (or ``read``, or ``records``) and ``response``."""
 
     name: ClassVar[str] = ""
     """The source's name: ``Record.source``, the ``source`` field of log lines, ``--event`` of
@@ -117,15 +145,26 @@ class Source:
         return cls.label
 
     def records(self, event: Any) -> list[Record]:
-        if type(event) is list:
-            return [self.piped(self.record(raw), raw) for raw in event]
-        return [self.record(raw) for raw in event["Records"]]
+        """The event's records, each raw record read alone (``read_alone``): whatever goes wrong
+        reading one is that record's failure. The records of a Pipes batch are ``piped``."""
+        piped = type(event) is list
+        found: list[Record] = []
+        for raw in event if piped else event["Records"]:
+            read = read_alone(self.name, raw, self.read)
+            found += map(self.piped, read) if piped else read
+        return found
 
-    def piped(self, record: Record, raw: Any) -> Record:
-        """A record that came in an EventBridge Pipes batch: named in the failure report by
-        ``pipes_report_key`` (an empty id when it has none: the whole batch fails, nothing is lost)."""
+    def read(self, raw: Any) -> list[Record]:
+        """The records of one raw record: by default the one ``record`` makes (a KPL aggregate,
+        a CloudWatch Logs message make several)."""
+        return [self.record(raw)]
+
+    def piped(self, record: Record) -> Record:
+        """A record that came in an EventBridge Pipes batch: named in the failure report by its raw
+        record's ``pipes_report_key`` (an empty id when it has none: the whole batch fails, nothing
+        is lost)."""
         if self.pipes_report_key and record.id:
-            found = raw.get(self.pipes_report_key) if type(raw) is dict else None
+            found = dig(record.raw, self.pipes_report_key)
             record.report_id = found if isinstance(found, str) else ""
         return record
 
@@ -173,6 +212,7 @@ UNSCOPED = nullcontext()
 
 # --- recognizing a Records batch -----------------------------------------------------------------
 
+
 def records_claimed(event: Any, event_source: str, marker: str, pipes: bool = False) -> bool:
     """Whether ``event`` is a ``{"Records": [...]}`` batch of one source (with ``pipes``, also a
     top-level list of its records, as EventBridge Pipes sends): some record is this source's (its
@@ -181,62 +221,65 @@ def records_claimed(event: Any, event_source: str, marker: str, pipes: bool = Fa
     alone as malformed. An empty ``Records`` list is anyone's (nothing to do); an empty top-level
     list is no one's (Pipes never sends one)."""
     if pipes and type(event) is list:
-        records: Any = event
-        mine = False
-    elif type(event) is dict:
-        records = event.get("Records")
-        if type(records) is not list:
-            return False
-        mine = not records
-    else:
-        return False
-    for raw in records:
-        if type(raw) is not dict:
-            continue
-        found = raw.get("eventSource", raw.get("EventSource"))
-        if found is not None:
-            if found != event_source:
-                return False
-            mine = True
-        elif marker in raw:
-            mine = True
-    return mine
+        return _all_mine(event, event_source, marker)  # an empty one is no one's
+    records = dig(event, "Records")
+    return type(records) is list and (not records or _all_mine(records, event_source, marker))
+
+
+def _all_mine(records: list[Any], event_source: str, marker: str) -> bool:
+    """Some record is this source's, and none is another's."""
+    claims = {_claim(raw, event_source, marker) for raw in records}
+    return True in claims and False not in claims
+
+
+def _claim(raw: Any, event_source: str, marker: str) -> bool | None:
+    """True: a record of this source; False: of another one; None: it cannot tell."""
+    if type(raw) is not dict:
+        return None
+    found = raw.get("eventSource", raw.get("EventSource"))
+    if found is None:
+        return True if marker in raw else None
+    return found == event_source
 
 
 # --- reading records ----------------------------------------------------------------------------
 
-def pick_trace_id(found: Any, fallback: Any) -> tuple[str, Any]:
-    """(trace id, rejected value): ``found`` when it is a valid id, else the stable fallback."""
-    if type(found) is str and is_valid_id(found):  # the common case first
-        return found, None
-    if found is None:
-        return stable_id(fallback), None
-    return stable_id(fallback), found
+NO_FIELDS: Mapping[str, Any] = MappingProxyType({})
+"""An empty mapping: what ``mapping`` gives for a field that is no object."""
+
+
+def read_alone(source: str, raw: Any, read: Callable[[Any], list[Record]]) -> list[Record]:
+    """``read(raw)``: the records of one raw record. An error no check foresaw (an adapter's bug, a
+    value of a shape nobody expected) makes that raw record fail alone, with the reason, never the
+    batch."""
+    try:
+        return read(raw)
+    except Exception as exc:
+        return [malformed(source, raw, f"record cannot be read ({type(exc).__name__}: {reason(exc)})")]
 
 
 def pick_trace(
-    source: str, found: Any, fallback: Any, carrier: Mapping[str, Any] | None = None, read: Read = text, xray: Any = None
-) -> tuple[str, Any, TraceContext | None]:
-    """(trace id, rejected value, tracer's context) of a record, in the documented order:
+    source: str,
+    found: Any,
+    fallback: Any,
+    carrier: Mapping[str, Any] | None = None,
+    read: Read = text,
+    xray: Any = None,
+) -> tuple[str, str | None, TraceContext | None]:
+    """(trace id, rejected id, tracer's context) of a record, in the documented order:
     lambda_kit's ``found`` id, then a tracer's context in ``carrier`` (where this source's
     producers put ``traceparent``, ``_datadog`` or ``x-datadog-*``; ``read`` turns a value of it
     into text, bytes or a dict) or ``xray`` (the X-Ray header the source found), then the stable
     ``fallback``. The context is returned whichever id wins, for the log lines' vendor keys; when
     lambda_kit's id is missing or invalid, the context's id (as its vendor prints it) is the
-    trace id. A malformed context gets a WARNING line and is not used."""
-    if type(found) is str and is_valid_id(found):  # the common case first
-        trace_id, rejected = found, None
-    else:
-        trace_id, rejected = None, found
-    if not has_context(carrier, xray):
-        return (trace_id or stable_id(fallback)), rejected, None
-    refused: list[tuple[str, Any]] = []
-    context = read_context(carrier, read, xray, lambda where, value: refused.append((where, value)))
-    if trace_id is None:
-        trace_id = context.display_id() if context is not None else stable_id(fallback)
+    trace id. A malformed context gets a WARNING line (the value shown boundedly) and is not used;
+    an invalid ``found`` is returned as found, for the record's WARNING line (``log.brief``)."""
+    own = found if type(found) is str and is_valid_id(found) else None
+    context, refused = read_context(carrier, read, xray) if has_context(carrier, xray) else (None, ())
+    trace_id = own or (context.display_id() if context is not None else stable_id(fallback))
     for where, value in refused:
         warn_rejected_context(source, trace_id, where, value)
-    return trace_id, rejected, context
+    return trace_id, None if own else found, context
 
 
 def attribute_text(attribute: Any) -> Any:
@@ -246,45 +289,103 @@ def attribute_text(attribute: Any) -> Any:
     if type(attribute) is not dict:
         return None
     if "Value" in attribute:
-        value = attribute["Value"]
         binary = attribute.get("Type") == "Binary"
+        value = attribute["Value"]
     else:
-        value = attribute.get("stringValue")
-        binary = value is None
-        if binary:
-            value = attribute.get("binaryValue")
-    if binary and isinstance(value, str):
-        import base64
-        import binascii
-
-        try:
-            return base64.b64decode(value, validate=True)
-        except (binascii.Error, ValueError):
-            return None
-    return value
+        binary = attribute.get("stringValue") is None
+        value = attribute.get("binaryValue" if binary else "stringValue")
+    return base64_bytes(value, "binary attribute")[0] if binary and isinstance(value, str) else value
 
 
 def warn_rejected_context(source: str, trace_id: str, where: str, value: Any) -> None:
     """The WARNING line for a tracer's context that is present and malformed (not used)."""
     if log.enabled(30):
-        log.emit("WARNING", f"ignored an invalid {where}; reading the next place", trace_id,
-                 {"source": source, "rejected_trace_context": ascii(value)[:256]})
+        log.emit(
+            "WARNING",
+            f"ignored an invalid {where}; reading the next place",
+            trace_id,
+            {"source": source, "rejected_trace_context": log.brief(value)},
+        )
 
 
 def malformed(source: str, raw: Any, why: str) -> Record:
     """A record that cannot be read at all (its payload is the raw record, for the ERROR line):
-    it fails with ``why`` and reports an empty id,
-    which Lambda treats as a failure of the whole batch (nothing is lost)."""
-    return Record(source=source, id="", trace_id=stable_id(repr(raw)[:512]), payload=raw, raw=raw, error=why)
+    it fails with ``why`` and reports an empty id, which Lambda treats as a failure of the whole
+    batch (nothing is lost). Its trace id is a digest of what it holds, the same on every retry."""
+    return Record(
+        source=source, id="", trace_id=stable_id(bounded_repr(raw, 512)), payload=raw, raw=raw, error=why
+    )
 
 
 def reason(exc: BaseException) -> str:
     """A decoding error's message, short enough for one log field."""
-    text = str(exc)
+    text = log.safe_str(exc)
     return text if len(text) <= 200 else text[:200] + "..."
 
 
+# --- reading fields -----------------------------------------------------------------------------
+
+
+def dig(value: Any, *keys: str) -> Any:
+    """``value[key][key]...`` through dicts, else None (a step that is no dict, a key missing)."""
+    for key in keys:
+        if type(value) is not dict:
+            return None
+        value = value.get(key)
+    return value
+
+
+def mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` when it is a dict, else ``NO_FIELDS``."""
+    return value if type(value) is dict else NO_FIELDS
+
+
+def is_text(value: Any) -> bool:
+    """A non-empty string: what an id must be."""
+    return isinstance(value, str) and value != ""
+
+
+def text_or(value: Any, default: Any) -> Any:
+    """``value`` when it is a non-empty string, else ``default``."""
+    return value if is_text(value) else default
+
+
+def as_text(value: Any) -> str:
+    """``value`` when it is text, else its ``repr`` (bounded: ``trace.foreign``): a key that
+    should be text (a message group, a partition key) compared or digested as one."""
+    return value if type(value) is str else bounded_repr(value, 1024)
+
+
+def receive_attempt(count: Any) -> int:
+    """The attempt an ``ApproximateReceiveCount`` tells (its first receive is attempt 0); 0 when
+    it is no count."""
+    return max(int(count) - 1, 0) if type(count) is str and count.isdecimal() and len(count) < 19 else 0
+
+
+def loaded(text: Any, name: str) -> tuple[Any, str | None]:
+    """(the JSON document in ``text``, None), or (None, the error naming ``name``)."""
+    try:
+        return codec.loads(text), None
+    except Exception as exc:
+        return None, f"{name} is not valid JSON ({reason(exc)})"
+
+
+def base64_bytes(text: Any, name: str) -> tuple[bytes | None, str | None]:
+    """(the bytes base64 ``text`` holds, None), or (None, the error naming ``name``): strict, as
+    AWS writes it (a lenient decoder would read a corrupted value as something else)."""
+    try:
+        return binascii.a2b_base64(text, strict_mode=True), None
+    except (binascii.Error, TypeError, ValueError) as exc:
+        return None, f"{name} is not valid base64 ({reason(exc)})"
+
+
+def is_sns_envelope(doc: Any) -> bool:
+    """An SNS notification as SNS writes it into an SQS message body (not raw delivery)."""
+    return type(doc) is dict and doc.get("Type") == "Notification" and "TopicArn" in doc and "Message" in doc
+
+
 # --- responses ----------------------------------------------------------------------------------
+
 
 def batch_item_failures(outcome: Outcome) -> dict[str, Any]:
     """The partial batch response SQS, Kinesis and DynamoDB Streams event source mappings read."""
@@ -302,9 +403,12 @@ def pipes_batch_item_failures(outcome: Outcome) -> dict[str, Any]:
 
 def failure_report(records: list[Record]) -> dict[str, Any]:
     """``batchItemFailures`` naming each record by its ``report_id``, or its ``id``."""
-    return {"batchItemFailures": [
-        {"itemIdentifier": record.id if record.report_id is None else record.report_id} for record in records
-    ]}
+    return {
+        "batchItemFailures": [
+            {"itemIdentifier": record.id if record.report_id is None else record.report_id}
+            for record in records
+        ]
+    }
 
 
 def raise_first_failure(outcome: Outcome) -> None:

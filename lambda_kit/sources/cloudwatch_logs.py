@@ -12,7 +12,9 @@ from typing import Any
 
 from ..record import Record
 from . import awslogs
-from .base import Source, malformed
+from .base import Source, malformed, read_alone
+
+__all__ = ["SOURCE", "CloudWatchLogsSource"]
 
 
 class CloudWatchLogsSource(Source):
@@ -26,13 +28,14 @@ class CloudWatchLogsSource(Source):
 
     @classmethod
     def recognizes(cls, event: Any) -> bool:
-        if type(event) is not dict:
-            return False
-        subscription = event.get("awslogs")
+        subscription = event.get("awslogs") if type(event) is dict else None
         return type(subscription) is dict and "data" in subscription
 
     def records(self, event: Any) -> list[Record]:
-        subscription = event["awslogs"]
+        return read_alone(self.name, event["awslogs"], self.read)
+
+    def read(self, subscription: Any) -> list[Record]:
+        """The log events of the subscription message, each read alone (``awslogs``)."""
         try:
             message = awslogs.unpack(subscription["data"])
         except ValueError as exc:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import codec
 from ..record import Record
-from .base import Source, malformed, pick_trace, reason
+from .base import Source, dig, is_text, loaded, malformed, pick_trace, read_alone
+
+__all__ = ["SOURCE", "EventBridgeSource"]
 
 
 class EventBridgeSource(Source):
@@ -31,23 +32,29 @@ class EventBridgeSource(Source):
         return type(event) is dict and "detail-type" in event and "source" in event and "detail" in event
 
     def records(self, event: Any) -> list[Record]:
-        return [self.record(event)]
+        """One event, one record."""
+        return read_alone(self.name, event, self.read)
 
     def record(self, raw: Any) -> Record:
         event_id = raw.get("id")
-        if not isinstance(event_id, str) or not event_id:
+        if not is_text(event_id):
             return malformed("eventbridge", raw, "event has no id")
-        detail = raw["detail"]
-        error = None
+        detail, error = raw["detail"], None
         if isinstance(detail, str):  # a hand-made event: EventBridge itself delivers an object
-            try:
-                detail = codec.loads(detail)
-            except Exception as exc:
-                error = f"detail is not valid JSON ({reason(exc)})"
+            detail, error = loaded(detail, "detail")
+            detail = raw["detail"] if error else detail
         carrier = detail if type(detail) is dict else None
-        found = carrier.get("trace_id") if carrier is not None else None
-        trace_id, rejected, context = pick_trace("eventbridge", found, event_id, carrier)
-        return Record(source="eventbridge", id=event_id, trace_id=trace_id, payload=detail, raw=raw, error=error, attempt=0, rejected_trace_id=rejected, context=context)
+        trace_id, rejected, context = pick_trace("eventbridge", dig(carrier, "trace_id"), event_id, carrier)
+        return Record(
+            source="eventbridge",
+            id=event_id,
+            trace_id=trace_id,
+            payload=detail,
+            raw=raw,
+            error=error,
+            rejected_trace_id=rejected,
+            context=context,
+        )
 
 
 SOURCE = EventBridgeSource

@@ -24,18 +24,32 @@ Failures, as Lambda's Kafka event source mapping handles them:
 
 from __future__ import annotations
 
-import binascii  # base64's functions, without importing base64 and struct (cold start)
+import re
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from .. import codec
 from ..record import Outcome, Record
-from .base import Source, failure_report, malformed, pick_trace, raise_first_failure, reason
+from .base import (
+    Source,
+    base64_bytes,
+    failure_report,
+    is_text,
+    loaded,
+    malformed,
+    pick_trace,
+    raise_first_failure,
+    read_alone,
+    reason,
+)
 
 if TYPE_CHECKING:
     from ..validation import Validator
 
+__all__ = ["EVENT_SOURCES", "SOURCE", "KafkaSource"]
+
 EVENT_SOURCES = ("aws:kafka", "SelfManagedKafka", "aws:SelfManagedKafka")
 TRACE_HEADER = "trace_id"
+_WHOLE = re.compile(r"[0-9]{1,20}")
 
 
 class KafkaSource(Source):
@@ -65,16 +79,47 @@ class KafkaSource(Source):
             if type(batch) is not list:
                 records.append(malformed("kafka", batch, f"records[{key!r}] is not a list"))
                 continue
-            records += [self.record_of(key, raw) for raw in batch]
+            for raw in batch:
+                records += read_alone("kafka", raw, partial(self.read_of, key))
         return records
 
+    def read_of(self, key: str, raw: Any) -> list[Record]:
+        """``read`` for a raw record of topic-partition ``key``."""
+        return [self.record_of(key, raw)]
+
     def record_of(self, key: str, raw: Any) -> Record:
+        """The record ``raw`` of topic-partition ``key``: its payload is the message."""
         if type(raw) is not dict:
             return malformed("kafka", raw, "record is not a JSON object")
         topic, partition, offset = raw.get("topic"), whole(raw.get("partition")), whole(raw.get("offset"))
-        if type(topic) is not str or not topic or partition is None or offset is None:
+        if None in (partition, offset) or not is_text(topic):
             return malformed("kafka", raw, "record has no topic, partition or offset")
         record_id = f"{key}:{offset}"
+        message, error = self.message(raw, topic, partition, offset)
+        found = message["headers"].get(TRACE_HEADER)
+        trace_id, rejected, context = pick_trace(
+            "kafka",
+            None if found is None else found.decode("utf-8", "replace"),
+            record_id,
+            message["headers"],
+        )
+        return Record(
+            source="kafka",
+            id=record_id,
+            trace_id=trace_id,
+            payload=raw if error else message,
+            raw=raw,
+            error=error,
+            rejected_trace_id=rejected,
+            group=key,
+            report_id={"partition": key, "offset": offset},
+            context=context,
+        )
+
+    def message(
+        self, raw: dict[str, Any], topic: str, partition: int, offset: int
+    ) -> tuple[dict[str, Any], str | None]:
+        """(the message, the error that keeps it from the function, else None)."""
         message: dict[str, Any] = {
             "topic": topic,
             "partition": partition,
@@ -85,25 +130,14 @@ class KafkaSource(Source):
             "value": None,
             "headers": {},
         }
-        error = None
         try:
             message["headers"] = headers(raw.get("headers"))
             message["key"] = base64_field(raw, "key")
             value = base64_field(raw, "value")
         except ValueError as exc:
-            error, value = reason(exc), None
-        found = message["headers"].get(TRACE_HEADER)
-        if found is not None:
-            found = found.decode("utf-8", "replace")
-        trace_id, rejected, context = pick_trace("kafka", found, record_id, message["headers"])
-        if value is not None and self.json:
-            try:
-                value = codec.loads(value)
-            except Exception as exc:
-                error = f"value is not valid JSON ({reason(exc)})"
-        message["value"] = value
-        payload = raw if error else message
-        return Record(source="kafka", id=record_id, trace_id=trace_id, payload=payload, raw=raw, error=error, attempt=0, rejected_trace_id=rejected, group=key, report_id={"partition": key, "offset": offset}, context=context)
+            return message, reason(exc)
+        message["value"], error = loaded(value, "value") if self.json and value is not None else (value, None)
+        return message, error
 
     def typed(self, payload: Any, validate: Validator) -> Any:
         """With ``model=`` the message's ``value`` is validated; the rest of the message stays."""
@@ -120,21 +154,20 @@ def whole(value: Any) -> int | None:
     """A partition or offset: an int (AWS's samples also show digit strings), else None."""
     if type(value) is int and value >= 0:
         return value
-    if type(value) is str and value.isascii() and value.isdigit():
-        return int(value)
-    return None
+    return int(value) if type(value) is str and _WHOLE.fullmatch(value) else None
 
 
 def base64_field(raw: dict[str, Any], name: str) -> bytes | None:
+    """The bytes of the base64 field ``name`` (None when absent: a tombstone has no value)."""
     text = raw.get(name)
     if text is None:
         return None
     if type(text) is not str:
         raise ValueError(f"{name} is not base64 text")
-    try:
-        return binascii.a2b_base64(text, strict_mode=True)
-    except binascii.Error as exc:
-        raise ValueError(f"{name} is not valid base64 ({reason(exc)})") from None
+    data, error = base64_bytes(text, name)
+    if error is not None:
+        raise ValueError(error)
+    return data
 
 
 def headers(found: Any) -> dict[str, bytes]:
@@ -148,11 +181,14 @@ def headers(found: Any) -> dict[str, bytes]:
     for index, header in enumerate(found):
         if type(header) is not dict:
             raise ValueError(f"headers[{index}] is not an object")
-        for name, values in header.items():
-            if type(values) is not list or not all(type(b) is int and -128 <= b <= 255 for b in values):
-                raise ValueError(f"header {name[:64]!r} is not a list of byte values")
-            decoded[name] = bytes(b & 0xFF for b in values)
+        decoded.update((name, header_bytes(name, values)) for name, values in header.items())
     return decoded
+
+
+def header_bytes(name: str, values: Any) -> bytes:
+    if type(values) is not list or not all(type(b) is int and -128 <= b <= 255 for b in values):
+        raise ValueError(f"header {name[:64]!r} is not a list of byte values")
+    return bytes(b & 0xFF for b in values)
 
 
 SOURCE = KafkaSource

@@ -18,30 +18,47 @@ back alone. With a tumbling window the window's state goes in and out (``lambda_
 
 from __future__ import annotations
 
-import binascii  # base64's functions, without importing base64 and struct (cold start)
+import binascii
+import hashlib
 import os
+import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .. import codec
+from .. import aws, codec
 from ..record import Record
-from ..trace import is_valid_id
-from .base import Source, malformed, pick_trace, pick_trace_id, reason
+from ..trace import is_valid_id, stable_id
+from ..trace.foreign import bounded_repr
+from . import awslogs, kpl
+from .base import (
+    Source,
+    as_text,
+    base64_bytes,
+    dig,
+    is_text,
+    loaded,
+    malformed,
+    mapping,
+    pick_trace,
+    reason,
+    text_or,
+)
 from .window import Window, Windowed
 
-if TYPE_CHECKING:
-    from . import awslogs
+__all__ = ["REQUEUE_KEY", "SOURCE", "KinesisSource", "kinesis_fields"]
 
 REQUEUE_KEY = "lambda_kit_requeue"
 
 KPL_BASE64 = "84maw"
-"""How the base64 text of every KPL aggregate begins (its magic bytes): a test that costs nothing
-on ordinary records; ``lambda_kit.sources.kpl`` is loaded, and decides on the decoded bytes, only for a
-record that passes it (cold start)."""
+"""How the base64 text of every KPL aggregate begins (its magic bytes): the test that sends a
+record to ``lambda_kit.sources.kpl``, which decides on the decoded bytes."""
+
+GROUP_ID = re.compile(r"[!-~]{1,128}")
+"""A FIFO message group id: 1 to 128 printable ASCII characters."""
 
 GZIP_BASE64 = "H4sI"
-"""How base64 text of gzip data begins (gzip's magic bytes 1f 8b 08): the cheap test for a record
-that may hold a CloudWatch Logs subscription message (``lambda_kit.sources.awslogs`` is loaded only then)."""
+"""How base64 text of gzip data begins (gzip's magic bytes 1f 8b 08): the test for a record that
+may hold a CloudWatch Logs subscription message (``lambda_kit.sources.awslogs``)."""
 
 
 class KinesisSource(Windowed, Source):
@@ -74,130 +91,112 @@ class KinesisSource(Windowed, Source):
         self.max_attempts = max_attempts
         self._dead_letter = dead_letter
 
-    def records(self, event: Any) -> list[Record]:
-        piped = type(event) is list
-        records = []
-        for raw in event if piped else event["Records"]:
-            kinesis = kinesis_fields(raw)
-            if kinesis is not None and type(data := kinesis.get("data")) is str and data.startswith(KPL_BASE64):
-                batch = self.deaggregated(raw, kinesis)
-            else:
-                log_events = self.log_events(raw, kinesis)
-                batch = [self.record(raw)] if log_events is None else log_events
-            records += [self.piped(record, record.raw) for record in batch] if piped else batch
-        return records
+    def read(self, raw: Any) -> list[Record]:
+        """A KPL aggregate is its user records; a CloudWatch Logs subscription message its log
+        events; any other record is one record."""
+        kinesis = kinesis_fields(raw) or {}
+        data = kinesis.get("data")
+        if type(data) is not str:
+            return [self.record(raw)]
+        if data.startswith(KPL_BASE64):
+            return self.deaggregated(raw, kinesis)
+        if data.startswith(GZIP_BASE64) and self.json:
+            return self.log_events(raw, kinesis)
+        return [self.record(raw)]
 
     def deaggregated(self, raw: dict[str, Any], kinesis: dict[str, Any]) -> list[Record]:
         """The user records of a KPL aggregate (the record itself when it is none); an aggregate
         that cannot be split fails whole, with the reason."""
-        from . import kpl
-
         try:
             users = kpl.split(binascii.a2b_base64(kinesis["data"], strict_mode=True))
         except binascii.Error:
             users = None  # not base64: the record fails as any would
         except kpl.AggregateError as exc:
-            record = self.record(raw)
-            if record.id:
-                record.error, record.payload = reason(exc), kinesis["data"]
-            return [record]
+            return [self.failed_whole(raw, kinesis, reason(exc))]
         if users is None:
             return [self.record(raw)]
-        flattened = "kinesis" not in raw
-        records = []
-        for number, user in enumerate(users):
-            fields = {
-                **kinesis,
-                "partitionKey": user.partition_key,
-                "explicitHashKey": user.explicit_hash_key,
-                "data": binascii.b2a_base64(user.data, newline=False).decode("ascii"),
-                "subSequenceNumber": number,
-                "aggregated": True,
-            }
-            records.append(self.record({**raw, **fields} if flattened else {**raw, "kinesis": fields}))
-        return records
+        return [self.record(user_raw(raw, kinesis, number, user)) for number, user in enumerate(users)]
 
-    def log_events(self, raw: Any, kinesis: dict[str, Any] | None) -> list[Record] | None:
-        """The log events of a record holding a CloudWatch Logs subscription message, else None."""
-        if not self.json or kinesis is None:
-            return None
-        data, sequence_number = kinesis.get("data"), kinesis.get("sequenceNumber")
-        if type(data) is not str or not data.startswith(GZIP_BASE64) or not isinstance(sequence_number, str) or not sequence_number:
-            return None
-        from . import awslogs
+    def failed_whole(self, raw: dict[str, Any], kinesis: dict[str, Any], why: str) -> Record:
+        record = self.record(raw)
+        if record.id:
+            record.error, record.payload = why, kinesis["data"]
+        return record
 
+    def log_events(self, raw: dict[str, Any], kinesis: dict[str, Any]) -> list[Record]:
+        """The log events of a record holding a CloudWatch Logs subscription message, each
+        reported by the record's sequence number."""
+        sequence_number, data = kinesis.get("sequenceNumber"), kinesis["data"]
+        if not is_text(sequence_number):
+            return [self.record(raw)]  # it fails for that
         try:
             message = awslogs.unpack(data)
         except ValueError as exc:
-            trace_id, _ = pick_trace_id(None, raw.get("eventID") or sequence_number)
-            return [Record(source="kinesis", id=sequence_number, trace_id=trace_id, payload=data, raw=raw, error=f"kinesis.data {exc}")]
-        meta = message.pop(REQUEUE_KEY, None)  # a log event requeued on its own
-        attempt = (meta.get("attempt") if type(meta.get("attempt")) is int else 1) if type(meta) is dict else 0
+            trace_id = stable_id(text_or(raw.get("eventID"), sequence_number))
+            return [
+                Record(
+                    source="kinesis",
+                    id=sequence_number,
+                    trace_id=trace_id,
+                    payload=data,
+                    raw=raw,
+                    error=f"kinesis.data {exc}",
+                )
+            ]
+        attempt = requeued_attempt(message.pop(REQUEUE_KEY, None))  # a log event requeued on its own
         return awslogs.log_event_records(message, "kinesis", raw, sequence_number, attempt)
 
     def record(self, raw: Any) -> Record:
         kinesis = kinesis_fields(raw)
         if kinesis is None:
             return malformed("kinesis", raw, "record has no kinesis object")
-        sequence_number = kinesis.get("sequenceNumber")
-        if not isinstance(sequence_number, str) or not sequence_number:
+        if not is_text(kinesis.get("sequenceNumber")):
             return malformed("kinesis", raw, "record has no kinesis.sequenceNumber")
-        fallback = raw.get("eventID") or sequence_number
-        report_id = None
-        sub = kinesis.get("subSequenceNumber")
-        if type(sub) is int and kinesis.get("aggregated") is True:  # a KPL user record
-            fallback, report_id = f"{fallback}:{sub}", sequence_number
-            sequence_number = f"{sequence_number}:{sub}"
-        payload: Any = None
-        error = None
-        attempt = 0
-        found = None
-        try:
-            data = binascii.a2b_base64(kinesis.get("data"), strict_mode=True)
-        except (binascii.Error, TypeError, ValueError) as exc:
-            data, error = None, f"kinesis.data is not valid base64 ({reason(exc)})"
-        if data is not None:
-            try:
-                payload = codec.loads(data) if self.json or data[:1] == b"{" else data
-            except Exception as exc:
-                if self.json:
-                    error = f"kinesis.data is not valid JSON ({reason(exc)})"
-                else:
-                    payload = data
-            if type(payload) is dict and type(payload.get(REQUEUE_KEY)) is dict:
-                # A requeued record keeps the trace id of its first try (its eventID is new).
-                if is_valid_id(payload.get("trace_id")):
-                    fallback = payload["trace_id"]
-                payload, attempt, error = self._unwrap(payload)
-            if type(payload) is dict:
-                found = payload.get("trace_id")
-            if not self.json and isinstance(payload, dict | list) and error is None:
-                payload = data
-        carrier = payload if type(payload) is dict else None
-        trace_id, rejected, context = pick_trace("kinesis", found, fallback, carrier)
-        if error is not None:
-            payload = kinesis.get("data")
-        return Record(source="kinesis", id=sequence_number, trace_id=trace_id, payload=payload, raw=raw, error=error, attempt=attempt, rejected_trace_id=rejected, group=None, report_id=report_id, context=context)
+        record_id, fallback, report_id = record_ids(raw, kinesis)
+        payload, doc, error, envelope = self.decoded(kinesis.get("data"))
+        first_try = dig(envelope, "trace_id")  # a requeued record keeps the trace id of its first try
+        fallback = first_try if is_valid_id(first_try) else fallback
+        trace_id, rejected, context = pick_trace("kinesis", dig(doc, "trace_id"), fallback, mapping(doc))
+        return Record(
+            source="kinesis",
+            id=record_id,
+            trace_id=trace_id,
+            payload=payload,
+            raw=raw,
+            error=error,
+            attempt=requeued_attempt(dig(envelope, REQUEUE_KEY)),
+            rejected_trace_id=rejected,
+            report_id=report_id,
+            context=context,
+        )
 
-    def _unwrap(self, envelope: dict[str, Any]) -> tuple[Any, int, str | None]:
-        meta = envelope[REQUEUE_KEY]
-        attempt = meta.get("attempt") if type(meta.get("attempt")) is int else 1
-        try:
-            original = binascii.a2b_base64(envelope.get("data"), strict_mode=True)
-        except (binascii.Error, TypeError, ValueError) as exc:
-            return None, attempt, f"requeued record's data is not valid base64 ({reason(exc)})"
-        if not self.json:
-            return original, attempt, None
-        try:
-            payload = codec.loads(original)
-        except Exception as exc:
-            return None, attempt, f"kinesis.data is not valid JSON ({reason(exc)})"
-        return payload, attempt, None
+    def decoded(self, text: Any) -> tuple[Any, Any, str | None, dict[str, Any] | None]:
+        """(payload, JSON document, error, the requeue envelope it came in) of ``kinesis.data``:
+        a requeued record's data is the producer's, out of lambda_kit's envelope. The payload is the
+        document, or with ``json=False`` the bytes (data that is a JSON object is read all the
+        same, for lambda_kit's trace id); a record that fails keeps the base64 text."""
+        data, error = base64_bytes(text, "kinesis.data")
+        doc, error = self.document(data, error, self.json or (data or b"").startswith(b"{"))
+        envelope = doc if type(dig(doc, REQUEUE_KEY)) is dict else None
+        if envelope is not None:
+            data, error = base64_bytes(envelope.get("data"), "requeued record's data")
+            doc, error = self.document(data, error, self.json)
+        payload = text if error else doc if self.json else data
+        return payload, doc, error, envelope
+
+    def document(self, data: bytes | None, error: str | None, read: bool) -> tuple[Any, str | None]:
+        """(the JSON document in ``data`` when ``read``, error); data that is no JSON is an error
+        with ``json`` only."""
+        if error is not None or not read:
+            return None, error
+        doc, error = loaded(data, "kinesis.data")
+        return doc, error if self.json else None
 
     def ordering_key(self, record: Record) -> Any:
-        """The partition key: Kinesis keeps order per partition key within a shard."""
-        kinesis = kinesis_fields(record.raw)
-        return kinesis.get("partitionKey") if kinesis is not None else None
+        """The partition key: Kinesis keeps order per partition key within a shard. A record with
+        none (or one that is no text) keeps no order with others."""
+        key = dig(kinesis_fields(record.raw), "partitionKey")
+        return key if type(key) is str else None
 
     # --- failure routing ---------------------------------------------------------------------
 
@@ -207,19 +206,9 @@ class KinesisSource(Windowed, Source):
         Returns the outcome (``"requeued"`` or ``"dead_lettered"``); raises when AWS refused,
         in which case the record is reported as a batch failure like any other.
         """
-        from .. import aws  # only for a failed record (cold start)
-        from . import awslogs
-
         if isinstance(record, awslogs.LogEventRecord):
             return self.requeue_log_event(record, error)
-        raw = record.raw
-        original_data = kinesis_fields(raw)["data"]
-        try:  # a record requeued before: put back what the producer sent, not our wrapper
-            outer = codec.loads(binascii.a2b_base64(original_data))
-            if type(outer) is dict and type(outer.get(REQUEUE_KEY)) is dict:
-                original_data = outer.get("data")
-        except Exception:
-            pass
+        original_data = producers_data(kinesis_fields(record.raw)["data"])
         attempt = record.attempt + 1
         if attempt >= self.max_attempts:
             self._dead_letter_send(record, error, original_data, attempt)
@@ -230,7 +219,7 @@ class KinesisSource(Windowed, Source):
             "data": original_data,
         }
         aws.client("kinesis").put_record(
-            StreamName=_stream_name(raw.get("eventSourceARN")),
+            StreamName=_stream_name(record.raw.get("eventSourceARN")),
             Data=codec.dumps(envelope).encode(),
             PartitionKey=record.trace_id,
         )
@@ -239,17 +228,21 @@ class KinesisSource(Windowed, Source):
     def requeue_log_event(self, record: awslogs.LogEventRecord, error: BaseException) -> str:
         """A failed log event goes back alone (a subscription message of that event and an attempt
         count), so the log events that succeeded with it are not repeated."""
-        from .. import aws
-        from . import awslogs
-
         alone = {**record.document, "logEvents": [record.log_event]}
         attempt = record.attempt + 1
         if attempt >= self.max_attempts:
-            self._dead_letter_send(record, error, binascii.b2a_base64(awslogs.pack(alone), newline=False).decode("ascii"), attempt)
+            self._dead_letter_send(
+                record,
+                error,
+                binascii.b2a_base64(awslogs.pack(alone), newline=False).decode("ascii"),
+                attempt,
+            )
             return "dead_lettered"
         retry = {**alone, REQUEUE_KEY: {"attempt": attempt, "error_type": type(error).__name__}}
         aws.client("kinesis").put_record(
-            StreamName=_stream_name(record.raw.get("eventSourceARN")), Data=awslogs.pack(retry), PartitionKey=record.trace_id
+            StreamName=_stream_name(record.raw.get("eventSourceARN")),
+            Data=awslogs.pack(retry),
+            PartitionKey=record.trace_id,
         )
         return "requeued"
 
@@ -271,26 +264,73 @@ class KinesisSource(Windowed, Source):
                 "trace_id": record.trace_id,
                 "stream": record.raw.get("eventSourceARN"),
                 "sequence_number": record.id,
-                "partition_key": kinesis.get("partitionKey"),
+                "partition_key": dig(kinesis, "partitionKey"),
                 "attempts": attempts,
                 "error_type": type(error).__name__,
                 "error": str(error)[:1000],
                 "data": data,
             }
         )
-        from .. import aws
-
-        trace = {"trace_id": {"DataType": "String", "StringValue": record.trace_id}}
         order = fifo_fields(record, kinesis) if target.endswith(".fifo") else {}
-        if target.startswith("arn:aws:sns:"):
-            aws.client("sns").publish(TopicArn=target, Message=body, MessageAttributes=trace, **order)
-            return
-        sqs = aws.client("sqs")
-        queue_url = target
-        if target.startswith("arn:aws:sqs:"):
-            parts = target.split(":")
-            queue_url = sqs.get_queue_url(QueueName=parts[5], QueueOwnerAWSAccountId=parts[4])["QueueUrl"]
-        sqs.send_message(QueueUrl=queue_url, MessageBody=body, MessageAttributes=trace, **order)
+        send_dead_letter(
+            target, body, {"trace_id": {"DataType": "String", "StringValue": record.trace_id}}, order
+        )
+
+
+def record_ids(raw: dict[str, Any], kinesis: dict[str, Any]) -> tuple[str, Any, str | None]:
+    """(record id, trace id fallback, report id) of a Kinesis record: its sequence number and
+    ``eventID``; a KPL user record's add its subsequence number, and it is reported by its
+    aggregate's sequence number (Lambda checkpoints on it)."""
+    sequence_number = kinesis["sequenceNumber"]
+    fallback = text_or(raw.get("eventID"), sequence_number)
+    sub = kinesis.get("subSequenceNumber")
+    if type(sub) is not int or kinesis.get("aggregated") is not True:
+        return sequence_number, fallback, None
+    return f"{sequence_number}:{sub}", f"{fallback}:{sub}", sequence_number
+
+
+def user_raw(
+    raw: dict[str, Any], kinesis: dict[str, Any], number: int, user: kpl.UserRecord
+) -> dict[str, Any]:
+    """The raw record of a KPL user record: its aggregate's, with the user record's fields."""
+    fields = {
+        **kinesis,
+        "partitionKey": user.partition_key,
+        "explicitHashKey": user.explicit_hash_key,
+        "data": binascii.b2a_base64(user.data, newline=False).decode("ascii"),
+        "subSequenceNumber": number,
+        "aggregated": True,
+    }
+    return {**raw, "kinesis": fields} if "kinesis" in raw else {**raw, **fields}
+
+
+def requeued_attempt(meta: Any) -> int:
+    """The attempt a requeue envelope's metadata counts (1 when it says none); 0: not requeued."""
+    if type(meta) is not dict:
+        return 0
+    return meta["attempt"] if type(meta.get("attempt")) is int else 1
+
+
+def producers_data(data: Any) -> Any:
+    """``kinesis.data`` as the producer sent it: out of lambda_kit's envelope when it was requeued."""
+    try:
+        outer = codec.loads(binascii.a2b_base64(data))
+    except Exception:
+        return data
+    return outer.get("data") if type(dig(outer, REQUEUE_KEY)) is dict else data
+
+
+def send_dead_letter(target: str, body: str, attributes: dict[str, Any], order: dict[str, str]) -> None:
+    """Send ``body`` to the dead-letter topic or queue ``target`` (an ARN or a queue URL)."""
+    if target.startswith("arn:aws:sns:"):
+        aws.client("sns").publish(TopicArn=target, Message=body, MessageAttributes=attributes, **order)
+        return
+    sqs = aws.client("sqs")
+    queue_url = target
+    if target.startswith("arn:aws:sqs:"):
+        parts = target.split(":")
+        queue_url = sqs.get_queue_url(QueueName=parts[5], QueueOwnerAWSAccountId=parts[4])["QueueUrl"]
+    sqs.send_message(QueueUrl=queue_url, MessageBody=body, MessageAttributes=attributes, **order)
 
 
 def fifo_fields(record: Record, kinesis: dict[str, Any] | None) -> dict[str, str]:
@@ -300,19 +340,16 @@ def fifo_fields(record: Record, kinesis: dict[str, Any] | None) -> dict[str, str
     retried batch, is dropped as a duplicate within SQS's five minutes; two records never share
     one). A key that is no valid group id (empty, over 128 characters, other than printable ASCII,
     or not text) is replaced by its digest; a record without one is grouped by its trace id."""
-    from . import awslogs
-
-    key = (kinesis or {}).get("partitionKey")
-    if not (isinstance(key, str) and 0 < len(key) <= 128 and all("!" <= c <= "~" for c in key)):
-        key = _digest(record.trace_id if key is None else str(key))
+    key = dig(kinesis, "partitionKey")
+    if type(key) is not str or not GROUP_ID.fullmatch(key):
+        key = _digest(record.trace_id if key is None else as_text(key))
     log_event = record.log_event if isinstance(record, awslogs.LogEventRecord) else {}
-    return {"MessageGroupId": key, "MessageDeduplicationId": _digest(f"{record.raw.get('eventSourceARN')}|{record.id}|{log_event.get('id')}")}
+    deduplication = f"{as_text(record.raw.get('eventSourceARN'))}|{record.id}|{as_text(log_event.get('id'))}"
+    return {"MessageGroupId": key, "MessageDeduplicationId": _digest(deduplication)}
 
 
 def _digest(text: str) -> str:
-    import hashlib  # rare path: FIFO dead letters only
-
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def kinesis_fields(raw: Any) -> dict[str, Any] | None:
@@ -326,7 +363,9 @@ def kinesis_fields(raw: Any) -> dict[str, Any] | None:
 
 def _stream_name(arn: Any) -> str:
     if not isinstance(arn, str) or "stream/" not in arn:
-        raise ValueError(f"cannot requeue: eventSourceARN {arn!r} is not a Kinesis stream ARN")
+        raise ValueError(
+            f"cannot requeue: eventSourceARN {bounded_repr(arn, 200)} is not a Kinesis stream ARN"
+        )
     return arn.split("stream/", 1)[1].split("/", 1)[0]
 
 

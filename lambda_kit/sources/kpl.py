@@ -4,7 +4,7 @@ The Kinesis Producer Library packs many user records into one Kinesis record: th
 ``F3 89 9A C2``, a protobuf ``AggregatedRecord`` (partition key table, explicit hash key table,
 records), then the MD5 digest of the protobuf bytes. The protobuf schema is aws-kinesis-agg's
 (``pip install 'lambda-event-kit[kpl]'``), parsed by protobuf; it is imported on the first aggregated
-record only (protobuf costs tens of milliseconds to import).
+record only (an optional extra; protobuf costs tens of milliseconds to import).
 
 aws-kinesis-agg's own ``deaggregator`` is not used: it hands a corrupt aggregate (bad digest,
 unparsable protobuf) through as an ordinary record, and on a bad key index prints to standard error
@@ -14,9 +14,14 @@ aggregate that cannot be read raises ``AggregateError`` with the reason, and its
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from typing import Any
+
+from ..extras import MissingExtra, import_optional
+
+__all__ = ["MAGIC", "AggregateError", "UserRecord", "schema", "split"]
 
 MAGIC = b"\xf3\x89\x9a\xc2"
 DIGEST_SIZE = 16  # MD5
@@ -45,8 +50,17 @@ def split(data: bytes) -> list[UserRecord] | None:
     magic bytes but cannot be read."""
     if data[: len(MAGIC)] != MAGIC:
         return None
-    import hashlib  # only for aggregates: its OpenSSL backend costs milliseconds to load
+    aggregate = _parsed(data)
+    keys = list(aggregate.partition_key_table)
+    hash_keys = list(aggregate.explicit_hash_key_table)
+    users = [_user(index, user, keys, hash_keys) for index, user in enumerate(aggregate.records)]
+    if not users:
+        raise AggregateError("KPL aggregate holds no user records")
+    return users
 
+
+def _parsed(data: bytes) -> Any:
+    """The ``AggregatedRecord`` in ``data``, its digest checked."""
     body, digest = data[len(MAGIC) : -DIGEST_SIZE], data[-DIGEST_SIZE:]
     if len(data) <= len(MAGIC) + DIGEST_SIZE or hashlib.md5(body).digest() != digest:
         raise AggregateError("KPL aggregate's MD5 digest does not match its contents (corrupt or truncated)")
@@ -55,21 +69,23 @@ def split(data: bytes) -> list[UserRecord] | None:
         aggregate.ParseFromString(body)
     except Exception as exc:  # protobuf's DecodeError, or a message missing required fields
         raise AggregateError(f"KPL aggregate's protobuf cannot be parsed ({exc})") from None
-    keys = list(aggregate.partition_key_table)
-    hash_keys = list(aggregate.explicit_hash_key_table)
-    users = []
-    for index, user in enumerate(aggregate.records):
-        if user.partition_key_index >= len(keys):
-            raise AggregateError(f"KPL user record {index} names partition key {user.partition_key_index} of {len(keys)}")
-        hash_key = None
-        if user.HasField("explicit_hash_key_index"):
-            if user.explicit_hash_key_index >= len(hash_keys):
-                raise AggregateError(f"KPL user record {index} names explicit hash key {user.explicit_hash_key_index} of {len(hash_keys)}")
-            hash_key = hash_keys[user.explicit_hash_key_index]
-        users.append(UserRecord(keys[user.partition_key_index], hash_key, user.data))
-    if not users:
-        raise AggregateError("KPL aggregate holds no user records")
-    return users
+    return aggregate
+
+
+def _user(index: int, user: Any, keys: list[str], hash_keys: list[str]) -> UserRecord:
+    """User record ``index``, its partition key (and explicit hash key) looked up in the tables."""
+    if user.partition_key_index >= len(keys):
+        raise AggregateError(
+            f"KPL user record {index} names partition key {user.partition_key_index} of {len(keys)}"
+        )
+    if not user.HasField("explicit_hash_key_index"):
+        return UserRecord(keys[user.partition_key_index], None, user.data)
+    if user.explicit_hash_key_index >= len(hash_keys):
+        raise AggregateError(
+            f"KPL user record {index} names explicit hash key {user.explicit_hash_key_index} "
+            f"of {len(hash_keys)}"
+        )
+    return UserRecord(keys[user.partition_key_index], hash_keys[user.explicit_hash_key_index], user.data)
 
 
 def schema() -> Any:
@@ -81,8 +97,6 @@ def schema() -> Any:
 
 
 def _load_schema() -> Any:
-    from ..extras import MissingExtra, import_optional
-
     try:
         aws_kinesis_agg = import_optional("aws_kinesis_agg", "a KPL-aggregated record")
     except MissingExtra as exc:
@@ -93,9 +107,11 @@ def _load_schema() -> Any:
     theirs = sys.modules.pop("config_pb2", None)
     sys.path.insert(0, os.path.dirname(aws_kinesis_agg.__file__))
     try:
-        from aws_kinesis_agg import messages_pb2
+        from aws_kinesis_agg import messages_pb2  # an optional extra (aws-kinesis-agg), its protobuf costly
     except Exception as exc:
-        raise AggregateError(f"aws-kinesis-agg's protobuf schema cannot be loaded ({type(exc).__name__}: {exc})") from None
+        raise AggregateError(
+            f"aws-kinesis-agg's protobuf schema cannot be loaded ({type(exc).__name__}: {exc})"
+        ) from None
     finally:
         sys.path[:] = saved_path
         sys.modules.pop("config_pb2", None)

@@ -23,12 +23,28 @@ fallback is a digest of the record (stable across retries).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote_plus
 
-from .. import codec, log
+from .. import log
 from ..record import Outcome, Record
 from ..trace import stable_id
-from .base import Source, malformed, pick_trace_id, raise_first_failure, reason, records_claimed
+from .base import (
+    Source,
+    as_text,
+    dig,
+    is_sns_envelope,
+    is_text,
+    loaded,
+    malformed,
+    mapping,
+    pick_trace,
+    raise_first_failure,
+    read_alone,
+    receive_attempt,
+    records_claimed,
+)
 
 if TYPE_CHECKING:
     from ..validation import Validator
@@ -36,6 +52,8 @@ if TYPE_CHECKING:
     ObjectFields = Mapping[str, Any]
 else:
     ObjectFields = Mapping  # its subscript needs typing's Any: for the type checker only
+
+__all__ = ["SOURCE", "S3Object", "S3Source"]
 
 FIELDS = ("bucket", "key", "size", "etag", "version_id", "event_name", "event_time")
 TEST_EVENT = "s3:TestEvent"
@@ -46,6 +64,11 @@ CREATED_BY = {  # EventBridge ``reason`` -> the notification's eventName
     "CopyObject": "ObjectCreated:Copy",
     "CompleteMultipartUpload": "ObjectCreated:CompleteMultipartUpload",
 }
+ENVELOPES = (("s3", "aws:s3", "s3"), ("sqs", "aws:sqs", "messageId"), ("sns", "aws:sns", "Sns"))
+"""(envelope, its records' eventSource, their marker key), the most specific first."""
+MESSAGE_ID = {"sqs": ("messageId",), "sns": ("Sns", "MessageId")}
+MESSAGE_TEXT = {"sqs": ("body",), "sns": ("Sns", "Message")}
+MESSAGE_PART = {"sqs": "message body", "sns": "Sns.Message"}
 
 
 class S3Object(ObjectFields):
@@ -94,66 +117,44 @@ class S3Object(ObjectFields):
 
 # --- recognizing the envelopes ----------------------------------------------------------------
 
+
 def carrier(event: Any) -> str | None:
     """The envelope of a ``Records`` event: ``"sqs"``, ``"sns"``, ``"s3"`` (direct), or None."""
-    if type(event) is not dict or type(event.get("Records")) is not list:
+    if type(dig(event, "Records")) is not list:
         return None
-    for kind, event_source, marker in (("s3", "aws:s3", "s3"), ("sqs", "aws:sqs", "messageId"), ("sns", "aws:sns", "Sns")):
-        if records_claimed(event, event_source, marker):
-            return kind
-    return None
+    return next((kind for kind, source, marker in ENVELOPES if records_claimed(event, source, marker)), None)
 
 
 def is_notification(doc: Any) -> bool:
     """An S3 notification (``Records`` of ``aws:s3``) or S3's test message."""
-    if type(doc) is not dict:
-        return False
-    if doc.get("Event") == TEST_EVENT:
+    if dig(doc, "Event") == TEST_EVENT:
         return True
-    records = doc.get("Records")
-    return type(records) is list and any(type(r) is dict and r.get("eventSource") == "aws:s3" for r in records)
+    records = dig(doc, "Records")
+    return type(records) is list and any(dig(record, "eventSource") == "aws:s3" for record in records)
 
 
-def unwrap(text: Any, from_sqs: bool) -> Any:
-    """The document in an SQS body or SNS message (an SNS envelope in an SQS body unwrapped);
-    raises ValueError saying which part is not JSON."""
-    try:
-        doc = codec.loads(text)
-    except Exception as exc:
-        raise ValueError(f"{'message body' if from_sqs else 'Sns.Message'} is not valid JSON ({reason(exc)})") from None
-    if from_sqs and type(doc) is dict and doc.get("Type") == "Notification" and "TopicArn" in doc and "Message" in doc:
-        try:
-            return codec.loads(doc["Message"])
-        except Exception as exc:
-            raise ValueError(f"SNS message in the body is not valid JSON ({reason(exc)})") from None
-    return doc
+def unwrap(text: Any, kind: str) -> tuple[Any, str | None]:
+    """(the document in an SQS body or SNS message, an SNS envelope in an SQS body unwrapped; or
+    None and the error saying which part is not JSON)."""
+    if not isinstance(text, str):
+        return None, f"{MESSAGE_PART[kind]} is missing or not a string"
+    doc, error = loaded(text, MESSAGE_PART[kind])
+    if kind == "sqs" and is_sns_envelope(doc):
+        return loaded(doc["Message"], "SNS message in the body")
+    return doc, error
 
 
-def carried_text(raw: Any, kind: str) -> Any:
-    """The SQS body or SNS message of a carrier record (None when there is none)."""
-    if type(raw) is not dict:
-        return None
-    if kind == "sqs":
-        return raw.get("body")
-    sns = raw.get("Sns")
-    return sns.get("Message") if type(sns) is dict else None
-
-
-def carries_notifications(event: Any, kind: str) -> bool:
-    """Some message of this SQS or SNS event holds an S3 notification (or S3's test message)."""
-    for raw in event["Records"]:
-        text = carried_text(raw, kind)
-        if isinstance(text, str) and ("aws:s3" in text or TEST_EVENT in text):  # cheap first
-            try:
-                if is_notification(unwrap(text, kind == "sqs")):
-                    return True
-            except ValueError:
-                continue
-    return False
+def holds_notification(raw: Any, kind: str) -> bool:
+    """The SQS or SNS message ``raw`` holds an S3 notification (or S3's test message)."""
+    return is_notification(unwrap(dig(raw, *MESSAGE_TEXT[kind]), kind)[0])
 
 
 def from_eventbridge(event: Any) -> bool:
-    return type(event) is dict and event.get("source") == "aws.s3" and event.get("detail-type") in EVENTBRIDGE_TYPES
+    return (
+        type(event) is dict
+        and event.get("source") == "aws.s3"
+        and event.get("detail-type") in EVENTBRIDGE_TYPES
+    )
 
 
 class S3Source(Source):
@@ -172,17 +173,15 @@ class S3Source(Source):
     @classmethod
     def recognizes(cls, event: Any) -> bool:
         kind = carrier(event)
-        if kind == "s3":
-            return True
-        if kind is not None:
-            return carries_notifications(event, kind)
-        return from_eventbridge(event)
+        if kind is None:
+            return from_eventbridge(event)
+        return kind == "s3" or any(holds_notification(raw, kind) for raw in event["Records"])
 
     @classmethod
     def label_of(cls, event: Any) -> str:
         kind = carrier(event)
         if kind in ("sqs", "sns"):
-            return f"an {kind.upper()} event carrying S3 notifications"
+            return f"an {kind.upper()} event carrying S3 notifications"  # type: ignore[union-attr]
         if kind is None and from_eventbridge(event):
             return f"an EventBridge event from S3 ({event['detail-type']})"
         return cls.label
@@ -190,94 +189,103 @@ class S3Source(Source):
     # --- records ------------------------------------------------------------------------------
 
     def records(self, event: Any) -> list[Record]:
+        """Each raw record read alone (``read_alone``): an S3 record, an SQS or SNS message and
+        the notification it holds, or the EventBridge event."""
         kind = carrier(event)
         if kind is None:
-            return [self.eventbridge_record(event)]
-        if kind == "s3":
-            return [self.object_record(raw, None, raw, 0) for raw in event["Records"]]
-        found: list[Record] = []
-        for raw in event["Records"]:
-            found.extend(self.from_message(raw, kind))
-        return found
+            return read_alone("s3", event, self.read_eventbridge)
+        read = self.read if kind == "s3" else partial(self.from_message, kind=kind)
+        return [record for raw in event["Records"] for record in read_alone("s3", raw, read)]
+
+    def read(self, raw: Any) -> list[Record]:
+        return [self.object_record(raw, None, raw, 0)]
+
+    def read_eventbridge(self, event: Any) -> list[Record]:
+        return [self.eventbridge_record(event)]
 
     def from_message(self, raw: Any, kind: str) -> list[Record]:
         """The object records of one SQS or SNS message, each reported under the message's id."""
-        if type(raw) is not dict:
-            return [malformed("s3", raw, "record is not a JSON object")]
-        if kind == "sqs":
-            message_id = raw.get("messageId")
-            where = "messageId"
-        else:
-            sns = raw.get("Sns")
-            message_id = sns.get("MessageId") if type(sns) is dict else None
-            where = "Sns.MessageId"
-        if not isinstance(message_id, str) or not message_id:
-            return [malformed("s3", raw, f"record has no {where}")]
-        text = carried_text(raw, kind)
-        if not isinstance(text, str):
-            part = "message body" if kind == "sqs" else "Sns.Message"
-            return [Record(source="s3", id=message_id, trace_id=stable_id(message_id), payload=text, raw=raw, error=f"{part} is missing or not a string")]
-        try:
-            doc = unwrap(text, kind == "sqs")
-        except ValueError as exc:
-            return [Record(source="s3", id=message_id, trace_id=stable_id(message_id), payload=text, raw=raw, error=str(exc))]
-        if type(doc) is dict and doc.get("Event") == TEST_EVENT:
+        message_id, why = message_id_of(raw, kind)
+        if why is not None:
+            return [malformed("s3", raw, why)]
+        text = dig(raw, *MESSAGE_TEXT[kind])
+        doc, error = unwrap(text, kind)
+        if error is not None:
+            return [fail(message_id, text, raw, error)]
+        if dig(doc, "Event") == TEST_EVENT:
             skip_test_event(doc, message_id)
             return []
-        items = doc.get("Records") if type(doc) is dict else None
+        items = dig(doc, "Records")
         if type(items) is not list or not items:
-            return [Record(source="s3", id=message_id, trace_id=stable_id(message_id), payload=doc, raw=raw, error="the message is not an S3 event notification (no Records)")]
-        attempt = self.attempt_of(raw, kind)
+            return [fail(message_id, doc, raw, "the message is not an S3 event notification (no Records)")]
+        attempt = receive_attempt(dig(raw, "attributes", "ApproximateReceiveCount")) if kind == "sqs" else 0
         return [self.object_record(item, message_id, item, attempt) for item in items]
-
-    @staticmethod
-    def attempt_of(raw: dict[str, Any], kind: str) -> int:
-        system = raw.get("attributes") if kind == "sqs" else None
-        count = system.get("ApproximateReceiveCount") if type(system) is dict else None
-        return int(count) - 1 if isinstance(count, str) and count.isdigit() and count != "0" else 0
 
     def object_record(self, item: Any, message_id: str | None, raw: Any, attempt: int) -> Record:
         """One S3 record; ``message_id`` is its carrier's id (None when delivered directly)."""
-        if type(item) is not dict:
-            return fail(message_id, item, raw, "S3 record is not a JSON object")
-        if item.get("eventSource") != "aws:s3":
-            return fail(message_id, item, raw, f"record is not an S3 record (eventSource {str(item.get('eventSource'))[:40]!r})")
-        s3 = item.get("s3") if type(item.get("s3")) is dict else {}
-        name = bucket_name(s3.get("bucket"))
-        obj = s3.get("object")
-        if name is None:
-            return fail(message_id, item, raw, "S3 record has no s3.bucket.name")
-        if type(obj) is not dict or not isinstance(obj.get("key"), str):
-            return fail(message_id, item, raw, "S3 record has no s3.object.key")
-        key = obj["key"]
-        response = item.get("responseElements")
-        request_id = response.get("x-amz-request-id") if type(response) is dict else None
-        trace_id, rejected = pick_trace_id(request_id, (name, key, obj.get("sequencer"), item.get("eventTime")))
-        record_id = message_id or (request_id if isinstance(request_id, str) and request_id else trace_id)
-        if "%" in key or "+" in key:  # URL-encoded, "+" for a space
-            from urllib.parse import unquote_plus  # only for such a key (cold start: ~5 ms)
-
-            key = unquote_plus(key)
-        payload = S3Object(name, key, obj.get("size"), obj.get("eTag"), obj.get("versionId"), item.get("eventName"), item.get("eventTime"))
-        return Record(source="s3", id=record_id, trace_id=trace_id, payload=payload, raw=raw, error=None, attempt=attempt, rejected_trace_id=rejected)
+        why = record_problem(item)
+        if why is not None:
+            return fail(message_id, item, raw, why)
+        name, obj = item["s3"]["bucket"]["name"], item["s3"]["object"]
+        request_id = dig(item, "responseElements", "x-amz-request-id")
+        trace_id, rejected, _ = pick_trace(
+            "s3", request_id, (name, obj["key"], obj.get("sequencer"), item.get("eventTime"))
+        )
+        payload = S3Object(
+            name,
+            unquote_plus(obj["key"]),
+            obj.get("size"),
+            obj.get("eTag"),
+            obj.get("versionId"),
+            item.get("eventName"),
+            item.get("eventTime"),
+        )  # keys are URL-encoded, "+" for a space
+        return Record(
+            source="s3",
+            id=message_id or (request_id if is_text(request_id) else trace_id),
+            trace_id=trace_id,
+            payload=payload,
+            raw=raw,
+            attempt=attempt,
+            rejected_trace_id=rejected,
+        )
 
     def eventbridge_record(self, event: dict[str, Any]) -> Record:
         event_id = event.get("id")
-        if not isinstance(event_id, str) or not event_id:
+        if not is_text(event_id):
             return malformed("s3", event, "event has no id")
-        detail = event.get("detail") if type(event.get("detail")) is dict else {}
-        name = bucket_name(detail.get("bucket"))
-        obj = detail.get("object")
-        if name is None:
-            return Record(source="s3", id=event_id, trace_id=stable_id(event_id), payload=event.get("detail"), raw=event, error="S3 event has no detail.bucket.name")
-        if type(obj) is not dict or not isinstance(obj.get("key"), str):
-            return Record(source="s3", id=event_id, trace_id=stable_id(event_id), payload=event.get("detail"), raw=event, error="S3 event has no detail.object.key")
-        key = obj["key"]
-        trace_id, rejected = pick_trace_id(detail.get("request-id"), (name, key, obj.get("sequencer"), event.get("time")))
-        payload = S3Object(
-            name, key, obj.get("size"), obj.get("etag"), obj.get("version-id"), eventbridge_event_name(event["detail-type"], detail), event.get("time")
+        detail = mapping(event.get("detail"))
+        why = object_missing(detail, "event", "detail")
+        if why is not None:
+            return Record(
+                source="s3",
+                id=event_id,
+                trace_id=stable_id(event_id),
+                payload=event.get("detail"),
+                raw=event,
+                error=why,
+            )
+        name, obj = detail["bucket"]["name"], detail["object"]
+        trace_id, rejected, _ = pick_trace(
+            "s3", detail.get("request-id"), (name, obj["key"], obj.get("sequencer"), event.get("time"))
         )
-        return Record(source="s3", id=event_id, trace_id=trace_id, payload=payload, raw=event, error=None, attempt=0, rejected_trace_id=rejected)
+        payload = S3Object(
+            name,
+            obj["key"],
+            obj.get("size"),
+            obj.get("etag"),
+            obj.get("version-id"),
+            eventbridge_event_name(event["detail-type"], detail),
+            event.get("time"),
+        )
+        return Record(
+            source="s3",
+            id=event_id,
+            trace_id=trace_id,
+            payload=payload,
+            raw=event,
+            rejected_trace_id=rejected,
+        )
 
     def typed(self, payload: Any, validate: Validator) -> Any:
         """With ``model=`` the object's fields (``bucket``, ``key``, ``size`` ...) are validated."""
@@ -295,9 +303,32 @@ class S3Source(Source):
         return None
 
 
-def bucket_name(bucket: Any) -> str | None:
-    name = bucket.get("name") if type(bucket) is dict else None
-    return name if isinstance(name, str) and name else None
+def message_id_of(raw: Any, kind: str) -> tuple[str, None] | tuple[None, str]:
+    """(the id of an SQS or SNS message, None), or (None, why it has none)."""
+    if type(raw) is not dict:
+        return None, "record is not a JSON object"
+    message_id = dig(raw, *MESSAGE_ID[kind])
+    if not is_text(message_id):
+        return None, f"record has no {'.'.join(MESSAGE_ID[kind])}"
+    return message_id, None
+
+
+def record_problem(item: Any) -> str | None:
+    """Why ``item`` is no S3 record naming an object, else None."""
+    if type(item) is not dict:
+        return "S3 record is not a JSON object"
+    if item.get("eventSource") != "aws:s3":
+        return f"record is not an S3 record (eventSource {as_text(item.get('eventSource'))[:40]!r})"
+    return object_missing(mapping(item.get("s3")), "record", "s3")
+
+
+def object_missing(fields: Mapping[str, Any], noun: str, where: str) -> str | None:
+    """What the ``s3`` fields of a record (``detail`` of an event) lack to name an object, else None."""
+    if not is_text(dig(fields, "bucket", "name")):
+        return f"S3 {noun} has no {where}.bucket.name"
+    if not isinstance(dig(fields, "object", "key"), str):
+        return f"S3 {noun} has no {where}.object.key"
+    return None
 
 
 def fail(message_id: str | None, item: Any, raw: Any, why: str) -> Record:
@@ -305,26 +336,37 @@ def fail(message_id: str | None, item: Any, raw: Any, why: str) -> Record:
     directly, as a malformed record)."""
     if message_id is None:
         return malformed("s3", item, why)
-    return Record(source="s3", id=message_id, trace_id=stable_id(message_id), payload=item, raw=raw, error=why)
+    return Record(
+        source="s3", id=message_id, trace_id=stable_id(message_id), payload=item, raw=raw, error=why
+    )
 
 
-def eventbridge_event_name(detail_type: str, detail: dict[str, Any]) -> str:
+def eventbridge_event_name(detail_type: str, detail: Mapping[str, Any]) -> str:
     """``Object Created`` / ``Object Deleted`` as the notification's ``eventName``."""
     why = detail.get("reason")
     why = why if isinstance(why, str) else None  # any JSON may stand there: only a name is used
     if detail_type == "Object Created":
-        return CREATED_BY.get(why) or ("ObjectCreated:" + why if why else "ObjectCreated")  # type: ignore[arg-type]
+        return CREATED_BY.get(why) or (f"ObjectCreated:{why}" if why else "ObjectCreated")
     prefix = "LifecycleExpiration" if why == "Lifecycle Expiration" else "ObjectRemoved"
-    return prefix + (":DeleteMarkerCreated" if detail.get("deletion-type") == "Delete Marker Created" else ":Delete")
+    return prefix + (
+        ":DeleteMarkerCreated" if detail.get("deletion-type") == "Delete Marker Created" else ":Delete"
+    )
 
 
 def skip_test_event(doc: dict[str, Any], message_id: str) -> None:
     """S3 sends ``s3:TestEvent`` when a notification to a queue or topic is configured: nothing to
     process, and not a failure (it would only fill the DLQ)."""
     if log.enabled(20):
-        log.emit("INFO", "skipped an S3 test event", stable_id(message_id), {
-            "source": "s3", "record_id": message_id, "bucket": log.clean(doc.get("Bucket")),
-        })
+        log.emit(
+            "INFO",
+            "skipped an S3 test event",
+            stable_id(message_id),
+            {
+                "source": "s3",
+                "record_id": message_id,
+                "bucket": log.clean(doc.get("Bucket")),
+            },
+        )
 
 
 SOURCE = S3Source

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import codec
 from ..record import Record
 from ..trace import is_valid_id
-from .base import Source, attribute_text, malformed, pick_trace, reason
+from .base import Source, attribute_text, dig, is_text, loaded, malformed, mapping, pick_trace
+
+__all__ = ["SOURCE", "SnsSource"]
 
 
 class SnsSource(Source):
@@ -28,30 +29,39 @@ class SnsSource(Source):
         self.json = json
 
     def record(self, raw: Any) -> Record:
-        sns = raw.get("Sns") if type(raw) is dict else None
+        sns = dig(raw, "Sns")
         if type(sns) is not dict:
             return malformed("sns", raw, "record has no Sns object")
         message_id = sns.get("MessageId")
-        if not isinstance(message_id, str) or not message_id:
+        if not is_text(message_id):
             return malformed("sns", raw, "record has no Sns.MessageId")
-        found = None
-        attributes = sns.get("MessageAttributes")
-        if type(attributes) is not dict:
-            attributes = None
-        elif type(attributes.get("trace_id")) is dict:
-            found = attributes["trace_id"].get("Value")
-        fallback = sns["Subject"] if is_valid_id(sns.get("Subject")) else message_id  # a rejected attribute is still logged
-        trace_id, rejected, context = pick_trace("sns", found, fallback, attributes, attribute_text)
-        message = sns.get("Message")
-        payload, error = message, None
+        attributes = mapping(sns.get("MessageAttributes"))
+        subject = sns.get("Subject")
+        fallback = subject if is_valid_id(subject) else message_id  # a rejected attribute is still logged
+        trace_id, rejected, context = pick_trace(
+            "sns", dig(attributes.get("trace_id"), "Value"), fallback, attributes, attribute_text
+        )
+        payload, error = self.message(sns.get("Message"))
+        return Record(
+            source="sns",
+            id=message_id,
+            trace_id=trace_id,
+            payload=payload,
+            raw=raw,
+            error=error,
+            rejected_trace_id=rejected,
+            context=context,
+        )
+
+    def message(self, message: Any) -> tuple[Any, str | None]:
+        """(payload, error) of ``Sns.Message``: its JSON, or with ``json=False`` the text; a message
+        that fails keeps its text as the payload, for its ERROR line."""
         if not isinstance(message, str):
-            error = "Sns.Message is missing or not a string"
-        elif self.json:
-            try:
-                payload = codec.loads(message)
-            except Exception as exc:
-                error = f"Sns.Message is not valid JSON ({reason(exc)})"
-        return Record(source="sns", id=message_id, trace_id=trace_id, payload=payload, raw=raw, error=error, attempt=0, rejected_trace_id=rejected, context=context)
+            return message, "Sns.Message is missing or not a string"
+        if not self.json:
+            return message, None
+        payload, error = loaded(message, "Sns.Message")
+        return (message if error else payload), error
 
 
 SOURCE = SnsSource

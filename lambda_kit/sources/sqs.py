@@ -8,31 +8,26 @@ the same records) are taken too, and reported by the same ``messageId``."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from .. import codec
 from ..record import Record
-from ..trace import is_valid_id
 from ..trace.context import has_context
-from .base import Source, attribute_text, malformed, pick_trace, reason
+from .base import (
+    Source,
+    as_text,
+    attribute_text,
+    dig,
+    is_sns_envelope,
+    is_text,
+    loaded,
+    malformed,
+    mapping,
+    pick_trace,
+    receive_attempt,
+)
 
-
-def _is_sns_envelope(doc: Any) -> bool:
-    return (
-        type(doc) is dict
-        and doc.get("Type") == "Notification"
-        and "TopicArn" in doc
-        and "Message" in doc
-    )
-
-
-def _envelope_trace_id(doc: dict[str, Any]) -> Any:
-    attributes = doc.get("MessageAttributes")
-    if isinstance(attributes, dict):
-        attribute = attributes.get("trace_id")
-        if isinstance(attribute, dict):
-            return attribute.get("Value")
-    return None
+__all__ = ["SOURCE", "SqsSource"]
 
 
 class SqsSource(Source):
@@ -55,53 +50,66 @@ class SqsSource(Source):
         if type(raw) is not dict:
             return malformed("sqs", raw, "record is not a JSON object")
         message_id = raw.get("messageId")
-        if not isinstance(message_id, str) or not message_id:
+        if not is_text(message_id):
             return malformed("sqs", raw, "record has no messageId")
-        found = None
-        attributes = raw.get("messageAttributes")
-        if type(attributes) is dict:
-            attribute = attributes.get("trace_id")
-            if type(attribute) is dict:
-                found = attribute.get("stringValue")
-        attempt = 0
-        group = xray = None
-        system = raw.get("attributes")
-        if type(system) is dict:
-            count = system.get("ApproximateReceiveCount")
-            if count != "1" and isinstance(count, str) and count.isdigit():  # "1": first try, 0
-                attempt = max(int(count) - 1, 0)
-            if "MessageGroupId" in system:  # FIFO queue: keep each group in order
-                group = str(system["MessageGroupId"])
-            xray = system.get("AWSTraceHeader")
-        body = raw.get("body")
-        payload: Any = body
-        error = None
+        system = mapping(raw.get("attributes"))
+        payload, error, envelope = self.message(raw.get("body"))
+        found, carrier = trace_places(mapping(raw.get("messageAttributes")), envelope)
+        trace_id, rejected, context = pick_trace(
+            "sqs", found, message_id, carrier, attribute_text, system.get("AWSTraceHeader")
+        )
+        return Record(
+            source="sqs",
+            id=message_id,
+            trace_id=trace_id,
+            payload=payload,
+            raw=raw,
+            error=error,
+            attempt=receive_attempt(system.get("ApproximateReceiveCount")),
+            rejected_trace_id=rejected,
+            group=message_group(system.get("MessageGroupId")),
+            context=context,
+        )
+
+    def message(self, body: Any) -> tuple[Any, str | None, dict[str, Any] | None]:
+        """(payload, error, the SNS envelope when the body is one) of a message body: its JSON,
+        or with ``json=False`` the text itself (an SNS envelope's ``Message`` when it is one). A
+        message that fails keeps its body as the payload, for its ERROR line."""
         if not isinstance(body, str):
-            error = "message body is missing or not a string"
-        elif self.json or '"TopicArn"' in body:
-            try:
-                doc = codec.loads(body)
-            except Exception as exc:
-                doc, error = None, f"message body is not valid JSON ({reason(exc)})" if self.json else None
-            if type(doc) is dict and "Type" in doc and _is_sns_envelope(doc):  # no call for plain bodies
-                if found is None:
-                    found = _envelope_trace_id(doc)
-                if not has_context(attributes) and type(doc.get("MessageAttributes")) is dict:
-                    attributes = doc["MessageAttributes"]  # the publisher's context, in the envelope
-                payload = doc["Message"]
-                if self.json:
-                    try:
-                        payload = codec.loads(payload)
-                    except Exception as exc:
-                        payload, error = None, f"SNS message in the body is not valid JSON ({reason(exc)})"
-            elif self.json and error is None:
-                payload = doc
-        carrier = attributes if type(attributes) is dict else None
-        if xray is None and type(found) is str and is_valid_id(found) and not has_context(carrier):  # the common case
-            return Record(source="sqs", id=message_id, trace_id=found, payload=body if error else payload, raw=raw, error=error, attempt=attempt, rejected_trace_id=None, group=group)
-        trace_id, rejected, context = pick_trace("sqs", found, message_id, carrier, attribute_text, xray)
-        return Record(source="sqs", id=message_id, trace_id=trace_id, payload=body if error else payload, raw=raw, error=error, attempt=attempt, rejected_trace_id=rejected, group=group, report_id=None, context=context)
+            return body, "message body is missing or not a string", None
+        if not self.json and '"TopicArn"' not in body:  # plain text: no envelope to look for
+            return body, None, None
+        doc, error = loaded(body, "message body")
+        if is_sns_envelope(doc):
+            return (*self.sns_message(doc["Message"], body), doc)
+        return (doc if self.json and error is None else body), error if self.json else None, None
+
+    def sns_message(self, message: Any, body: str) -> tuple[Any, str | None]:
+        """(payload, error) of the ``Message`` of an SNS envelope in the body."""
+        if not self.json:
+            return message, None
+        payload, error = loaded(message, "SNS message in the body")
+        return (body if error else payload), error
+
+
+def trace_places(
+    attributes: Mapping[str, Any], envelope: dict[str, Any] | None
+) -> tuple[Any, Mapping[str, Any]]:
+    """(lambda_kit's trace id as found, the carrier of a tracer's context): the message's own
+    attributes, then (for a trace id or a context they lack) those the SNS publisher set, in the
+    envelope the body carries."""
+    found = dig(attributes.get("trace_id"), "stringValue")
+    if envelope is None:
+        return found, attributes
+    published = mapping(envelope.get("MessageAttributes"))
+    if found is None:
+        found = dig(published.get("trace_id"), "Value")
+    return found, attributes if has_context(attributes) else published
+
+
+def message_group(group: Any) -> str | None:
+    """A FIFO queue's ``MessageGroupId``, whose messages run in order; its text when it is not one."""
+    return None if group is None else as_text(group)
 
 
 SOURCE = SqsSource
-

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextvars import ContextVar
+from datetime import UTC, datetime
 from time import perf_counter
 from typing import Any, NoReturn
 
@@ -65,8 +66,19 @@ class Window:
     """
 
     __slots__ = (
-        "start", "end", "shard_id", "event_source_arn", "is_final", "terminated_early", "trace_id",
-        "_state", "_saved", "_calling", "_opened", "_changed_by", "_changed_outside",
+        "start",
+        "end",
+        "shard_id",
+        "event_source_arn",
+        "is_final",
+        "terminated_early",
+        "trace_id",
+        "_state",
+        "_saved",
+        "_calling",
+        "_opened",
+        "_changed_by",
+        "_changed_outside",
     )
 
     def __init__(self, event: dict[str, Any]) -> None:
@@ -99,7 +111,9 @@ class Window:
             try:
                 self._saved = _json_text(self._state)
             except ValueError as exc:
-                raise WindowStateError(f"the window state Lambda sent cannot be encoded: it holds {exc}") from None
+                raise WindowStateError(
+                    f"the window state Lambda sent cannot be encoded: it holds {exc}"
+                ) from None
         if self._calling is not None:
             self._opened = True
         else:
@@ -112,7 +126,10 @@ class Window:
         return self.is_final or self.terminated_early
 
     def __repr__(self) -> str:
-        return f"Window(shard_id={self.shard_id!r}, start={_utc_text(self.start)}, end={_utc_text(self.end)}, is_final={self.is_final})"
+        return (
+            f"Window(shard_id={self.shard_id!r}, start={_utc_text(self.start)}, end={_utc_text(self.end)}, "
+            f"is_final={self.is_final})"
+        )
 
     # --- one record's call ---------------------------------------------------------------------
 
@@ -122,11 +139,7 @@ class Window:
         awaitable it returns is run to its end here, inside the record's call."""
         record = self._enter()
         try:
-            result = function(payload, context)
-            if result is not None and hasattr(result, "__await__"):
-                from ..loop.event_loop import awaited
-
-                result = awaited(result)
+            result = _finished(function(payload, context))
         except BaseException:
             self._abandon()
             raise
@@ -175,8 +188,8 @@ class Window:
         if size > STATE_LIMIT:
             self._restore()
             raise WindowStateError(
-                f"after this record the window state is {size} bytes of JSON, over Lambda's {STATE_LIMIT}-byte limit: "
-                "its changes are undone; keep less in the state"
+                f"after this record the window state is {size} bytes of JSON, over Lambda's "
+                f"{STATE_LIMIT}-byte limit: its changes are undone; keep less in the state"
             )
         self._saved = text
         self._changed_by.append(record)
@@ -191,21 +204,35 @@ class Window:
 
     # --- the response ----------------------------------------------------------------------------
 
-    def respond(self, event: Any, outcome: Outcome, reported: dict[str, Any], on_window_end: Callable[[Window], Any] | None) -> dict[str, Any]:
+    def respond(
+        self,
+        event: Any,
+        outcome: Outcome,
+        reported: dict[str, Any],
+        on_window_end: Callable[[Window], Any] | None,
+    ) -> dict[str, Any]:
         """The response with the state (``reported`` is the failure report), or raise when the
         state cannot go back consistent with it; runs ``on_window_end`` when the window ends."""
-        changed = bool(self._changed_by) or self._changed_outside
-        if self.ends:
-            if outcome.failures:
-                self._emit("WARNING", "window end not run: a record of the window's last invocation failed; Lambda retries the invocation")
-                raise outcome.failures[0][1]
-        elif outcome.failures and changed and not self._consistent(event, outcome):
-            self._fail("records after the failed one changed the window state")
-        if changed:
+        if outcome.failures:
+            self._check_failed(event, outcome)
+        if self._changed_by or self._changed_outside:
             self._check_returnable()
         if self.ends and on_window_end is not None:
             self._end(on_window_end)
         return {"state": self._state, **reported}
+
+    def _check_failed(self, event: Any, outcome: Outcome) -> None:
+        """With failures: the window's last invocation raises the first (Lambda retries it, and
+        ``on_window_end`` does not run); any other fails when the state counts a failed record."""
+        if self.ends:
+            self._emit(
+                "WARNING",
+                "window end not run: a record of the window's last invocation failed; "
+                "Lambda retries the invocation",
+            )
+            raise outcome.failures[0][1]
+        if not self._consistent(event, outcome):
+            self._fail("records after the failed one changed the window state")
 
     def _consistent(self, event: Any, outcome: Outcome) -> bool:
         """Whether every change to the state comes from a record before the first reported
@@ -238,36 +265,47 @@ class Window:
 
     def _fail(self, why: str) -> NoReturn:
         """Fail the invocation: Lambda retries the batch with the state it came with."""
-        error = WindowStateError(f"{why}: the invocation fails, and Lambda retries the batch with the window state it came with")
-        self._emit("ERROR", "window state not returned", {"error_type": "WindowStateError", "error": log.clean(str(error))})
+        error = WindowStateError(
+            f"{why}: the invocation fails, and Lambda retries the batch with the window state it came with"
+        )
+        self._emit(
+            "ERROR",
+            "window state not returned",
+            {"error_type": "WindowStateError", "error": log.clean(str(error))},
+        )
         raise error
 
     def _end(self, on_window_end: Callable[[Window], Any]) -> None:
         started = perf_counter()
         try:
-            result = on_window_end(self)
-            if result is not None and hasattr(result, "__await__"):  # an async def
-                from ..loop.event_loop import awaited
-
-                result = awaited(result)
+            result = _finished(on_window_end(self))  # an async def's too
         except Exception as exc:
-            self._emit("ERROR", "window end failed; Lambda retries the invocation",
-                       {"duration_ms": _since(started), **log.error_fields(exc)})
+            self._emit(
+                "ERROR",
+                "window end failed; Lambda retries the invocation",
+                {"duration_ms": _since(started), **log.error_fields(exc)},
+            )
             raise
         self._emit("INFO", "window ended", {"duration_ms": _since(started), "result": log.clean(result)})
 
     def _emit(self, level: str, message: str, fields: dict[str, Any] | None = None) -> None:
-        log.emit(level, message, self.trace_id, {
-            "shard_id": log.clean(self.shard_id),
-            "window_start": _utc_text(self.start),
-            "window_end": _utc_text(self.end),
-            "is_final": self.is_final,
-            "terminated_early": self.terminated_early,
-            **(fields or {}),
-        })
+        log.emit(
+            level,
+            message,
+            self.trace_id,
+            {
+                "shard_id": log.clean(self.shard_id),
+                "window_start": _utc_text(self.start),
+                "window_end": _utc_text(self.end),
+                "is_final": self.is_final,
+                "terminated_early": self.terminated_early,
+                **(fields or {}),
+            },
+        )
 
 
 # --- how adapters and decorators take part ----------------------------------------------------------
+
 
 class Scope:
     """The batch's window made current while the batch runs (``Windowed.scope``)."""
@@ -281,11 +319,18 @@ class Scope:
         try:
             window = Window(self.event)
         except WindowStateError as exc:
-            log.emit("ERROR", "event not processed: malformed tumbling window", None, {
-                "error_type": "WindowStateError",
-                "error": log.clean(str(exc)),
-                "window": log.clean({key: self.event.get(key) for key in WINDOW_KEYS if key in self.event}),
-            })
+            log.emit(
+                "ERROR",
+                "event not processed: malformed tumbling window",
+                None,
+                {
+                    "error_type": "WindowStateError",
+                    "error": log.clean(str(exc)),
+                    "window": log.clean(
+                        {key: self.event.get(key) for key in WINDOW_KEYS if key in self.event}
+                    ),
+                },
+            )
             raise
         self.token = _window.set(window)
         return window
@@ -294,7 +339,14 @@ class Scope:
         _window.reset(self.token)
 
 
-WINDOW_KEYS = ("window", "state", "shardId", "eventSourceARN", "isFinalInvokeForWindow", "isWindowTerminatedEarly")
+WINDOW_KEYS = (
+    "window",
+    "state",
+    "shardId",
+    "eventSourceARN",
+    "isFinalInvokeForWindow",
+    "isWindowTerminatedEarly",
+)
 
 
 class Windowed:
@@ -331,6 +383,7 @@ def guarded(function: Callable[[Any, Any], Any], asynchronous: bool = False) -> 
     ``Window.run_async`` for an ``async def``); a plain call when the batch has no window."""
 
     if asynchronous:
+
         async def call_async(payload: Any, context: Any) -> Any:
             window = _window.get()
             if window is None:
@@ -350,9 +403,17 @@ def guarded(function: Callable[[Any, Any], Any], asynchronous: bool = False) -> 
 
 # --- reading the event and checking the state ----------------------------------------------------------
 
-def _time(value: Any, field: str) -> Any:
-    from datetime import UTC, datetime  # only for windowed events
 
+def _finished(result: Any) -> Any:
+    """``result``, or when it is an awaitable (an ``async def``'s), what it gives, run to its end."""
+    if result is None or not hasattr(result, "__await__"):
+        return result
+    from ..loop.event_loop import awaited  # asyncio, only for functions that return awaitables (cold start)
+
+    return awaited(result)
+
+
+def _time(value: Any, field: str) -> Any:
     if isinstance(value, str):
         try:
             moment = datetime.fromisoformat(value)
@@ -360,7 +421,7 @@ def _time(value: Any, field: str) -> Any:
             moment = None
         if moment is not None:
             return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-    raise WindowStateError(f"the event's {field} is {ascii(value)[:80]}, not an ISO 8601 time")
+    raise WindowStateError(f"the event's {field} is {log.brief(value, 80)}, not an ISO 8601 time")
 
 
 def _text(event: dict[str, Any], key: str) -> str | None:
@@ -387,7 +448,7 @@ def _flag(event: dict[str, Any], key: str) -> bool:
     value = event.get(key)
     if value is None or type(value) is bool:
         return bool(value)
-    raise WindowStateError(f"the event's {key} is {ascii(value)[:80]}, not true or false")
+    raise WindowStateError(f"the event's {key} is {log.brief(value, 80)}, not true or false")
 
 
 def _json_text(state: Any) -> str:
@@ -422,23 +483,46 @@ def _json_problem(state: Any) -> str | None:
     stack: list[tuple[Any, str]] = [(state, "")]
     while stack:
         value, path = stack.pop()
-        kind = type(value)
-        if kind is dict:
-            for key, item in value.items():
-                if type(key) is not str:
-                    return f"{_a(type(key).__name__)} key {ascii(key)[:40]} at {path or 'the top'}"
-                stack.append((item, f"{path}[{key[:40]!r}]"))
-        elif kind is list or kind is tuple:
-            stack.extend((item, f"{path}[{index}]") for index, item in enumerate(value))
-        elif kind is float:
-            if value - value != 0:
-                return f"{value!r} at {path}, which JSON cannot hold"
-        elif kind is int:
-            if not -(2**63) <= value < 2**64:
-                return f"an integer beyond 64 bits at {path}"
-        elif kind not in _JSON_SCALARS:
-            return f"{_a(kind.__name__)} at {path or 'the top'}"
+        check = _CHECKS.get(type(value), _other)
+        problem = check(value, path, stack)
+        if problem is not None:
+            return problem
     return None
+
+
+def _dict_problem(value: dict[Any, Any], path: str, stack: list[tuple[Any, str]]) -> str | None:
+    for key, item in value.items():
+        if type(key) is not str:
+            return f"{_a(type(key).__name__)} key {log.brief(key, 40)} at {path or 'the top'}"
+        stack.append((item, f"{path}[{key[:40]!r}]"))
+    return None
+
+
+def _list_problem(value: Any, path: str, stack: list[tuple[Any, str]]) -> str | None:
+    stack.extend((item, f"{path}[{index}]") for index, item in enumerate(value))
+    return None
+
+
+def _float_problem(value: float, path: str, stack: list[tuple[Any, str]]) -> str | None:
+    return None if value - value == 0 else f"{value!r} at {path}, which JSON cannot hold"
+
+
+def _int_problem(value: int, path: str, stack: list[tuple[Any, str]]) -> str | None:
+    return None if -(2**63) <= value < 2**64 else f"an integer beyond 64 bits at {path}"
+
+
+def _other(value: Any, path: str, stack: list[tuple[Any, str]]) -> str | None:
+    kind = type(value)
+    return None if kind in _JSON_SCALARS else f"{_a(kind.__name__)} at {path or 'the top'}"
+
+
+_CHECKS: dict[type, Callable[[Any, str, list[tuple[Any, str]]], str | None]] = {
+    dict: _dict_problem,
+    list: _list_problem,
+    tuple: _list_problem,
+    float: _float_problem,
+    int: _int_problem,
+}
 
 
 def _a(noun: str) -> str:

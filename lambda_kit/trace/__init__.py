@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from contextvars import ContextVar
 from typing import Any
+
+from .foreign import bounded_repr
 
 __all__ = [
     "current_record", "current_trace_id", "is_valid_id", "new_id", "record_in_scope", "reset_current_record",
@@ -38,13 +41,18 @@ def new_id() -> str:
     return os.urandom(16).hex()
 
 
+STABLE_TEXT = 64 * 1024
+"""How much of a value's ``repr`` ``stable_id`` digests: any id or record, whole."""
+
+
 def stable_id(value: object) -> str:
-    """An id derived from ``value``: itself when valid, else a digest (stable across retries)."""
+    """An id derived from ``value``: itself when valid, else a digest of its ``repr`` (stable across
+    retries). Any value, however deep or large: it is read no further than ``STABLE_TEXT``
+    characters (``trace.foreign``), so this never raises."""
     if is_valid_id(value):
         return value  # type: ignore[return-value]
-    import hashlib  # rare path: only for ids that are not valid trace ids
-
-    return "h-" + hashlib.sha1(repr(value).encode("utf-8", "backslashreplace")).hexdigest()
+    text = bounded_repr(value, STABLE_TEXT)
+    return "h-" + hashlib.sha1(text.encode("utf-8", "backslashreplace")).hexdigest()
 
 
 def current_record() -> Any:

@@ -21,11 +21,37 @@ ddtrace writes it when the context was Datadog's.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import codec
+
+__all__ = [
+    "DATADOG",
+    "DD_ORIGIN",
+    "DD_PARENT_ID",
+    "DD_PRIORITY",
+    "DD_TAGS",
+    "DD_TRACE_ID",
+    "LOG_KEYS",
+    "TRACEPARENT",
+    "TRACESTATE",
+    "TraceContext",
+    "datadog_headers",
+    "derived_ids",
+    "fields",
+    "has_context",
+    "outgoing",
+    "parse_datadog",
+    "parse_datadog_object",
+    "parse_traceparent",
+    "parse_xray",
+    "read",
+    "text",
+    "traceparent",
+]
 
 TRACEPARENT = "traceparent"
 TRACESTATE = "tracestate"
@@ -35,20 +61,24 @@ DD_PARENT_ID = "x-datadog-parent-id"
 DD_PRIORITY = "x-datadog-sampling-priority"
 DD_ORIGIN = "x-datadog-origin"
 DD_TAGS = "x-datadog-tags"
-XRAY_HEADER = "x-amzn-trace-id"
+DD_HEADERS = (DD_TRACE_ID, DD_PARENT_ID, DD_PRIORITY, DD_ORIGIN, DD_TAGS)
 
 LOG_KEYS = ("otelTraceID", "otelSpanID", "dd.trace_id", "dd.span_id", "xray_trace_id")
 """The keys a log line gets when its record carries a tracer's context: OpenTelemetry's (the
 names its Python logging instrumentation injects; ``trace_id`` is lambda_kit's own), Datadog's
 log-trace correlation (decimal, the low 64 bits) and X-Ray's (as Powertools Logger names it)."""
 
-MAX_U64 = 2**64 - 1
-LOW_64 = MAX_U64
-# patterns, compiled on first use by re's own cache (nothing compiled at import: cold start)
-_TRACEPARENT = r"^[ \t]*([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?[ \t]*$"  # OpenTelemetry's
-_XRAY_ROOT = r"1-([0-9a-f]{8})-([0-9a-f]{24})"
-_HEX16 = r"[0-9a-f]{16}"
-_TRACESTATE = r"[\x20-\x7e]{0,512}"
+LOW_64 = 2**64 - 1
+# OpenTelemetry's traceparent: version ff, and all-zero trace or parent ids, are invalid
+_TRACEPARENT = re.compile(
+    r"^[ \t]*(?!ff)([0-9a-f]{2})-(?!0{32})([0-9a-f]{32})-(?!0{16})([0-9a-f]{16})-([0-9a-f]{2})(-.*)?[ \t]*$"
+)
+_XRAY_ROOT = re.compile(r"1-([0-9a-f]{8})-([0-9a-f]{24})")
+_HEX64 = re.compile(r"(?!0{16})[0-9a-f]{16}")  # a span id, the high bits of a trace id: not all zeros
+_TRACE_ID = re.compile(r"(?!0{32})[0-9a-f]{32}")
+_U64 = re.compile(r"[0-9]{1,20}")
+_PRIORITY = re.compile(r"-?[0-9]{1,9}")
+_TRACESTATE = re.compile(r"[\x20-\x7e]{0,512}")
 
 if TYPE_CHECKING:
     Read = Callable[[Any], Any]
@@ -118,6 +148,7 @@ class TraceContext:
 
 # --- reading -----------------------------------------------------------------------------------
 
+
 def text(value: Any) -> Any:
     """The plain ``Read``: a value as it is (payload fields, HTTP headers)."""
     return value
@@ -125,47 +156,72 @@ def text(value: Any) -> Any:
 
 def has_context(carrier: Mapping[str, Any] | None, xray: Any = None) -> bool:
     """Whether ``carrier`` (or the X-Ray header) holds any tracer's context: the cheap check that
-    keeps records without one from paying for ``read``."""
-    return bool(carrier) and (TRACEPARENT in carrier or DATADOG in carrier or DD_TRACE_ID in carrier) or xray is not None  # type: ignore[operator]
-
-
-def read(carrier: Mapping[str, Any] | None, value: Read = text, xray: Any = None,
-         warn: Callable[[str, Any], None] | None = None) -> TraceContext | None:
-    """The first valid context in ``carrier``, in the documented order (``traceparent``, Datadog,
-    then the ``xray`` header), else None. Each value present and malformed is passed to ``warn``
-    (where, value) and skipped."""
-    if carrier:
-        found = carrier.get(TRACEPARENT)
-        if found is not None:
-            read_value = value(found)
-            context = parse_traceparent(_text_of(read_value), _text_of(value(carrier.get(TRACESTATE))))
-            if context is not None:
-                return context
-            _warn(warn, TRACEPARENT, found if read_value is None else read_value)  # unreadable: as it came
-        found = carrier.get(DATADOG)
-        if found is not None:
-            read_value = value(found)
-            context = parse_datadog_object(read_value)
-            if context is not None:
-                return context
-            _warn(warn, DATADOG, found if read_value is None else read_value)
-        if carrier.get(DD_TRACE_ID) is not None:
-            headers = {name: _text_of(value(carrier.get(name))) for name in (DD_TRACE_ID, DD_PARENT_ID, DD_PRIORITY, DD_ORIGIN, DD_TAGS)}
-            context = parse_datadog(headers)
-            if context is not None:
-                return context
-            _warn(warn, "x-datadog-* headers", {name: item for name, item in headers.items() if item is not None})
+    keeps records without one (most) from paying for ``read``."""
     if xray is not None:
-        context = parse_xray(_text_of(xray))
+        return True
+    if not carrier:
+        return False
+    return TRACEPARENT in carrier or DATADOG in carrier or DD_TRACE_ID in carrier
+
+
+def read(
+    carrier: Mapping[str, Any] | None, value: Read = text, xray: Any = None
+) -> tuple[TraceContext | None, list[tuple[str, Any]]]:
+    """(the first valid context in ``carrier``, in the documented order: ``traceparent``, Datadog,
+    then the ``xray`` header; else None) and the values present and malformed before it, skipped
+    (where, value as it reads or, unreadable, as it came)."""
+    refused: list[tuple[str, Any]] = []
+    carrier = carrier or {}
+    for where, place in _PLACES:
+        found = place(carrier, value, xray)
+        if found is None:
+            continue
+        context, shown = found
         if context is not None:
-            return context
-        _warn(warn, "X-Ray trace header", xray)
-    return None
+            return context, refused
+        refused.append((where, _text_of(shown) or shown))
+    return None, refused
 
 
-def _warn(warn: Callable[[str, Any], None] | None, where: str, value: Any) -> None:
-    if warn is not None:
-        warn(where, _text_of(value) or value)
+if TYPE_CHECKING:
+    Found = tuple[TraceContext | None, Any] | None
+    """What a place holds: None when nothing is there, else (its context or None, what it holds)."""
+
+
+def _traceparent(carrier: Mapping[str, Any], value: Read, xray: Any) -> Found:
+    found = carrier.get(TRACEPARENT)
+    if found is None:
+        return None
+    read_value = value(found)
+    context = parse_traceparent(_text_of(read_value), _text_of(value(carrier.get(TRACESTATE))))
+    return context, found if read_value is None else read_value
+
+
+def _datadog_object(carrier: Mapping[str, Any], value: Read, xray: Any) -> Found:
+    found = carrier.get(DATADOG)
+    if found is None:
+        return None
+    read_value = value(found)
+    return parse_datadog_object(read_value), found if read_value is None else read_value
+
+
+def _datadog_headers(carrier: Mapping[str, Any], value: Read, xray: Any) -> Found:
+    if carrier.get(DD_TRACE_ID) is None:
+        return None
+    headers = {name: _text_of(value(carrier.get(name))) for name in DD_HEADERS}
+    return parse_datadog(headers), {name: item for name, item in headers.items() if item is not None}
+
+
+def _xray(carrier: Mapping[str, Any], value: Read, xray: Any) -> Found:
+    return None if xray is None else (parse_xray(_text_of(xray)), xray)
+
+
+_PLACES = (
+    (TRACEPARENT, _traceparent),
+    (DATADOG, _datadog_object),
+    ("x-datadog-* headers", _datadog_headers),
+    ("X-Ray trace header", _xray),
+)
 
 
 def _text_of(value: Any) -> str | None:
@@ -180,78 +236,76 @@ def parse_traceparent(value: str | None, tracestate: str | None = None) -> Trace
     """A W3C ``traceparent`` (``00-<32 hex>-<16 hex>-<2 hex>``), as OpenTelemetry's propagator
     takes it: lowercase hex, trace-id and parent-id not all zeros, version ``ff`` refused, and
     version ``00`` with nothing after the flags."""
-    if value is None or len(value) > 512:
+    match = _TRACEPARENT.search(value) if value is not None and len(value) <= 512 else None
+    if match is None or (match[1] == "00" and match[5]):
         return None
-    match = re.search(_TRACEPARENT, value)
-    if match is None:
-        return None
-    version, trace_id, span_id, flags, rest = match.groups()
-    if version == "ff" or (version == "00" and rest) or trace_id == "0" * 32 or span_id == "0" * 16:
-        return None
-    state = tracestate if tracestate is not None and re.fullmatch(_TRACESTATE, tracestate) else None
-    return TraceContext("w3c", int(trace_id, 16), int(span_id, 16), bool(int(flags, 16) & 1), state or None)
+    state = tracestate if tracestate and _TRACESTATE.fullmatch(tracestate) else None
+    return TraceContext("w3c", int(match[2], 16), int(match[3], 16), bool(int(match[4], 16) & 1), state)
 
 
 def parse_xray(value: str | None) -> TraceContext | None:
     """An X-Ray trace header (``Root=1-<8 hex>-<24 hex>;Parent=<16 hex>;Sampled=1``, fields in
     any order, ``Self=`` and others ignored): the root is required, the parent optional."""
-    if value is None or len(value) > 1024:
+    fields = _xray_fields(value) if value is not None and len(value) <= 1024 else {}
+    root = _XRAY_ROOT.fullmatch(fields.get("Root", ""))
+    parent = fields.get("Parent")
+    if root is None or (parent is not None and _HEX64.fullmatch(parent) is None):
         return None
+    sampled = {"1": True, "0": False}.get(fields.get("Sampled", ""))
+    return TraceContext(
+        "xray", int(root[1] + root[2], 16), None if parent is None else int(parent, 16), sampled
+    )
+
+
+def _xray_fields(value: str) -> dict[str, str]:
+    """The ``key=value`` fields of an X-Ray header; the first of a repeated key counts."""
     fields: dict[str, str] = {}
     for part in value.strip().split(";"):
         key, sep, item = part.strip().partition("=")
         if sep:
             fields.setdefault(key, item.strip())
-    root = re.fullmatch(_XRAY_ROOT, fields.get("Root", ""))
-    if root is None:
-        return None
-    parent = fields.get("Parent")
-    if parent is not None and (re.fullmatch(_HEX16, parent) is None or parent == "0" * 16):
-        return None
-    sampled = {"1": True, "0": False}.get(fields.get("Sampled", ""))
-    return TraceContext("xray", int(root.group(1) + root.group(2), 16), None if parent is None else int(parent, 16), sampled)
-
-
-def _decimal(value: str | None, low: int = 0) -> int | None:
-    if value is None or not value.isascii() or not value.isdigit() or len(value) > 20:
-        return None
-    number = int(value)
-    return number if low <= number <= MAX_U64 else None
+    return fields
 
 
 def parse_datadog(headers: Mapping[str, str | None]) -> TraceContext | None:
     """Datadog's ``x-datadog-*`` headers, as ddtrace extracts them: a decimal trace id in
     1..2**64-1 (``_dd.p.tid`` in ``x-datadog-tags`` adds the high 64 bits), a decimal parent id
     (0: none), an integer sampling priority."""
-    trace_id = _decimal(headers.get(DD_TRACE_ID), 1)
-    parent = headers.get(DD_PARENT_ID)
-    span_id = _decimal(parent) if parent is not None else 0
-    priority = headers.get(DD_PRIORITY)
-    if trace_id is None or span_id is None or (priority is not None and _signed(priority) is None):
-        return None
-    tags = headers.get(DD_TAGS) or ""
-    high = _high_bits(tags)
-    if high is None:
+    try:
+        trace_id = _u64(headers.get(DD_TRACE_ID), low=1)
+        parent = headers.get(DD_PARENT_ID)
+        span_id = 0 if parent is None else _u64(parent)
+        priority = headers.get(DD_PRIORITY)
+        sampled = None if priority is None else _priority(priority) > 0
+        high = _high_bits(headers.get(DD_TAGS) or "")
+    except ValueError:
         return None
     passed = {name: headers[name] for name in (DD_PRIORITY, DD_ORIGIN, DD_TAGS) if headers.get(name)}
-    sampled = None if priority is None else _signed(priority) > 0  # type: ignore[operator]
-    return TraceContext("datadog", high << 64 | trace_id, span_id or None, sampled, None, passed)  # type: ignore[arg-type]
+    return TraceContext("datadog", high << 64 | trace_id, span_id or None, sampled, None, passed)
 
 
-def _signed(value: str) -> int | None:
-    digits = value[1:] if value[:1] == "-" else value
-    return int(value) if digits.isascii() and digits.isdigit() and len(digits) < 10 else None
+def _u64(value: str | None, low: int = 0) -> int:
+    """A decimal 64-bit id, at least ``low``, else ``ValueError``."""
+    number = int(value) if value is not None and _U64.fullmatch(value) else -1
+    if not low <= number <= LOW_64:
+        raise ValueError("not a 64-bit decimal id")
+    return number
 
 
-def _high_bits(tags: str) -> int | None:
-    """The ``_dd.p.tid`` tag's 64 high bits (0 when absent); None when it is malformed."""
+def _priority(value: str) -> int:
+    if _PRIORITY.fullmatch(value) is None:
+        raise ValueError("not a sampling priority")
+    return int(value)
+
+
+def _high_bits(tags: str) -> int:
+    """The ``_dd.p.tid`` tag's 64 high bits (0 when absent); ``ValueError`` when it is malformed."""
     for tag in tags.split(","):
         key, _, item = tag.partition("=")
         if key.strip() == "_dd.p.tid":
-            item = item.strip()
-            if re.fullmatch(_HEX16, item) is None or item == "0" * 16:
-                return None
-            return int(item, 16)
+            if _HEX64.fullmatch(item.strip()) is None:
+                raise ValueError("_dd.p.tid is not 16 hex digits")
+            return int(item.strip(), 16)
     return 0
 
 
@@ -259,19 +313,26 @@ def parse_datadog_object(value: Any) -> TraceContext | None:
     """A ``_datadog`` value (ddtrace writes it on SQS, SNS, Kinesis, EventBridge, Step Functions):
     its ``x-datadog-*`` headers as an object, or that object as JSON text."""
     if isinstance(value, str | bytes | bytearray):
-        try:
-            value = codec.loads(value)
-        except Exception:
-            return None
+        value = _json_object(value)
     if type(value) is not dict:
         return None
-    headers = {name: item if isinstance(item, str) else None for name, item in value.items() if isinstance(name, str)}
+    headers = {
+        name: item if isinstance(item, str) else None for name, item in value.items() if isinstance(name, str)
+    }
     if DD_TRACE_ID in headers:
         return parse_datadog(headers)
     return parse_traceparent(headers.get(TRACEPARENT), headers.get(TRACESTATE))
 
 
+def _json_object(text: str | bytes | bytearray) -> Any:
+    try:
+        return codec.loads(text)
+    except Exception:
+        return None
+
+
 # --- writing -----------------------------------------------------------------------------------
+
 
 def outgoing(context: TraceContext | None, trace_id: str) -> TraceContext:
     """The context to write on the next hop: the incoming one, or (lambda_kit started the trace)
@@ -281,26 +342,23 @@ def outgoing(context: TraceContext | None, trace_id: str) -> TraceContext:
         return context
     derived = derived_ids(trace_id if context is None else context.w3c_trace_id)
     if context is not None:  # a context without a parent id (an X-Ray Root alone): give it one
-        return TraceContext(context.vendor, context.trace_id, derived[1], context.sampled, context.tracestate, context.datadog)
+        return TraceContext(
+            context.vendor, context.trace_id, derived[1], context.sampled, context.tracestate, context.datadog
+        )
     return TraceContext("lambda_kit", derived[0], derived[1], True)
 
 
 def derived_ids(trace_id: str) -> tuple[int, int]:
-    """(128-bit trace id, 64-bit span id) for a lambda_kit trace id, never zero."""
-    import hashlib
-
+    """(128-bit trace id, 64-bit span id) for a lambda_kit trace id, never zero: a W3C trace id
+    (32 hex digits) or an X-Ray one is itself; any other is digested."""
     digest = hashlib.blake2b(trace_id.encode("utf-8", "surrogatepass"), digest_size=24).digest()
     span = int.from_bytes(digest[16:], "big") or 1
-    if len(trace_id) == 32 and _is_hex(trace_id) and trace_id != "0" * 32:
+    if _TRACE_ID.fullmatch(trace_id):
         return int(trace_id, 16), span
-    root = re.fullmatch(_XRAY_ROOT, trace_id)
+    root = _XRAY_ROOT.fullmatch(trace_id)
     if root is not None:
-        return int(root.group(1) + root.group(2), 16) or 1, span
+        return int(root[1] + root[2], 16) or 1, span
     return int.from_bytes(digest[:16], "big") or 1, span
-
-
-def _is_hex(value: str) -> bool:
-    return value.isascii() and all(char in "0123456789abcdef" for char in value)
 
 
 def traceparent(context: TraceContext) -> str:
@@ -312,16 +370,21 @@ def datadog_headers(context: TraceContext) -> dict[str, str]:
     """``context`` as ddtrace writes Datadog's headers (and the ``_datadog`` object): the low 64
     bits in ``x-datadog-trace-id``, the parent id, and the incoming priority, origin and tags
     (``_dd.p.tid`` included, so the 128-bit id survives)."""
-    headers = {DD_TRACE_ID: str(context.trace_id & LOW_64), DD_PARENT_ID: str(context.span_id or 0)}
     passed = context.datadog or {}
-    headers.update(passed)
-    high = context.trace_id >> 64
-    if high and "_dd.p.tid=" not in passed.get(DD_TAGS, ""):
-        tags = passed.get(DD_TAGS)
-        headers[DD_TAGS] = f"{tags},_dd.p.tid={high:016x}" if tags else f"_dd.p.tid={high:016x}"
+    headers = {DD_TRACE_ID: str(context.trace_id & LOW_64), DD_PARENT_ID: str(context.span_id or 0), **passed}
+    tags = _with_high_bits(passed.get(DD_TAGS) or "", context.trace_id >> 64)
+    if tags:
+        headers[DD_TAGS] = tags
     if DD_PRIORITY not in headers and context.sampled is not None:
         headers[DD_PRIORITY] = "1" if context.sampled else "0"
     return headers
+
+
+def _with_high_bits(tags: str, high: int) -> str:
+    """``x-datadog-tags`` holding the trace id's high 64 bits (``_dd.p.tid``) when it has any."""
+    if not high or "_dd.p.tid=" in tags:
+        return tags
+    return f"{tags},_dd.p.tid={high:016x}" if tags else f"_dd.p.tid={high:016x}"
 
 
 def fields(trace_id: str, context: TraceContext | None) -> dict[str, Any]:

@@ -17,7 +17,7 @@ A message the caller stamped with its own ``trace_id`` is left as it is, and no 
 set is overwritten. A send never fails because of propagation: what would exceed SQS's and SNS's
 10 message attributes or a service's size limit is not written, with a WARNING line instead.
 ``trace_headers()`` gives the same context as HTTP headers for ``requests``, ``urllib3``, ``httpx``.
-botocore is imported only by ``propagate()`` itself.
+boto3 (an optional extra) is imported only by ``propagate()`` itself, to reach its default session.
 """
 
 from __future__ import annotations
@@ -28,9 +28,21 @@ from typing import Any, TypeVar
 
 from .. import codec, log
 from . import current_record
-from .context import DATADOG, TRACEPARENT, TRACESTATE, datadog_headers, fields, outgoing, traceparent
+from .context import (
+    DATADOG,
+    TRACEPARENT,
+    TRACESTATE,
+    TraceContext,
+    datadog_headers,
+    fields,
+    outgoing,
+    traceparent,
+)
+
+__all__ = ["HOOKS", "propagate", "trace_headers"]
 
 T = TypeVar("T")
+Hook = Callable[..., None]
 
 MAX_MESSAGE_ATTRIBUTES = 10
 KIB = 1024
@@ -50,137 +62,147 @@ def _current() -> dict[str, Any] | None:
 def _warn(service: str, operation: str, why: str, names: list[str]) -> None:
     if log.enabled(30):
         record = current_record()
-        log.emit("WARNING", f"trace context not propagated: {why}", None if record is None else record.trace_id,
-                 {"service": service, "operation": operation, "not_written": names})
+        log.emit(
+            "WARNING",
+            f"trace context not propagated: {why}",
+            None if record is None else record.trace_id,
+            {"service": service, "operation": operation, "not_written": names},
+        )
+
+
+def _entries(params: dict[str, Any], key: str | None) -> list[dict[str, Any]]:
+    """The parameters themselves (``key`` None), or the entries of their batch list ``key``."""
+    if key is None:
+        return [params]
+    entries = params.get(key)
+    return (
+        [entry for entry in entries if isinstance(entry, dict)] if isinstance(entries, list | tuple) else []
+    )
+
+
+def _utf8_size(data: Any) -> int:
+    """The size of text (UTF-8) or bytes; 0 for anything else."""
+    if isinstance(data, str):
+        return len(data.encode("utf-8", "surrogatepass"))
+    return len(data) if isinstance(data, bytes | bytearray) else 0
 
 
 # --- message attributes (SQS, SNS) ------------------------------------------------------------------
 
-def _attribute_size(attributes: dict[str, Any]) -> int:
-    size = 0
-    for name, attribute in attributes.items():
-        size += len(name.encode())
-        if isinstance(attribute, dict):
-            for key in ("DataType", "StringValue", "BinaryValue"):
-                value = attribute.get(key)
-                if isinstance(value, str):
-                    size += len(value.encode("utf-8", "surrogatepass"))
-                elif isinstance(value, bytes | bytearray):
-                    size += len(value)
-    return size
+
+def _attributes_hook(entries: str | None, body_key: str, service: str, operation: str) -> Hook:
+    """The hook writing the trace context as message attributes of a message (or of each entry)."""
+
+    def hook(params: dict[str, Any], **_: Any) -> None:
+        written = _current()
+        for entry in _entries(params, entries) if written is not None else ():
+            _with_attributes(entry, body_key, written, service, operation)
+
+    return hook
 
 
-def _with_attributes(params: dict[str, Any], body_key: str, written: dict[str, Any], service: str, operation: str) -> None:
+def _with_attributes(
+    params: dict[str, Any], body_key: str, written: dict[str, Any], service: str, operation: str
+) -> None:
     attributes = params.get("MessageAttributes")
-    if attributes is None:
-        attributes = {}
-    elif not isinstance(attributes, dict) or "trace_id" in attributes:
+    attributes = {} if attributes is None else attributes
+    if not isinstance(attributes, dict) or "trace_id" in attributes:
         return  # the caller's own trace id: their message, left as it is
-    added: dict[str, Any] = {}
-    left_out = []
-    for name, value in written.items():
-        if name in attributes:
-            continue
-        if len(attributes) + len(added) >= MAX_MESSAGE_ATTRIBUTES:
-            left_out.append(name)
-        elif name == DATADOG and service == "sns":  # Binary, as ddtrace sends it (filter policies skip it)
-            added[name] = {"DataType": "Binary", "BinaryValue": codec.dumps(value).encode()}
-        elif name == DATADOG:
-            added[name] = {"DataType": "String", "StringValue": codec.dumps(value)}
-        else:
-            added[name] = {"DataType": "String", "StringValue": value}
-    body = params.get(body_key)
-    size = len(body.encode("utf-8", "surrogatepass")) if isinstance(body, str) else 0
-    before = size + _attribute_size(attributes)
-    if added and before <= MESSAGE_LIMIT < before + _attribute_size(added):
-        left_out, added = [*added, *left_out], {}
-        _warn(service, operation, f"the message would exceed {MESSAGE_LIMIT // KIB} KiB", left_out)
-    elif left_out:
-        _warn(service, operation, f"{service.upper()} allows {MAX_MESSAGE_ATTRIBUTES} message attributes", left_out)
+    added = _fitting(params.get(body_key), attributes, written, service, operation)
     if added:
         attributes.update(added)
         params["MessageAttributes"] = attributes
 
 
-def _sqs_send(params: dict[str, Any], **_: Any) -> None:
-    written = _current()
-    if written is not None:
-        _with_attributes(params, "MessageBody", written, "sqs", "SendMessage")
+def _fitting(
+    body: Any, attributes: dict[str, Any], written: dict[str, Any], service: str, operation: str
+) -> dict[str, Any]:
+    """The trace fields the message lacks, as attributes, as many as it has room for (SQS and
+    SNS take ten, and a size limit): a WARNING names those left out."""
+    names = [name for name in written if name not in attributes]
+    room = max(MAX_MESSAGE_ATTRIBUTES - len(attributes), 0)
+    added = {name: _attribute(name, written[name], service) for name in names[:room]}
+    if added and _outgrows(body, attributes, added):
+        _warn(service, operation, f"the message would exceed {MESSAGE_LIMIT // KIB} KiB", names)
+        return {}
+    if len(names) > room:
+        _warn(
+            service,
+            operation,
+            f"{service.upper()} allows {MAX_MESSAGE_ATTRIBUTES} message attributes",
+            names[room:],
+        )
+    return added
 
 
-def _sqs_send_batch(params: dict[str, Any], **_: Any) -> None:
-    written = _current()
-    if written is not None:
-        for entry in params.get("Entries") or ():
-            if isinstance(entry, dict):
-                _with_attributes(entry, "MessageBody", written, "sqs", "SendMessageBatch")
+def _outgrows(body: Any, attributes: dict[str, Any], added: dict[str, Any]) -> bool:
+    """Whether ``added`` takes a message within the size limit over it."""
+    before = (_utf8_size(body) if isinstance(body, str) else 0) + _attribute_size(attributes)
+    return before <= MESSAGE_LIMIT < before + _attribute_size(added)
 
 
-def _sns_publish(params: dict[str, Any], **_: Any) -> None:
-    written = _current()
-    if written is not None:
-        _with_attributes(params, "Message", written, "sns", "Publish")
+def _attribute(name: str, value: Any, service: str) -> dict[str, Any]:
+    """A trace field as a message attribute: ``_datadog`` as JSON, Binary on SNS as ddtrace sends
+    it (SNS filter policies skip Binary attributes)."""
+    if name != DATADOG:
+        return {"DataType": "String", "StringValue": value}
+    if service == "sns":
+        return {"DataType": "Binary", "BinaryValue": codec.dumps(value).encode()}
+    return {"DataType": "String", "StringValue": codec.dumps(value)}
 
 
-def _sns_publish_batch(params: dict[str, Any], **_: Any) -> None:
-    written = _current()
-    if written is not None:
-        for entry in params.get("PublishBatchRequestEntries") or ():
-            if isinstance(entry, dict):
-                _with_attributes(entry, "Message", written, "sns", "PublishBatch")
+def _attribute_size(attributes: dict[str, Any]) -> int:
+    """What message attributes count against the message size: names, types and values."""
+    return sum(_utf8_size(name) + _attribute_value_size(attribute) for name, attribute in attributes.items())
+
+
+def _attribute_value_size(attribute: Any) -> int:
+    if not isinstance(attribute, dict):
+        return 0
+    return sum(_utf8_size(attribute.get(key)) for key in ("DataType", "StringValue", "BinaryValue"))
 
 
 # --- JSON payloads (Kinesis, EventBridge, Step Functions, Lambda) -------------------------------------
 
+
+def _payload_hook(entries: str | None, field: str, limit: int, service: str, operation: str) -> Hook:
+    """The hook writing the trace context into the JSON object ``field`` of the call (or of each
+    entry)."""
+
+    def hook(params: dict[str, Any], **_: Any) -> None:
+        written = _current()
+        for entry in _entries(params, entries) if written is not None else ():
+            if field in entry:
+                entry[field] = _stamped(entry[field], written, limit, service, operation)
+
+    return hook
+
+
 def _stamped(data: Any, written: dict[str, Any], limit: int, service: str, operation: str) -> Any:
     """``data`` (JSON text or bytes) with the trace fields it lacks, in the same type; unchanged
     when it is no JSON object, carries its own ``trace_id``, or would outgrow ``limit``."""
-    if not isinstance(data, str | bytes | bytearray):
-        return data
-    try:
-        doc = codec.loads(data)
-    except Exception:
-        return data
-    if type(doc) is not dict or "trace_id" in doc:
+    doc = _json_object(data)
+    if doc is None or "trace_id" in doc:
         return data
     added = {name: value for name, value in written.items() if name not in doc}
     if not added:
         return data
-    doc.update(added)
-    text = codec.dumps(doc)
-    before = len(data) if not isinstance(data, str) else len(data.encode("utf-8", "surrogatepass"))
-    if before <= limit < len(text.encode("utf-8", "surrogatepass")):
+    text = codec.dumps({**doc, **added})
+    if _utf8_size(data) <= limit < _utf8_size(text):
         _warn(service, operation, f"the payload would exceed {limit // KIB} KiB", list(added))
         return data
     return text if isinstance(data, str) else text.encode()
 
 
-def _kinesis_put(params: dict[str, Any], **_: Any) -> None:
-    written = _current()
-    if written is not None and "Data" in params:
-        params["Data"] = _stamped(params["Data"], written, KINESIS_LIMIT, "kinesis", "PutRecord")
-
-
-def _kinesis_put_batch(params: dict[str, Any], **_: Any) -> None:
-    written = _current()
-    if written is not None:
-        for entry in params.get("Records") or ():
-            if isinstance(entry, dict) and "Data" in entry:
-                entry["Data"] = _stamped(entry["Data"], written, KINESIS_LIMIT, "kinesis", "PutRecords")
-
-
-def _events_put(params: dict[str, Any], **_: Any) -> None:
-    written = _current()
-    if written is not None:
-        for entry in params.get("Entries") or ():
-            if isinstance(entry, dict) and "Detail" in entry:
-                entry["Detail"] = _stamped(entry["Detail"], written, MESSAGE_LIMIT, "eventbridge", "PutEvents")
-
-
-def _sfn_start(params: dict[str, Any], **_: Any) -> None:
-    written = _current()
-    if written is not None and "input" in params:
-        params["input"] = _stamped(params["input"], written, MESSAGE_LIMIT, "sfn", "StartExecution")
+def _json_object(data: Any) -> dict[str, Any] | None:
+    """The JSON object in text or bytes ``data``, else None."""
+    if not isinstance(data, str | bytes | bytearray):
+        return None
+    try:
+        doc = codec.loads(data)
+    except Exception:
+        return None
+    return doc if type(doc) is dict else None
 
 
 def _lambda_invoke(params: dict[str, Any], **_: Any) -> None:
@@ -190,34 +212,73 @@ def _lambda_invoke(params: dict[str, Any], **_: Any) -> None:
     if "Payload" in params:
         limit = INVOKE_LIMIT.get(params.get("InvocationType", ""), SYNC_INVOKE_LIMIT)
         params["Payload"] = _stamped(params["Payload"], written, limit, "lambda", "Invoke")
-    context: Any = {}
-    if params.get("ClientContext"):
-        try:
-            context = codec.loads(base64.b64decode(params["ClientContext"]))
-        except Exception:
-            return  # not ours to repair: Lambda answers for it
-    custom = context.get("custom") if isinstance(context, dict) else None
-    if not isinstance(context, dict) or (custom is not None and not isinstance(custom, dict)):
-        return
-    custom = dict(custom or {})
-    if "trace_id" in custom:
-        return
-    for name, value in written.items():  # x-datadog-* directly in custom, as ddtrace writes them
-        for key, item in (value.items() if name == DATADOG else ((name, value),)):
+    encoded = _client_context(params.get("ClientContext"), written)
+    if encoded is not None:
+        params["ClientContext"] = encoded
+
+
+def _client_context(encoded: Any, written: dict[str, Any]) -> str | None:
+    """A Lambda ``ClientContext`` whose ``custom`` holds the trace fields (``x-datadog-*``
+    directly in it, as ddtrace writes them), or None to leave the caller's as it is: one that is
+    not ours to repair (Lambda answers for it), already holds a ``trace_id``, or would be too long."""
+    context = _decoded_context(encoded)
+    custom = _custom(context)
+    if custom is None or "trace_id" in custom:
+        return None
+    for name, value in written.items():
+        for key, item in value.items() if name == DATADOG else ((name, value),):
             custom.setdefault(key, item)
     encoded = base64.b64encode(codec.dumps({**context, "custom": custom}).encode()).decode()
     if len(encoded) > CLIENT_CONTEXT_LIMIT:
-        _warn("lambda", "Invoke", f"ClientContext would exceed {CLIENT_CONTEXT_LIMIT} characters", list(written))
-        return
-    params["ClientContext"] = encoded
+        _warn(
+            "lambda", "Invoke", f"ClientContext would exceed {CLIENT_CONTEXT_LIMIT} characters", list(written)
+        )
+        return None
+    return encoded
 
 
-HOOKS: dict[str, dict[str, Callable[..., None]]] = {
-    "sqs": {"SendMessage": _sqs_send, "SendMessageBatch": _sqs_send_batch},
-    "sns": {"Publish": _sns_publish, "PublishBatch": _sns_publish_batch},
-    "kinesis": {"PutRecord": _kinesis_put, "PutRecords": _kinesis_put_batch},
-    "eventbridge": {"PutEvents": _events_put},
-    "sfn": {"StartExecution": _sfn_start, "StartSyncExecution": _sfn_start},
+def _custom(context: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A copy of the ``custom`` object of a ``ClientContext`` (empty when it has none), or None
+    when either is no object."""
+    if context is None:
+        return None
+    custom = context.get("custom")
+    if custom is None:
+        return {}
+    return dict(custom) if isinstance(custom, dict) else None
+
+
+def _decoded_context(encoded: Any) -> dict[str, Any] | None:
+    """The caller's ``ClientContext`` (empty when none), or None when it is no base64 JSON object."""
+    if not encoded:
+        return {}
+    try:
+        context = codec.loads(base64.b64decode(encoded))
+    except Exception:
+        return None
+    return context if isinstance(context, dict) else None
+
+
+HOOKS: dict[str, dict[str, Hook]] = {
+    "sqs": {
+        "SendMessage": _attributes_hook(None, "MessageBody", "sqs", "SendMessage"),
+        "SendMessageBatch": _attributes_hook("Entries", "MessageBody", "sqs", "SendMessageBatch"),
+    },
+    "sns": {
+        "Publish": _attributes_hook(None, "Message", "sns", "Publish"),
+        "PublishBatch": _attributes_hook("PublishBatchRequestEntries", "Message", "sns", "PublishBatch"),
+    },
+    "kinesis": {
+        "PutRecord": _payload_hook(None, "Data", KINESIS_LIMIT, "kinesis", "PutRecord"),
+        "PutRecords": _payload_hook("Records", "Data", KINESIS_LIMIT, "kinesis", "PutRecords"),
+    },
+    "eventbridge": {
+        "PutEvents": _payload_hook("Entries", "Detail", MESSAGE_LIMIT, "eventbridge", "PutEvents")
+    },
+    "sfn": {
+        "StartExecution": _payload_hook(None, "input", MESSAGE_LIMIT, "sfn", "StartExecution"),
+        "StartSyncExecution": _payload_hook(None, "input", MESSAGE_LIMIT, "sfn", "StartSyncExecution"),
+    },
     "lambda": {"Invoke": _lambda_invoke},
 }
 """botocore's service name in event names (the hyphenated service id) -> operation -> hook."""
@@ -233,27 +294,30 @@ def propagate(target: T | None = None) -> T | None:
     well). Safe to call more than once.
     """
     meta = getattr(target, "meta", None)
-    if meta is not None and hasattr(meta, "events") and hasattr(meta, "service_model"):
+    if hasattr(meta, "events") and hasattr(meta, "service_model"):  # a client
         service = meta.service_model.service_id.hyphenize()
-        _register(meta.events, {service: HOOKS[service]} if service in HOOKS else {})
-        return target
-    if target is None:
-        import boto3
-
-        if boto3.DEFAULT_SESSION is None:
-            boto3.setup_default_session()
-        events = boto3.DEFAULT_SESSION.events  # type: ignore[union-attr]
-    elif hasattr(target, "events"):  # a boto3 Session
-        events = target.events
-    elif hasattr(target, "get_component"):  # a botocore Session
-        events = target.get_component("event_emitter")
+        _register(meta.events, {name: hooks for name, hooks in HOOKS.items() if name == service})
     else:
-        raise TypeError(f"propagate() takes a boto3 client or session, or nothing, not {type(target).__name__}")
-    _register(events, HOOKS)
+        _register(_session_events(target), HOOKS)
     return target
 
 
-def _register(events: Any, hooks: dict[str, dict[str, Callable[..., None]]]) -> None:
+def _session_events(session: Any) -> Any:
+    """The event system of a boto3 or botocore session (boto3's default one for None)."""
+    if session is None:
+        import boto3  # an optional extra, loaded by the one call that needs its default session
+
+        if boto3.DEFAULT_SESSION is None:
+            boto3.setup_default_session()
+        return boto3.DEFAULT_SESSION.events  # type: ignore[union-attr]
+    if hasattr(session, "events"):  # a boto3 Session
+        return session.events
+    if hasattr(session, "get_component"):  # a botocore Session
+        return session.get_component("event_emitter")
+    raise TypeError(f"propagate() takes a boto3 client or session, or nothing, not {type(session).__name__}")
+
+
+def _register(events: Any, hooks: dict[str, dict[str, Hook]]) -> None:
     for service, operations in hooks.items():
         for operation, hook in operations.items():
             event = f"before-parameter-build.{service}.{operation}"
@@ -261,6 +325,7 @@ def _register(events: Any, hooks: dict[str, dict[str, Callable[..., None]]]) -> 
 
 
 # --- HTTP ------------------------------------------------------------------------------------------
+
 
 def trace_headers(header: str = "X-Trace-Id") -> dict[str, str]:
     """The current trace context as HTTP headers, to add to an outgoing request
@@ -274,9 +339,21 @@ def trace_headers(header: str = "X-Trace-Id") -> dict[str, str]:
     headers = {header: record.trace_id, TRACEPARENT: traceparent(context)}
     if context.tracestate:
         headers[TRACESTATE] = context.tracestate
-    if context.vendor == "datadog":
-        headers.update(datadog_headers(context))
-    elif context.vendor == "xray":
-        sampled = "" if context.sampled is None else f";Sampled={int(context.sampled)}"
-        headers["X-Amzn-Trace-Id"] = f"Root={context.xray_trace_id};Parent={context.span_id:016x}{sampled}"
+    headers.update(VENDOR_HEADERS.get(context.vendor, _no_headers)(context))
     return headers
+
+
+def _xray_header(context: TraceContext) -> dict[str, str]:
+    sampled = "" if context.sampled is None else f";Sampled={int(context.sampled)}"
+    return {"X-Amzn-Trace-Id": f"Root={context.xray_trace_id};Parent={context.span_id:016x}{sampled}"}
+
+
+def _no_headers(context: TraceContext) -> dict[str, str]:
+    return {}
+
+
+VENDOR_HEADERS: dict[str, Callable[[TraceContext], dict[str, str]]] = {
+    "datadog": datadog_headers,
+    "xray": _xray_header,
+}
+"""The headers of the incoming context's own vendor, besides ``traceparent``."""
