@@ -825,6 +825,21 @@ def test_importing_counters_does_not_import_boto3():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_a_counter_without_boto3_names_the_extra_in_one_line():
+    code = (
+        "import sys\n"
+        "sys.modules['boto3'] = None  # as if boto3 were not installed\n"
+        "from lambda_kit.counters import Counter\n"
+        "Counter('ViewStats').increment('URL#a', 'view-1')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        "lambda_kit.extras.MissingExtra: lambda_kit.counters.Counter needs boto3: pip install 'lambda-event-kit[local]'"
+    ), result.stderr
+    assert result.stderr.count("Traceback") == 1, result.stderr  # no chained traceback before it
+
+
 # -- property: any sequence of batches counts like a set -------------------------------------------
 
 _runs = itertools.count()
