@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
 from typing import Any
 
-from . import sources
+from .. import sources
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
