@@ -11,13 +11,11 @@ from __future__ import annotations
 
 from ._events import (
     ACCOUNT,
-    API_VERSIONS,
     EXAMPLES,
     REGION,
     S3_ENVELOPES,
     Example,
     LambdaContext,
-    api_event,
     awslogs_data,
     cloudwatch_logs_event,
     dynamodb_record,
@@ -48,6 +46,7 @@ from ._events import (
     to_dynamodb,
     tumbling_window,
 )
+from ._http import API_VERSIONS, api_event
 
 __all__ = [
     "ACCOUNT",
