@@ -616,13 +616,15 @@ def test_a_key_cannot_add_to_another_counters_shard(counter_table, dynamodb):
     sharded.increment_many([("K", f"e{i}") for i in range(40)])
     plain = Counter(counter_table, client=dynamodb, backoff=no_wait())
     for shard in range(1, 4):
-        with pytest.raises(InvalidKeyError, match=rf"^counter key 'K#SHARD#{shard}' must not end in '#SHARD#' and a"):
+        refused = rf"^counter key 'K#SHARD#{shard}' must not end in '#SHARD#' and a"
+        with pytest.raises(InvalidKeyError, match=refused):
             plain.increment(f"K#SHARD#{shard}", "intruder", amount=5)
         with pytest.raises(InvalidKeyError, match="where a shard of counter 'K' is stored"):
             plain.get(f"K#SHARD#{shard}")
     assert sharded.get("K", consistent=True) == 40
     # a `#SHARD#` that is not a numbered suffix is part of an ordinary key, with items of its own
-    assert plain.increment_many([("K#SHARD#", "x", 2), ("K#SHARD#b", "x", 3), ("K#SHARD#1#DAY", "x", 4)]).duplicates == []
+    ordinary = [("K#SHARD#", "x", 2), ("K#SHARD#b", "x", 3), ("K#SHARD#1#DAY", "x", 4)]
+    assert plain.increment_many(ordinary).duplicates == []
     assert plain.get_many(["K#SHARD#", "K#SHARD#b", "K#SHARD#1#DAY"], consistent=True) == {
         "K#SHARD#": 2, "K#SHARD#b": 3, "K#SHARD#1#DAY": 4,
     }
@@ -648,7 +650,8 @@ def test_a_key_cannot_reach_another_counters_markers(counter_table, dynamodb):
         "EVENT#e1": 1, "COUNT": 1, "K": 1, "K#EVENT#e1": 1,
     }
     assert sharded.get("K", consistent=True) == 2  # the marker-named event added to K's shard 0 only
-    items = {(i["PK"]["S"], i["SK"]["S"]) for i in dynamodb.scan(TableName=counter_table, ConsistentRead=True)["Items"]}
+    scanned = dynamodb.scan(TableName=counter_table, ConsistentRead=True)["Items"]
+    items = {(i["PK"]["S"], i["SK"]["S"]) for i in scanned}
     assert items == {
         ("K", "COUNT"), ("K", "EVENT#COUNT"), ("K#SHARD#1", "COUNT"), ("K#SHARD#1", f"EVENT#{event_id}"),
         ("EVENT#e1", "COUNT"), ("EVENT#e1", "EVENT#COUNT"), ("COUNT", "COUNT"), ("COUNT", "EVENT#EVENT#e1"),
@@ -667,7 +670,8 @@ def test_a_key_cannot_reach_a_shard_of_a_day_bucket(counter_table, dynamodb):
         with pytest.raises(InvalidKeyError):
             plain.increment(f"{day}#SHARD#{shard}", "intruder")
     # a bucket of a key that looks like a shard is a counter of its own: neither `URL#a` nor its day
-    assert plain.increment_many([(key, "x") for key in bucket_keys("URL#a#SHARD#1", viewed_at, ("DAY", "HOUR"))]).counted
+    buckets = bucket_keys("URL#a#SHARD#1", viewed_at, ("DAY", "HOUR"))
+    assert plain.increment_many([(key, "x") for key in buckets]).counted
     assert sharded.get_many(["URL#a", day], consistent=True) == {"URL#a": 30, day: 30}
     # a bucket is named by its key: counting that key counts the bucket (the docs read buckets this way)
     assert sharded.increment(day, "v-direct") is True and sharded.get(day, consistent=True) == 31
@@ -835,7 +839,8 @@ def test_a_counter_without_boto3_names_the_extra_in_one_line():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (
-        "lambda_kit.extras.MissingExtra: lambda_kit.counters.Counter needs boto3: pip install 'lambda-event-kit[local]'"
+        "lambda_kit.extras.MissingExtra: lambda_kit.counters.Counter needs boto3:"
+        " pip install 'lambda-event-kit[local]'"
     ), result.stderr
     assert result.stderr.count("Traceback") == 1, result.stderr  # no chained traceback before it
 

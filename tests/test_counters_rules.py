@@ -114,11 +114,11 @@ def test_check_key_messages_name_the_key_and_the_fix():
 
 
 # Keys made of the pieces item keys are built from, so that collisions are likely if they can happen.
-PIECES = ["#", "SHARD", "#SHARD#", "1", "01", "0", "12", "\u00b2", "DAY", "#DAY#2022-03-28", "EVENT#", "COUNT", "a"]
+PIECES = ["#", "SHARD", "#SHARD#", "1", "01", "0", "12", "\u00b2", "DAY", "#DAY#2022-03-28"]
+PIECES += ["EVENT#", "COUNT"]
 SUFFIXES = ["", "#SHARD#1", "#SHARD#2", "#SHARD#12", "#SHARD#", "#SHARD#1#SHARD#2", "#DAY#2022-03-28"]
-keys = st.builds(
-    "".join, st.tuples(st.lists(st.sampled_from(PIECES), min_size=1, max_size=4).map("".join), st.sampled_from(SUFFIXES))
-)
+bases = st.lists(st.sampled_from([*PIECES, "a"]), min_size=1, max_size=4).map("".join)
+keys = st.builds("".join, st.tuples(bases, st.sampled_from(SUFFIXES)))
 
 
 def accepted(key: str) -> bool:
