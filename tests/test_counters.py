@@ -38,6 +38,7 @@ from lambda_kit.counters import (
     key_of,
     month_key,
 )
+from lambda_kit.extras import MissingExtra
 from lambda_kit.local.endpoint import fast_transactions
 from lambda_kit.trace import reset_current_record, set_current_record
 
@@ -827,6 +828,13 @@ def test_importing_counters_does_not_import_boto3():
         "assert not loaded, loaded"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_counter_without_boto3_says_which_extra_installs_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "boto3", None)  # as if boto3 were not installed
+    with pytest.raises(MissingExtra) as raised:
+        Counter("ViewStats").increment("URL#a", "view-1")
+    assert str(raised.value) == "lambda_kit.counters.Counter needs boto3: pip install 'lambda-event-kit[local]'"
 
 
 def test_a_counter_without_boto3_names_the_extra_in_one_line():

@@ -37,6 +37,7 @@ from lambda_kit.counters.layout import (
 )
 from lambda_kit.counters.packing import MAX_ACTIONS, CounterGroup, pack_transaction
 from lambda_kit.counters.retry import (
+    NEEDS_BOTO3,
     TRANSIENT_CANCELLATION_REASONS,
     Backoff,
     Tries,
@@ -234,8 +235,8 @@ def _default_client() -> Any:
     and without botocore's parameter validation: every request is built here from checked keys,
     ids and amounts, and DynamoDB validates it again. The validation walks each of a transaction's
     100 actions: about a third of the client's CPU for the call."""
-    boto3 = import_optional("boto3", "lambda_kit.counters.Counter")
-    config = import_optional("botocore.config", "lambda_kit.counters.Counter")
+    boto3 = import_optional("boto3", NEEDS_BOTO3)
+    config = import_optional("botocore.config", NEEDS_BOTO3)
     return boto3.client(
         "dynamodb", config=config.Config(retries={"total_max_attempts": 1}, parameter_validation=False)
     )

@@ -11,6 +11,7 @@ from types import ModuleType
 from lambda_kit.extras import import_optional
 
 __all__ = [
+    "NEEDS_BOTO3",
     "TRANSIENT_CANCELLATION_REASONS",
     "TRANSIENT_ERROR_CODES",
     "Backoff",
@@ -19,6 +20,9 @@ __all__ = [
     "is_transient",
     "outcome_unknown",
 ]
+
+NEEDS_BOTO3 = "lambda_kit.counters.Counter"
+"""What the one-line error of a missing boto3 (an extra) names as needing it."""
 
 TRANSIENT_ERROR_CODES = frozenset(
     {
@@ -92,7 +96,7 @@ class Tries:
 
 def _botocore_exceptions() -> ModuleType:
     """``botocore.exceptions``, imported when an error is looked at (botocore comes with boto3, an extra)."""
-    return import_optional("botocore.exceptions", "lambda_kit.counters.Counter")
+    return import_optional("botocore.exceptions", NEEDS_BOTO3)
 
 
 def error_code(error: BaseException) -> str | None:
