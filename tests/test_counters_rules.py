@@ -71,9 +71,10 @@ def test_buckets_are_utc_whatever_the_local_time_zone(new_york_local_time):
     assert day_key("2022-03-28T21:30:00-04:00") == "DAY#2022-03-29"
 
 
-def test_to_utc_makes_naive_times_aware_utc():
-    moment = to_utc(datetime(2022, 3, 28, 13, 5))
-    assert moment == datetime(2022, 3, 28, 13, 5, tzinfo=UTC) and moment.tzinfo is UTC
+def test_to_utc_makes_naive_times_aware_utc(new_york_local_time):
+    for naive in (datetime(2022, 3, 28, 13, 5), "2022-03-28T13:05:00"):  # UTC, not the local time zone
+        moment = to_utc(naive)
+        assert moment == datetime(2022, 3, 28, 13, 5, tzinfo=UTC) and moment.tzinfo is UTC
 
 
 def test_bucket_refusals_say_what_to_give():

@@ -379,15 +379,16 @@ class Counter:
         """Which of ``markers`` (``(PK, SK)``, 100 at most) exist; none when the read fails transiently."""
         keys = [{"PK": {"S": pk}, "SK": {"S": sk}} for pk, sk in markers]
         try:
-            items = self._batch_get(keys, {"#pk": "PK", "#sk": "SK"}, consistent=True).items
+            items = self._batch_get(keys, ("PK", "SK"), consistent=True).items
         except Exception as error:
             if is_transient(error):
                 return []
             self._raise_explained(error, [pk for pk, _sk in markers])
         return [(item["PK"]["S"], item["SK"]["S"]) for item in items]
 
-    def _batch_get(self, keys: list[dict[str, Any]], names: dict[str, str], consistent: bool) -> _Read:
-        """One ``BatchGetItem`` of ``keys`` projected on ``names``."""
+    def _batch_get(self, keys: list[dict[str, Any]], attributes: tuple[str, ...], consistent: bool) -> _Read:
+        """One ``BatchGetItem`` of ``keys``, reading ``attributes`` only."""
+        names = {f"#{index}": attribute for index, attribute in enumerate(attributes)}  # COUNT is reserved
         request = {
             "Keys": keys,
             "ProjectionExpression": ", ".join(names),
@@ -531,7 +532,7 @@ class Counter:
         """One read of counter items: the items found, and the keys to ask for again (all of them
         after a transient error, the unprocessed ones otherwise), after a backoff."""
         try:
-            read = self._batch_get(keys, {"#pk": "PK", "#count": COUNT_ATTRIBUTE}, consistent)
+            read = self._batch_get(keys, ("PK", COUNT_ATTRIBUTE), consistent)
         except Exception as error:
             if not is_transient(error):
                 self._raise_explained(error, [key["PK"]["S"] for key in keys])
