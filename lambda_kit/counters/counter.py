@@ -181,14 +181,15 @@ def _counter_update(table: str, group: CounterGroup[_Pending]) -> dict[str, Any]
     return {"Update": update}
 
 
-def _reason_kind(subject: _Subject, reason: dict[str, Any]) -> str:
-    """What one action's ``CancellationReasons`` entry says: none, duplicate, transient or refused."""
+def _reason_kind(subject: _Subject, reason: dict[str, Any]) -> str | None:
+    """What one action's ``CancellationReasons`` entry says: duplicate, transient, refused, or None
+    (no objection to that action)."""
     code = reason.get("Code") or "None"
     if code == "ConditionalCheckFailed" and isinstance(subject, _Pending):
         return "duplicate"
     if code in TRANSIENT_CANCELLATION_REASONS:
         return "transient"
-    return "none" if code == "None" else "refused"
+    return None if code == "None" else "refused"
 
 
 def _refusal(subject: _Subject, reason: dict[str, Any]) -> CounterError:
