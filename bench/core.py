@@ -37,10 +37,10 @@ HEAVY = ("boto3", "botocore", "datadog", "aws_lambda_powertools", "orjson")
 ROOT = Path(__file__).resolve().parent.parent
 
 TARGET_POWERTOOLS_RATIO = 10.0  # (b)/(a) at least
-TARGET_FLOOR_RATIO = 1.5  # (a)/(c) at most
-TARGET_USER_LINE_US = 2.0  # one get_logger().info line, CPU µs
 TARGET_IMPORT_MS = 15.0  # import lambda_kit adds at most
-TARGET_DECORATE_MS = 5.0  # from lambda_kit import <decorator>, get_logger + decorating one function adds at most
+FAST_PATH_SHARE = 0.20  # a fast path stays only if it is worth more than this share of per-record time
+# Retired (issue 26): lambda_kit/floor <= 1.5x, one user line <= 2 µs, each decorator <= 5 ms cold start.
+# The floor's own line costs 2-3.4 µs on these machines; what stays is the lead over the peers.
 
 Target = tuple[str, bool, str]
 
@@ -166,7 +166,7 @@ def _floor_handler(user_lines: int = 0) -> Callable[[Any, Any], Any]:
         return ts_cache[1] + millis[int((now - second) * 1000)]
 
     def handler(event: Any, context: Any) -> Any:
-        loads, dumps = codec.loads, codec.dumps_plain  # the codec itself, as the decorator's log lines use it
+        loads, dumps = codec.loads, codec.dumps  # the codec itself, as the decorator's log lines use it
         write = sys.stdout.write
         function_name, request_id = context.function_name, context.aws_request_id
         failures: list[Any] = []
@@ -178,19 +178,19 @@ def _floor_handler(user_lines: int = 0) -> Callable[[Any, Any], Any]:
             write(dumps({
                 "timestamp": stamp(), "level": "INFO", "message": "record received",
                 "function_name": function_name, "request_id": request_id, "trace_id": trace_id,
-                "source": "sqs", "record_id": message_id, "payload": payload,
+                "record_id": message_id, "source": "sqs", "payload": payload,
             }) + "\n")
             for n in lines:
                 write(dumps({
                     "timestamp": stamp(), "level": "INFO", "message": "counting",
                     "function_name": function_name, "request_id": request_id, "trace_id": trace_id,
-                    "logger": LOGGER, "url": payload["url"], "n": n,
+                    "record_id": message_id, "logger": LOGGER, "url": payload["url"], "n": n,
                 }) + "\n")
             result = len(payload["url"])
             write(dumps({
                 "timestamp": stamp(), "level": "INFO", "message": "record processed",
                 "function_name": function_name, "request_id": request_id, "trace_id": trace_id,
-                "source": "sqs", "record_id": message_id, "outcome": "ok",
+                "record_id": message_id, "source": "sqs", "outcome": "ok",
                 "duration_ms": round((perf_counter() - started) * 1000, 3), "result": result,
             }) + "\n")
         return {"batchItemFailures": failures}
@@ -295,7 +295,7 @@ def _speed() -> tuple[list[Target], dict[tuple[str, str | None, int, int], float
         rows.append([f"(b)/(a) {name}  (target >= {TARGET_POWERTOOLS_RATIO:g})",
                      *(f"{ratio(('b', None), ('a', name), case):.1f}x" for case in CASES)])
     for name in CODECS:
-        rows.append([f"(a)/(c) {name}  (target <= {TARGET_FLOOR_RATIO:g})",
+        rows.append([f"(a)/(c) {name}  (no target)",
                      *(f"{ratio(('a', name), ('c', name), case):.2f}x" for case in CASES)])
     table(
         f"SQS batch, CPU µs per record: median (min-max) of {ROUNDS} interleaved rounds, ~{RECORDS_PER_RUN} records "
@@ -324,11 +324,10 @@ def _speed() -> tuple[list[Target], dict[tuple[str, str | None, int, int], float
         against_c = ratio(("a", default_codec), ("c", default_codec), case)
         targets.append((f"{lines} user line(s): Powertools/lambda_kit >= {TARGET_POWERTOOLS_RATIO:g}x", against_b >= TARGET_POWERTOOLS_RATIO,
                         f"{against_b:.1f}x (batch {TARGET_BATCH}, {default_codec})"))
-        targets.append((f"{lines} user line(s): lambda_kit/floor <= {TARGET_FLOOR_RATIO:g}x", against_c <= TARGET_FLOOR_RATIO,
-                        f"{against_c:.2f}x (batch {TARGET_BATCH}, {default_codec})"))
+        print(f"  {lines} user line(s): lambda_kit/floor {against_c:.2f}x (batch {TARGET_BATCH}, {default_codec})")
     line_cost = statistics.median(per_line("a", default_codec))
-    targets.append((f"one user line <= {TARGET_USER_LINE_US:g} µs", line_cost <= TARGET_USER_LINE_US,
-                    f"{line_cost:.2f} µs ({default_codec}; the floor's: {statistics.median(per_line('c', default_codec)):.2f} µs)"))
+    print(f"  one user line: {line_cost:.2f} µs ({default_codec}; the floor's: "
+          f"{statistics.median(per_line('c', default_codec)):.2f} µs)")
     return targets, median
 
 
@@ -471,13 +470,12 @@ def _cold_start() -> tuple[list[Target], dict[str, float]]:
           [[decorator, f"{decorating[decorator]:.1f}", f"{min(inside[decorator]):.1f}-{max(inside[decorator]):.1f}",
             f"{whole[decorator]:+.1f}"] for decorator in DECORATORS])
     worst = max(decorating, key=decorating.__getitem__)
+    print(f"  each decorator + get_logger + decorating: worst {worst} {decorating[worst]:.1f} ms, best "
+          f"{min(decorating.values()):.1f} ms (inside the process, median of {COLD_RUNS}; whole process over a bare "
+          f"one: {min(whole.values()):+.1f} to {max(whole.values()):+.1f} ms)")
     return [
         (f"import lambda_kit adds <= {TARGET_IMPORT_MS:g} ms (CPU)", added_cpu <= TARGET_IMPORT_MS,
          f"{added_cpu:+.1f} ms CPU, {added_wall:+.1f} ms wall"),
-        (f"each decorator + get_logger + decorating adds <= {TARGET_DECORATE_MS:g} ms (CPU)",
-         decorating[worst] <= TARGET_DECORATE_MS,
-         f"worst {worst} {decorating[worst]:.1f} ms; best {min(decorating.values()):.1f} ms (inside the process, median of "
-         f"{COLD_RUNS}; whole process over a bare one: {min(whole.values()):+.1f} to {max(whole.values()):+.1f} ms)"),
         ("no boto3/botocore/datadog/powertools/orjson at import", not loaded, loaded or "none loaded"),
     ], cpu
 
@@ -498,10 +496,9 @@ def _codec_verdict(per_record: dict[tuple[str, str | None, int, int], float], co
 
 def _tracing() -> list[Target]:
     """µs per SQS record with and without a tracer's context (side by side, interleaved rounds):
-    (t0) lambda_kit's own trace id only, in a process that never saw a tracer's context; (t0') the
-    same after one did (log lines then look for the record's vendor keys); (t1) a W3C traceparent
-    attribute too; (t2) Datadog's _datadog attribute; (t3) X-Ray's AWSTraceHeader."""
-    from lambda_kit import codec, log
+    (t0) lambda_kit's own trace id only; (t1) a W3C traceparent attribute too; (t2) Datadog's
+    _datadog attribute; (t3) X-Ray's AWSTraceHeader."""
+    from lambda_kit import codec
     from lambda_kit.testing import lambda_context, sqs_event
 
     context = lambda_context("view-counter")
@@ -519,31 +516,102 @@ def _tracing() -> list[Target]:
         return event
 
     variants = {
-        "(t0) own trace id only, no tracer seen": (plain, False),
-        "(t0') own trace id only, after a tracer's context": (plain, True),
-        "(t1) + W3C traceparent": (with_attribute("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e47XX-00f067aa0ba902b7-01"), True),
-        "(t2) + Datadog _datadog": (with_attribute("_datadog", '{"x-datadog-trace-id": "1234567XX", "x-datadog-parent-id": "99"}'), True),
-        "(t3) + X-Ray AWSTraceHeader": (with_attribute("AWSTraceHeader", "Root=1-5759e988-bd862e3fe1be46a9942727XX;Parent=53995c3f42cd8ad8;Sampled=1"), True),
+        "(t0) own trace id only": plain,
+        "(t1) + W3C traceparent": with_attribute("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e47XX-00f067aa0ba902b7-01"),
+        "(t2) + Datadog _datadog": with_attribute("_datadog", '{"x-datadog-trace-id": "1234567XX", "x-datadog-parent-id": "99"}'),
+        "(t3) + X-Ray AWSTraceHeader": with_attribute("AWSTraceHeader", "Root=1-5759e988-bd862e3fe1be46a9942727XX;Parent=53995c3f42cd8ad8;Sampled=1"),
     }
     handler = _lambda_kit_handler()
     samples: dict[str, list[float]] = {label: [] for label in variants}
     with stdout_to_devnull():
-        for event, seen in variants.values():
-            log.carry_record_keys(seen)
+        for event in variants.values():
             handler(event, context)
         for round_ in range(ROUNDS):
             items = list(variants.items())
-            for label, (event, seen) in items if round_ % 2 == 0 else items[::-1]:
-                log.carry_record_keys(seen)
+            for label, event in items if round_ % 2 == 0 else items[::-1]:
                 samples[label].append(time_per_record(lambda e=event: handler(e, context), calls, size))
-    log.carry_record_keys(False)
-    base = "(t0) own trace id only, no tracer seen"
+    base = "(t0) own trace id only"
     rows = [[label, f"{statistics.median(values):.2f}",
              f"{statistics.median(v / b for v, b in zip(values, samples[base], strict=True)):.2f}x"]
             for label, values in samples.items()]
     table(f"Tracing: SQS batch of {size}, CPU µs per record (median of {ROUNDS} interleaved rounds; "
            f"codec {codec.name}; vs (t0): median of per-round ratios)", ["variant", "µs", "vs (t0)"], rows)
     return []
+
+
+def _direct_path() -> list[Target]:
+    """What ``get_logger``'s direct path is worth (issue 26: a fast path stays only if it is worth
+    more than 20% of per-record time): records of 3 user lines with the direct path, and with the
+    standard ``logging`` path (a filter on the logger that passes every line), side by side."""
+    import logging
+
+    from lambda_kit import get_logger, sqs_handler
+    from lambda_kit.testing import lambda_context, sqs_event
+
+    context = lambda_context("view-counter")
+    size = 100
+    event = sqs_event(*[BODY] * size, trace_id=[f"trace-{i}" for i in range(size)])
+    calls = max(1, RECORDS_PER_RUN // size)
+    direct = _lambda_kit_handler(3)
+    standard_logger = logging.getLogger(f"{LOGGER}.standard")
+
+    def through_standard(payload: Any, ctx: Any) -> Any:  # the same lines, on a logger with a filter
+        for n in range(3):
+            user.info("counting", extra={"url": payload["url"], "n": n})
+        return len(payload["url"])
+
+    user = get_logger(standard_logger.name)
+    standard_logger.addFilter(lambda record: True)
+    standard = sqs_handler(through_standard)
+    samples: dict[str, list[float]] = {"direct": [], "standard": []}
+    with stdout_to_devnull():
+        direct(event, context)
+        standard(event, context)
+        for round_ in range(ROUNDS):
+            order = (("direct", direct), ("standard", standard))
+            for label, handler in order if round_ % 2 == 0 else order[::-1]:
+                samples[label].append(time_per_record(lambda h=handler: h(event, context), calls, size))
+    share = statistics.median(1 - d / s for d, s in zip(samples["direct"], samples["standard"], strict=True))
+    print(f"\n  get_logger's direct path, records of 3 user lines: {statistics.median(samples['direct']):.2f} µs, "
+          f"standard logging path {statistics.median(samples['standard']):.2f} µs: the direct path saves {share:.0%} "
+          f"of per-record time (it stays if over {FAST_PATH_SHARE:.0%})")
+    return [(f"get_logger's direct path worth > {FAST_PATH_SHARE:.0%} of a 3-line record", share > FAST_PATH_SHARE,
+             f"{share:.0%}")]
+
+
+HANDLER_MODULES = ("handlers.ingest", "handlers.counter", "handlers.aggregator", "handlers.milestones",
+                   "handlers.clickstream")
+
+
+def _handler_imports() -> list[Target]:
+    """CPU ms of importing each of the example service's handler modules in a fresh interpreter,
+    after what Lambda's runtime has imported: what a cold start of the service pays. With
+    ``BENCH_BASELINE=<checkout>``, the same modules of that checkout are measured in the same rounds."""
+    baseline = os.environ.get("BENCH_BASELINE")
+    roots = {"now": str(ROOT), **({"baseline": baseline} if baseline else {})}
+    code = (f"{RUNTIME_IMPORTS}\nstarted = time.process_time()\nimport {{module}}\n"
+            "print((time.process_time() - started) * 1000)")
+    for root in roots.values():  # compiled ahead in both trees, as on Lambda (the zip's .pyc, or a warm one)
+        for folder in ("lambda_kit", "handlers"):
+            compileall.compile_dir(str(Path(root) / folder), quiet=2, force=False)
+    samples: dict[tuple[str, str], list[float]] = {}
+    for round_ in range(COLD_RUNS):
+        for label, root in roots.items() if round_ % 2 == 0 else list(roots.items())[::-1]:
+            env = {**os.environ, "PYTHONPATH": root}
+            for module in HANDLER_MODULES:
+                out = subprocess.run([sys.executable, "-c", code.format(module=module)], check=True, cwd=root,
+                                     env=env, capture_output=True, text=True).stdout
+                samples.setdefault((label, module), []).append(float(out))
+    rows = [[module, *(f"{statistics.median(samples[(label, module)]):.1f}" for label in roots)]
+            for module in HANDLER_MODULES]
+    table(f"Importing the example service's handler modules: CPU ms in a fresh process after Lambda's runtime imports "
+          f"(median of {COLD_RUNS})", ["module", *roots], rows)
+    if not baseline:
+        return []
+    slower = [module for module in HANDLER_MODULES
+              if statistics.median(samples[("now", module)]) > 1.1 * statistics.median(samples[("baseline", module)])]
+    return [("importing the example service's handlers is no slower than the baseline (10%)", not slower,
+             ", ".join(slower) or "none slower")]
 
 
 def _same_name_logger() -> list[Target]:
@@ -583,7 +651,9 @@ def run() -> list[Target]:
     print("== core: lambda_kit vs Powertools vs the floor ==")
     targets, per_record = _speed()
     targets += _tracing()
+    targets += _direct_path()
     targets += _same_name_logger()
+    targets += _handler_imports()
     _codec_micro()
     cold_targets, cold_cpu = _cold_start()
     targets += cold_targets

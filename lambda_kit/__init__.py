@@ -16,6 +16,7 @@ _EXPORTS = {
     "sns_handler": "decorators",
     "stream_handler": "decorators",
     "api_handler": "decorators",
+    "Router": "sources.api.router",
     "kafka_handler": "decorators",
     "eventbridge_handler": "decorators",
     "s3_handler": "decorators",
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
     )
     from .errors import HTTPError, InvalidPayload, UnsupportedEvent  # noqa: F401
     from .log import get_logger  # noqa: F401
+    from .sources.api.router import Router  # noqa: F401
     from .sources.s3 import S3Object  # noqa: F401
     from .trace import current_record, current_trace_id  # noqa: F401
     from .trace.propagation import propagate, trace_headers  # noqa: F401

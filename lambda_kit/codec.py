@@ -1,140 +1,123 @@
-"""The JSON codec: one ``dumps`` that writes the same text whichever JSON library is installed.
+"""The JSON codec: one ``loads`` and one ``dumps`` that give the same JSON *values* whichever JSON
+library is installed (the bytes may differ: spacing, float spelling, escapes).
 
-Chosen on first use, not at ``import lambda_kit`` (orjson alone costs ~20 ms to import in a fresh
-process): orjson when installed (the ``fast`` extra; the fastest, see ``make bench``), else ujson,
-else the standard library's ``json``. ``LAMBDA_KIT_JSON=orjson|ujson|json`` forces one.
+Chosen on first use, not at ``import lambda_kit``: orjson when installed (the ``fast`` extra, the
+fastest: see ``make bench``), else ujson, else the standard library's ``json``.
+``LAMBDA_KIT_JSON=orjson|ujson|json`` forces one.
 
-Every codec writes every value alike, byte for byte (the table is in the README):
+Reading (``loads``), under every codec:
 
-- ``Decimal``: an exact number (``Decimal("0.10")`` → ``0.10``), integral ones as integers
-  (``Decimal("3")`` → ``3``); NaN and infinities → ``null``; beyond ±1E+308, where JSON readers
-  overflow, the number's text as a string (``"1E+400"``).
-- ``int``: exact, whatever its size; beyond ±1E+308 as a string of its digits. ``float``: shortest
-  text that reads back the same; NaN and infinities → ``null``.
-- ``datetime``/``date``/``time``: ISO 8601 text (``isoformat()``); ``UUID``: its text; ``Enum``:
-  its value; dataclasses: an object of their fields; ``set``/``frozenset``: an array, sorted when
-  its items can be; ``tuple``: an array; ``bytes``: UTF-8 text (undecodable bytes as ``\\xNN``);
-  subclasses of ``str``/``int``/``float``/``dict``/``list``: as their base type.
-- Keys that are not strings: the text of their value (``1`` → ``"1"``, ``None`` → ``"null"``,
-  ``True`` → ``"true"``); a key with no such text (a tuple, an object) is refused.
-- Strings: ``/`` never escaped. A string holding a lone surrogate (not Unicode, so no UTF-8 can
-  carry it) is refused (``UnicodeEncodeError``); nesting deeper than ``MAX_NESTING`` too.
-- Anything else raises ``TypeError`` ("Object of type X is not JSON serializable").
+- integers of any size are exact ``int`` (orjson reads those beyond 64 bits as floats: such text
+  is read by the standard library instead);
+- ``NaN``, ``Infinity``, numbers beyond a float's range (``1e400``) and lone surrogates
+  (``"\\ud800"``) are refused with ``ValueError``: they are not JSON (RFC 8259) or not Unicode, and
+  orjson refuses them; the other codecs are held to the same answer.
 
-orjson writes most of these itself (the fast path, with one shared ``convert`` as its ``default``);
-what it refuses, and everything under ujson and ``json``, goes through ``plain``: one walk that makes
-any value plain JSON data, which each codec then writes identically.
+Writing (``dumps``), under every codec (the rules are in docs/decorators.md):
+
+- ``Decimal``: integral ones as integers, others as the float when it is the same number, else as
+  the text of the number in a string (``"1234567890123456789012345.123456789"``), so no digit is
+  lost under any codec; NaN and infinities as ``null``;
+- ``int``: exact, whatever its size; ``float``: NaN and infinities as ``null``;
+- ``datetime``/``date``/``time``: ISO 8601 text; ``UUID``: its text; ``Enum``: its value;
+  dataclasses: an object of their fields; ``set``/``frozenset``: an array, sorted when its items
+  can be; ``tuple``: an array; ``bytes``: UTF-8 text (undecodable bytes as ``\\xNN``);
+  subclasses of ``str``/``int``/``float``/``dict``/``list``: as their base type;
+- keys that are not strings: the text of their value (``1`` → ``"1"``, ``None`` → ``"null"``);
+- ``/`` is never escaped; a string holding a lone surrogate is refused (``UnicodeEncodeError``);
+  nesting deeper than ``MAX_NESTING`` is refused (``ValueError``); any other type raises
+  ``TypeError``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+__all__ = ["CODECS", "MAX_NESTING", "convert", "dumps", "key_text", "loads", "name", "plain", "reload"]
+
 CODECS = ("orjson", "ujson", "json")
 MAX_NESTING = 254  # orjson's limit, kept under every codec
-_TOO_LARGE = 10**308  # numbers from here on overflow JSON readers (orjson refuses them)
-_INF = float("inf")
 
 loads: Callable[[str | bytes], Any]
 dumps: Callable[[Any], str]
-dumps_plain: Callable[[Any], str]
 name: str
-as_is_types: frozenset[type]
-"""The types of which ``dumps_plain`` writes every value as ``plain`` makes it, or refuses it:
-str, bool and None; int too under orjson, which refuses an int beyond 64 bits (ujson and ``json``
-write its digits, where ``plain`` may make it text)."""
+
+# --- reading --------------------------------------------------------------------------------------
+
+# What a codec may read otherwise than another, found in the text with its digits zeroed (one fast
+# pass in C): a long run of digits (an integer beyond 64 bits, which orjson reads as a float); and,
+# what ujson and json accept and orjson refuses: NaN, Infinity, a three-digit exponent, a \\u escape
+# (a lone surrogate's, perhaps), a raw surrogate. Such text is read by ``strict_loads``.
+_ZEROED = bytes.maketrans(b"123456789", b"000000000")
+_LONG_INTEGER = b"0" * 19
+_LENIENT = (b"NaN", b"Infinity", b"\\u", b"e000", b"E000", b"e+000", b"E+000", b"e-000", b"E-000", b"\xed")
 
 
-class Number:
-    """An exact JSON number, written as its text: a ``Decimal``, an int beyond 64 bits, a tiny float."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __json__(self) -> str:  # ujson writes what this returns, as is
-        return self.text
-
-    def __repr__(self) -> str:
-        return f"Number({self.text})"
+def _zeroed(text: str | bytes | bytearray) -> bytes:
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+    return data.translate(_ZEROED)
 
 
-# --- one value at a time -----------------------------------------------------------------------
-
-def convert(value: Any) -> Any:
-    """``value``, of a type JSON has no form for, as the JSON-ready value it is written as.
-
-    One step, not recursive: a dataclass becomes a dict of its fields, a set a list of its items,
-    still holding whatever they hold. A ``Number`` is returned as is. Raises ``TypeError`` for a
-    type the table does not cover (and whatever a failing ``isoformat``/``__iter__`` raises).
-    """
-    converter = _converters.get(type(value))
-    if converter is None:
-        converter = _converter_for(type(value))
-    return converter(value)
+def _long_integer(text: str | bytes | bytearray) -> bool:
+    return _LONG_INTEGER in _zeroed(text)
 
 
-def key_text(key: Any) -> str:
-    """The text a JSON object holds for the dict key ``key``: the text of its value."""
-    value = plain(key)
-    kind = type(value)
-    if kind is str:
-        return value
-    if kind is Number:
-        return value.text
-    if value is None or kind is bool:
-        return "null" if value is None else "true" if value else "false"
-    if kind is int or kind is float:
-        return repr(value)  # a plain float's repr is what every codec writes
-    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
+def _lenient(text: str | bytes | bytearray) -> bool:
+    zeroed = _zeroed(text)
+    return _LONG_INTEGER in zeroed or any(mark in zeroed for mark in _LENIENT)
 
 
-def _same(value: Any) -> Any:
+def _refuse_constant(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if number - number != 0:
+        raise ValueError(f"number {text[:40]} is beyond a float's range")
+    return number
+
+
+_STRICT = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite)
+
+
+def _check_strings(value: Any, depth: int = 0) -> None:
+    """Refuse a lone surrogate anywhere in a decoded value (``UnicodeEncodeError``)."""
+    if isinstance(value, str):
+        value.encode("utf-8")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            key.encode("utf-8")
+            _check_strings(item, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _check_strings(item, depth + 1)
+
+
+def strict_loads(text: str | bytes | bytearray) -> Any:
+    """The standard library's reading, held to the rules above."""
+    if not isinstance(text, str):
+        text = bytes(text).decode("utf-8")
+    value = _STRICT.decode(text)
+    _check_strings(value)
     return value
 
 
-def _unsupported(value: Any) -> Any:
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
-
-def _int(value: int) -> Any:
-    """An int beyond 64 bits: an exact number, or its digits as text where readers overflow."""
-    if -_TOO_LARGE < value < _TOO_LARGE:
-        return Number(str(value))
-    return str(value)  # ValueError beyond 4,300 digits: Python will not write it
-
-
-def _float(value: float) -> Any:
-    """A float the codecs write differently (tiny ones), or one JSON cannot hold (NaN, infinities)."""
-    if value - value != 0:
-        return None
-    return Number(_float_text(value))
-
-
-def _float_text(value: float) -> str:
-    """orjson's text for a float: ``repr``, but 1e-05 as 0.00001 and 1e-07 as 1e-7."""
-    text = repr(value)
-    if "e-0" not in text:
-        return text
-    mantissa, exponent = text.split("e-0")
-    if exponent != "5":
-        return f"{mantissa}e-{exponent}"
-    sign, digits = ("-", mantissa[1:]) if value < 0 else ("", mantissa)
-    return f"{sign}0.0000{digits.replace('.', '')}"
-
+# --- writing --------------------------------------------------------------------------------------
 
 def _decimal(value: Any) -> Any:
     if not value.is_finite():
         return None
-    if value.adjusted() >= 308:
+    if value.adjusted() >= 4_300:  # more digits than Python converts to an int's text
         return str(value)
     if value == value.to_integral_value():
         return int(value)
-    return Number(str(value))
+    number = float(value)
+    return number if type(value)(repr(number)) == value else str(value)
 
 
 def _set_items(value: Any) -> list[Any]:
@@ -145,201 +128,155 @@ def _set_items(value: Any) -> list[Any]:
 
 
 def _bytes_text(value: Any) -> str:
-    return bytes(value).decode(errors="backslashreplace")  # UTF-8
+    return bytes(value).decode(errors="backslashreplace")
 
 
 def _fields(value: Any) -> dict[str, Any]:
-    from dataclasses import fields
-
+    fields = sys.modules["dataclasses"].fields  # loaded: a dataclass exists
     return {field.name: getattr(value, field.name) for field in fields(value)}
 
 
-def _isoformat(value: Any) -> str:
-    return value.isoformat()
+def _unsupported(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
-def _enum_value(value: Any) -> Any:
-    return value.value
-
-
-def _subclass(kind: type, module: str, *names: str) -> bool:
-    """Whether ``kind`` subclasses one of these classes of ``module``, if that is imported: a value
-    of such a class can only exist if it is, so nothing is imported to find out."""
+def _module_class(kind: type, module: str, *names: str) -> bool:
+    """Whether ``kind`` subclasses one of these classes of ``module``, if that is imported (a value
+    of such a class can only exist if it is, so nothing is imported to find out)."""
     found = sys.modules.get(module)
-    return found is not None and issubclass(kind, tuple(getattr(found, name) for name in names))
+    return found is not None and issubclass(kind, tuple(getattr(found, each) for each in names))
+
+
+# (is it this kind?, its converter), in order: Enum before str and int (IntEnum, StrEnum)
+_KINDS: tuple[tuple[Callable[[type], bool], Callable[[Any], Any]], ...] = (
+    (lambda kind: _module_class(kind, "enum", "Enum"), lambda value: value.value),
+    (lambda kind: _module_class(kind, "decimal", "Decimal"), _decimal),
+    (lambda kind: issubclass(kind, str), str.__str__),
+    (lambda kind: issubclass(kind, int), int.__int__),
+    (lambda kind: issubclass(kind, float), float.__float__),
+    (lambda kind: _module_class(kind, "datetime", "date", "time"), lambda value: value.isoformat()),
+    (lambda kind: _module_class(kind, "uuid", "UUID"), str),
+    (lambda kind: issubclass(kind, Mapping), dict),
+    (lambda kind: issubclass(kind, list | tuple), list),
+    (lambda kind: issubclass(kind, set | frozenset), _set_items),
+    (lambda kind: issubclass(kind, bytes | bytearray), _bytes_text),
+    (lambda kind: hasattr(kind, "__dataclass_fields__"), _fields),
+)
+_converters: dict[type, Callable[[Any], Any]] = {}
 
 
 def _converter_for(kind: type) -> Callable[[Any], Any]:
-    if issubclass(kind, Number):
-        found: Callable[[Any], Any] = _same
-    elif _subclass(kind, "enum", "Enum"):  # before str and int: IntEnum, StrEnum
-        found = _enum_value
-    elif _subclass(kind, "decimal", "Decimal"):
-        found = _decimal
-    elif issubclass(kind, str):
-        found = str.__str__
-    elif issubclass(kind, int):
-        found = int.__int__
-    elif issubclass(kind, float):
-        found = float.__float__
-    elif _subclass(kind, "datetime", "date", "time"):
-        found = _isoformat
-    elif _subclass(kind, "uuid", "UUID"):
-        found = str
-    elif issubclass(kind, Mapping):
-        found = dict
-    elif issubclass(kind, list | tuple):
-        found = list
-    elif issubclass(kind, set | frozenset):
-        found = _set_items
-    elif issubclass(kind, bytes | bytearray):
-        found = _bytes_text
-    elif hasattr(kind, "__dataclass_fields__"):
-        found = _fields
-    else:
-        found = _unsupported
+    found = next((convert for matches, convert in _KINDS if matches(kind)), _unsupported)
     if len(_converters) < 1_024:  # bounded: classes made at run time must not grow it forever
         _converters[kind] = found
     return found
 
 
-_converters: dict[type, Callable[[Any], Any]] = {}
+def convert(value: Any) -> Any:
+    """``value``, of a type JSON has no form for, as the JSON-ready value it is written as. One
+    step, not recursive (a dataclass becomes a dict of its fields, still holding what they hold).
+    Raises ``TypeError`` for a type the rules do not cover."""
+    converter = _converters.get(type(value)) or _converter_for(type(value))
+    return converter(value)
 
 
-# --- a whole value -------------------------------------------------------------------------------
-
-def plain(value: Any, fallback: Callable[[Any], str] | None = None) -> Any:
-    """``value`` as plain JSON data: dicts with ``str`` keys, lists, valid strings, 64-bit ints,
-    floats every codec writes alike, bools, None and ``Number``. What the table cannot write raises
-    (``TypeError``, ``ValueError``), or, when a ``fallback`` is given, is replaced by
-    ``fallback(value)`` (and a lone surrogate by the text ``\\udXXX``): the log's way, total."""
-    return _plain(value, 0, fallback)
-
-
-def _plain(value: Any, depth: int, fallback: Callable[[Any], str] | None) -> Any:
-    kind = type(value)
-    if kind is str:
-        return value if value.isascii() else _valid_text(value, fallback is not None)
-    if kind is int:
-        if -(2**63) <= value < 2**64:
-            return value
-    elif kind is float:
-        return value if value == 0.0 or 1e-4 <= abs(value) < _INF else _float(value)
-    elif kind is bool or value is None or kind is Number:
+def key_text(key: Any) -> str:
+    """The text a JSON object holds for the dict key ``key``: the text of its value."""
+    value = plain(key)
+    if isinstance(value, str):
         return value
-    elif kind is dict or kind is list or kind is tuple:
-        if depth < MAX_NESTING:
-            depth += 1
-            if kind is dict:
-                return {
-                    k if type(k) is str and k.isascii() else _key(k, fallback): _plain(v, depth, fallback)
-                    for k, v in value.items()
-                }
-            return [_plain(item, depth, fallback) for item in value]
-    try:
-        if kind is int:
-            return _int(value)
-        if kind is dict or kind is list or kind is tuple:
-            raise ValueError(f"nested deeper than {MAX_NESTING} levels (or a circular reference)")
-        converted = convert(value)
-    except Exception:
-        if fallback is None:
-            raise
-        return _plain(fallback(value), depth, None)
-    return _plain(converted, depth, fallback)
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, int | float):
+        return repr(value)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
 
 
-def _key(key: Any, fallback: Callable[[Any], str] | None) -> str:
-    if type(key) is str:  # as a string value is: a lone surrogate refused, or escaped with a fallback
-        return _valid_text(key, fallback is not None)
-    try:
-        return key_text(key)
-    except Exception:
-        if fallback is None:
-            raise
-        return _valid_text(fallback(key), True)
-
-
-def _valid_text(text: str, escape: bool) -> str:
-    """``text``, refused when it holds a lone surrogate, or with each as the text ``\\udXXX``."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        if not escape:
-            raise
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return text
-
-
-# --- the three codecs ----------------------------------------------------------------------------
-
-def _orjson(orjson: Any) -> tuple[Callable[[Any], str], Callable[[Any], str]]:
-    encode = orjson.dumps
-    fragment = orjson.Fragment
-    # datetimes, dataclasses and subclasses go through ``convert`` too (orjson's own forms differ)
-    options = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
-
-    def default(value: Any) -> Any:
-        converted = convert(value)
-        return fragment(converted.text) if type(converted) is Number else converted
-
-    def dumps(obj: Any) -> str:
-        try:
-            return encode(obj, default=default, option=options).decode()
-        except Exception:  # what orjson refuses (big ints, odd keys, depth ...): the shared walk,
-            pass  # outside this block, so its errors do not carry orjson's as their context
-        return encode(plain(obj), default=default, option=options).decode()
-
-    return dumps, dumps
-
-
-def _ujson(ujson: Any) -> tuple[Callable[[Any], str], Callable[[Any], str]]:
-    encode = ujson.dumps
-
-    def dumps_plain(obj: Any) -> str:
-        # ``Number`` has ``__json__``; no ``default``: ujson writes a Decimal as a float by itself,
-        # so only plain data comes here
-        return _utf8(encode(obj, ensure_ascii=False, escape_forward_slashes=False, allow_nan=False))
-
-    def dumps(obj: Any) -> str:
-        return dumps_plain(plain(obj))
-
-    return dumps, dumps_plain
-
-
-def _utf8(text: str) -> str:
-    """``text``, refused (``UnicodeEncodeError``) when it holds lone surrogates, as orjson refuses
-    them: ujson and ``json`` copy them into their output, which then cannot be written as UTF-8."""
+def _valid(text: str) -> str:
+    """``text``, refused (``UnicodeEncodeError``) when it holds a lone surrogate: no UTF-8 carries one."""
     if not text.isascii():
-        text.encode()
+        text.encode("utf-8")
     return text
 
 
-def _json(json: Any) -> tuple[Callable[[Any], str], Callable[[Any], str]]:
-    options: dict[str, Any] = {"ensure_ascii": False, "separators": (",", ":"), "allow_nan": False}
-    mark = f"\x00lambda_kit.codec {os.urandom(16).hex()}"  # no string outside this module is this one
-    marked = json.dumps(mark)
+def _plain_float(value: float, depth: int) -> Any:
+    return value if value - value == 0 else None  # NaN and infinities: null
 
-    def dumps_plain(obj: Any) -> str:
-        """``json`` cannot write raw text: each ``Number`` goes in as the mark, then replaces it."""
-        texts: list[str] = []
 
-        def default(value: Any) -> Any:
-            if type(value) is not Number:
-                return _unsupported(value)
-            texts.append(value.text)
-            return mark
+def _plain_dict(value: dict[Any, Any], depth: int) -> dict[str, Any]:
+    _nested(depth)
+    return {_valid(key) if type(key) is str else key_text(key): plain(item, depth + 1) for key, item in value.items()}
 
-        first, *parts = json.JSONEncoder(default=default, **options).encode(obj).split(marked)
-        out = [first]
-        for index, part in enumerate(parts):
-            out += (texts[index], part)
-        return _utf8("".join(out))
 
-    def dumps(obj: Any) -> str:
-        return dumps_plain(plain(obj))
+def _plain_list(value: list[Any] | tuple[Any, ...], depth: int) -> list[Any]:
+    _nested(depth)
+    return [plain(item, depth + 1) for item in value]
 
-    return dumps, dumps_plain
+
+def _nested(depth: int) -> None:
+    if depth >= MAX_NESTING:
+        raise ValueError(f"nested deeper than {MAX_NESTING} levels (or a circular reference)")
+
+
+def _plain_other(value: Any, depth: int) -> Any:
+    return plain(convert(value), depth)
+
+
+_PLAIN: dict[type, Callable[[Any, int], Any]] = {
+    str: lambda value, depth: _valid(value), int: lambda value, depth: value, bool: lambda value, depth: value,
+    type(None): lambda value, depth: value, float: _plain_float, dict: _plain_dict, list: _plain_list,
+    tuple: _plain_list,
+}
+
+
+def plain(value: Any, depth: int = 0) -> Any:
+    """``value`` as plain JSON data (dicts with ``str`` keys, lists, strings, ints, finite floats,
+    bools, None), by the rules above; raises what ``dumps`` raises."""
+    return _PLAIN.get(type(value), _plain_other)(value, depth)
+
+
+def _json_dumps(value: Any) -> str:
+    return json.dumps(plain(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+# --- the three codecs -----------------------------------------------------------------------------
+
+def _orjson(orjson: Any) -> tuple[Callable[[Any], Any], Callable[[Any], str]]:
+    encode, decode = orjson.dumps, orjson.loads
+    # datetimes, dataclasses, subclasses and enums go through ``convert`` (orjson's own forms differ)
+    option = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
+
+    def read(text: str | bytes) -> Any:
+        return strict_loads(text) if _long_integer(text) else decode(text)
+
+    def write(value: Any) -> str:
+        try:
+            return encode(value, default=convert, option=option).decode()
+        except TypeError:  # what orjson refuses (an int beyond 64 bits, an odd key ...)
+            pass  # outside the except block, so an error of the fallback does not chain orjson's
+        return _json_dumps(value)
+
+    return read, write
+
+
+def _ujson(ujson: Any) -> tuple[Callable[[Any], Any], Callable[[Any], str]]:
+    encode, decode = ujson.dumps, ujson.loads
+
+    def read(text: str | bytes) -> Any:
+        return strict_loads(text) if _lenient(text) else decode(text)
+
+    def write(value: Any) -> str:
+        # ujson writes a Decimal as a float by itself, so everything is made plain first
+        return encode(plain(value), ensure_ascii=False, escape_forward_slashes=False, allow_nan=False)
+
+    return read, write
+
+
+def _json(_: Any) -> tuple[Callable[[Any], Any], Callable[[Any], str]]:
+    return strict_loads, _json_dumps
+
+
+_MAKERS = {"orjson": _orjson, "ujson": _ujson, "json": _json}
 
 
 def _choice() -> str:
@@ -350,33 +287,32 @@ def _choice() -> str:
     return choice
 
 
-def _load() -> None:
-    global loads, dumps, dumps_plain, name, as_is_types
-    choice = _choice()
-    for candidate in (choice,) if choice else CODECS:
-        try:
-            module = __import__(candidate)
-        except ImportError:
-            if choice:
-                raise ImportError(
-                    f"LAMBDA_KIT_JSON={choice}, but {choice} is not installed: pip install {choice}, "
-                    "or unset LAMBDA_KIT_JSON"
-                ) from None
-            continue
-        make = {"orjson": _orjson, "ujson": _ujson, "json": _json}[candidate]
-        dumps, dumps_plain = make(module)
-        loads, name = module.loads, candidate
-        as_is_types = frozenset((str, bool, type(None), *((int,) if candidate == "orjson" else ())))
-        return
-
-
-def __getattr__(attr: str) -> Any:
-    if attr in ("loads", "dumps", "dumps_plain", "name", "as_is_types"):
-        _load()
-        return globals()[attr]
-    raise AttributeError(attr)
+def _installed(candidate: str, forced: bool) -> Any:
+    try:
+        return __import__(candidate)
+    except ImportError:
+        if forced:
+            raise ImportError(
+                f"LAMBDA_KIT_JSON={candidate}, but {candidate} is not installed: pip install {candidate}, "
+                "or unset LAMBDA_KIT_JSON"
+            ) from None
+        return None
 
 
 def reload() -> None:
-    """Pick the codec again (after changing ``LAMBDA_KIT_JSON``); used by the benchmark and tests."""
-    _load()
+    """Pick the codec (again, after ``LAMBDA_KIT_JSON`` changed)."""
+    global loads, dumps, name
+    choice = _choice()
+    for candidate in (choice,) if choice else CODECS:
+        module = _installed(candidate, bool(choice))
+        if module is not None:
+            loads, dumps = _MAKERS[candidate](module)
+            name = candidate
+            return
+
+
+def __getattr__(attr: str) -> Any:
+    if attr in ("loads", "dumps", "name"):  # the codec is chosen on first use (orjson costs ~20 ms to import)
+        reload()
+        return globals()[attr]
+    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")

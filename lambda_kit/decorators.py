@@ -1,132 +1,114 @@
-"""One decorator per event source: source adapters from the registry, bound to the record loop.
+"""One decorator per event source: source adapters from the registry, bound to the record path.
 
 Each works bare (``@sqs_handler``) and with options (``@sqs_handler(json=False)``), keeps the
 function's metadata, and returns a plain Lambda handler ``(event, context)``. The decorated
 function carries ``__lambda_kit__`` (its decorator, sources and options) for ``lambda-kit check``.
 An event none of the decorator's sources recognizes is refused with ``UnsupportedEvent``.
+Everything is checked here, when the function is decorated (a bad option, a generator function, a
+``model=`` pydantic cannot build), so a mistake stops the deploy instead of failing every record.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .loop import Options, run_batch
-from .record import Record
+from .loop.batch import Drive, run_batch, run_plain
+from .loop.options import Commit, Options
+from .loop.request import run_request
 from .sources import get
 from .sources.base import Source
 
 if TYPE_CHECKING:
-    from .loop import Loop
     from .sources.window import Window
 
-    F = TypeVar("F", bound=Callable[..., Any])
-    Commit = Callable[[list[tuple[Record, Any]]], Any]
+__all__ = [
+    "api_handler", "cloudwatch_logs_handler", "eventbridge_handler", "kafka_handler", "s3_handler", "sns_handler",
+    "sqs_handler", "stream_handler",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+Wrap = Callable[[Any, bool], Callable[[Any, Any], Any]]
 
 
-COROUTINE_FLAG = 0x80  # CO_COROUTINE (``inspect`` costs ~13 ms to import)
-GENERATOR_FLAGS = 0x20 | 0x200  # CO_GENERATOR | CO_ASYNC_GENERATOR
-
-
-def code_flags(function: Any) -> int:
-    """The flags of the code that runs when ``function`` is called (0 when there is none to read)."""
-    while isinstance(function, functools.partial):
-        function = function.func
-    function = getattr(function, "__func__", function)  # a bound method
-    code = getattr(function, "__code__", None)
-    if code is None and callable(function):  # a callable object: its __call__
-        code = getattr(type(function).__call__, "__code__", None)
-    return code.co_flags if code is not None else 0
+def _body(function: Any) -> Any:
+    """What runs when ``function`` is called: itself, or a callable object's ``__call__``."""
+    if inspect.isroutine(function) or isinstance(function, functools.partial):
+        return function
+    return type(function).__call__ if callable(function) else function
 
 
 def is_async(decorator: str, function: Any) -> bool:
     """Whether ``function`` is an ``async def`` (its records run on the event loop). A generator
     function (plain or async) is refused: calling one does not run its body, so its records would
     be acknowledged unprocessed."""
-    flags = code_flags(function)
-    if flags & GENERATOR_FLAGS:
-        kind = "async generator" if flags & 0x200 else "generator"
+    body = _body(function)
+    if inspect.isgeneratorfunction(body) or inspect.isasyncgenfunction(body):
+        kind = "async generator" if inspect.isasyncgenfunction(body) else "generator"
         raise TypeError(
             f"@{decorator} cannot wrap {kind} function {getattr(function, '__qualname__', function)!r}: "
             "calling it does not run its body; return a value instead of yielding"
         )
-    return bool(flags & COROUTINE_FLAG)
+    return inspect.iscoroutinefunction(body)
 
 
-def loop_for(decorator: str, function: Any, options: Options) -> Loop | None:
-    """The record loop for ``function``: None (the plain loop) for a plain def, the concurrent one
-    for an ``async def``. ``max_concurrency`` above 1 needs an ``async def`` (a plain function runs
-    one record at a time: no threads behind the user's back)."""
-    if not is_async(decorator, function):
+def _concurrent() -> Drive:
+    from .loop.concurrent import run_concurrent  # asyncio costs 30+ ms to import: only for async def
+
+    return run_concurrent
+
+
+def drive_for(options: Options, function: Any) -> Drive:
+    """How the records of ``function`` run: one at a time for a plain def, on the event loop for
+    an ``async def``. ``max_concurrency`` above 1 needs an ``async def`` (a plain function runs one
+    record at a time: no threads behind the user's back)."""
+    name = getattr(function, "__qualname__", function)
+    if not is_async(options.decorator, function):
         if options.max_concurrency > 1:
             raise TypeError(
-                f"@{decorator}(max_concurrency={options.max_concurrency}) needs an async def function; "
-                f"{getattr(function, '__qualname__', function)!r} is a plain function, which runs one record at a time: "
-                "make it async def (blocking calls can run in threads with await asyncio.to_thread(...)), or drop max_concurrency"
+                f"@{options.decorator}(max_concurrency={options.max_concurrency}) needs an async def function; "
+                f"{name!r} is a plain function, which runs one record at a time: make it async def "
+                "(blocking calls can run in threads with await asyncio.to_thread(...)), or drop max_concurrency"
             )
-        return None
+        return run_plain
     if options.max_concurrency > 1 and options.logger is not None and not hasattr(options.logger, "thread_safe_append_keys"):
         raise TypeError(
-            f"@{decorator}(max_concurrency={options.max_concurrency}): logger= needs Powertools 3 (Logger.thread_safe_append_keys), "
-            "so each record running at once logs its own correlation id"
+            f"@{options.decorator}(max_concurrency={options.max_concurrency}): logger= needs Powertools 3 "
+            "(Logger.thread_safe_append_keys), so each record running at once logs its own correlation id"
         )
-    from .loop.concurrent import record_loop
-
-    return record_loop
+    return _concurrent()
 
 
-def checked_concurrency(decorator: str, value: Any) -> int:
-    if type(value) is not int or value < 1:
-        raise ValueError(f"{decorator}: max_concurrency must be a whole number of at least 1, not {value!r}")
-    return value
-
-
-def model_name(model: Any) -> str | None:
-    return None if model is None else getattr(model, "__name__", None) or repr(model)
-
-
-def marked(decorator: str, adapters: Sequence[Source], marks: dict[str, Any], function: Any, handler: Any) -> Any:
+def marked(options: Options, adapters: Sequence[Source], marks: dict[str, Any], function: Any, handler: Any) -> Any:
     functools.update_wrapper(handler, function)
-    handler.__lambda_kit__ = {"decorator": decorator, "sources": [a.name for a in adapters], **marks}
+    handler.__lambda_kit__ = {
+        "decorator": options.decorator, "sources": [adapter.name for adapter in adapters], "model": options.model_name,
+        **marks,
+    }
     return handler
 
 
-def batch_decorator(
-    decorator: str,
-    fn: Any,
-    adapters: Sequence[Source],
-    options: Options,
-    marks: dict[str, Any],
-    wrap: Callable[[Any, bool], Callable[[Any, Any], Any]] | None = None,
-) -> Any:
-    """``wrap``, when given, wraps the function for the record loop (``lambda_kit.sources.window.guarded``);
+def batch_decorator(fn: Any, adapters: Sequence[Source], options: Options, marks: dict[str, Any], wrap: Wrap | None = None) -> Any:
+    """``wrap``, when given, wraps the function for the record path (a tumbling window's state);
     it is told whether the function is ``async def``."""
 
     def decorate(function: F) -> F:
-        loop = loop_for(decorator, function, options)
-        call = function if wrap is None else wrap(function, loop is not None)
+        drive = drive_for(options, function)
+        call = function if wrap is None else wrap(function, drive is not run_plain)
 
         def handler(event: Any, context: Any = None) -> Any:
-            return run_batch(decorator, adapters, call, options, event, context, loop)
+            return run_batch(adapters, call, options, drive, event, context)
 
-        return marked(decorator, adapters, {**marks, "max_concurrency": options.max_concurrency}, function, handler)  # type: ignore[no-any-return]
+        return marked(options, adapters, {**marks, "max_concurrency": options.max_concurrency}, function, handler)  # type: ignore[no-any-return]
 
     return decorate if fn is None else decorate(fn)
 
 
 def sqs_handler(
-    fn: F | None = None,
-    /,
-    *,
-    json: bool = True,
-    log_event: bool = True,
-    log_result: bool = True,
-    logger: Any = None,
-    metrics: bool | None = None,
-    commit: Commit | None = None,
-    model: Any = None,
-    max_concurrency: int = 1,
+    fn: F | None = None, /, *, json: bool = True, log_event: bool = True, log_result: bool = True, logger: Any = None,
+    metrics: bool | None = None, commit: Commit | None = None, model: Any = None, max_concurrency: int = 1,
 ) -> Any:
     """Call ``fn(message, context)`` once per SQS record; report failures as ``batchItemFailures``.
 
@@ -140,47 +122,41 @@ def sqs_handler(
     reaching ``fn``. ``max_concurrency`` (an ``async def`` only): up to that many messages at once;
     on a FIFO queue each message group stays in order.
     """
-    options = Options(json, log_event, log_result, logger, metrics, commit, model, checked_concurrency("sqs_handler", max_concurrency))
-    adapters = [get("sqs")(json=json)]
-    return batch_decorator("sqs_handler", fn, adapters, options, {"json": json, "commit": commit is not None, "model": model_name(model)})
+    options = Options(decorator="sqs_handler", json=json, log_event=log_event, log_result=log_result, logger=logger,
+                      metrics=metrics, commit=commit, model=model, max_concurrency=max_concurrency)
+    return batch_decorator(fn, [get("sqs")(json=json)], options, {"json": json, "commit": commit is not None})
 
 
 def sns_handler(
-    fn: F | None = None,
-    /,
-    *,
-    json: bool = True,
-    log_event: bool = True,
-    log_result: bool = True,
-    logger: Any = None,
-    metrics: bool | None = None,
-    model: Any = None,
+    fn: F | None = None, /, *, json: bool = True, log_event: bool = True, log_result: bool = True, logger: Any = None,
+    metrics: bool | None = None, model: Any = None,
 ) -> Any:
     """Call ``fn(message, context)`` once per SNS record; a failure is logged and re-raised.
     ``model`` works as for ``sqs_handler``."""
-    options = Options(json, log_event, log_result, logger, metrics, model=model)
-    return batch_decorator("sns_handler", fn, [get("sns")(json=json)], options, {"json": json, "model": model_name(model)})
+    options = Options(decorator="sns_handler", json=json, log_event=log_event, log_result=log_result, logger=logger,
+                      metrics=metrics, model=model)
+    return batch_decorator(fn, [get("sns")(json=json)], options, {"json": json})
 
 
 ON_FAILURE = ("stop", "requeue")
 
 
+def _check_stream_options(on_failure: str, max_attempts: int, on_window_end: Any) -> None:
+    if on_failure not in ON_FAILURE:
+        raise ValueError(f"stream_handler: on_failure must be one of {ON_FAILURE}, not {on_failure!r}")
+    if type(max_attempts) is not int or max_attempts < 1:
+        raise ValueError(f"stream_handler: max_attempts must be a whole number of at least 1, not {max_attempts!r}")
+    if on_window_end is not None:
+        if not callable(on_window_end):
+            raise TypeError(f"stream_handler: on_window_end must be a function of the window, not {type(on_window_end).__name__}")
+        is_async("stream_handler", on_window_end)  # a generator function is refused; an async def is awaited
+
+
 def stream_handler(
-    fn: F | None = None,
-    /,
-    *,
-    json: bool = True,
-    log_event: bool = True,
-    log_result: bool = True,
-    logger: Any = None,
-    metrics: bool | None = None,
-    on_failure: str = "stop",
-    max_attempts: int = 3,
-    dead_letter: str | Callable[[], str | None] | None = None,
-    commit: Commit | None = None,
-    on_window_end: Callable[[Window], Any] | None = None,
-    model: Any = None,
-    max_concurrency: int = 1,
+    fn: F | None = None, /, *, json: bool = True, log_event: bool = True, log_result: bool = True, logger: Any = None,
+    metrics: bool | None = None, on_failure: str = "stop", max_attempts: int = 3,
+    dead_letter: str | Callable[[], str | None] | None = None, commit: Commit | None = None,
+    on_window_end: Callable[[Window], Any] | None = None, model: Any = None, max_concurrency: int = 1,
 ) -> Any:
     """Call ``fn(payload, context)`` once per Kinesis or DynamoDB Streams record, in order.
 
@@ -199,40 +175,21 @@ def stream_handler(
     failure still reports a sound checkpoint. A batch with a tumbling window runs one record at a
     time (its state is kept or undone record by record).
     """
-    if on_failure not in ON_FAILURE:
-        raise ValueError(f"stream_handler: on_failure must be one of {ON_FAILURE}, not {on_failure!r}")
-    if max_attempts < 1:
-        raise ValueError("stream_handler: max_attempts must be at least 1")
-    if on_window_end is not None:
-        if not callable(on_window_end):
-            raise TypeError(f"stream_handler: on_window_end must be a function of the window, not {type(on_window_end).__name__}")
-        is_async("stream_handler", on_window_end)  # a generator function is refused; an async def is awaited
-    options = Options(json, log_event, log_result, logger, metrics, commit, model, checked_concurrency("stream_handler", max_concurrency))
+    _check_stream_options(on_failure, max_attempts, on_window_end)
+    options = Options(decorator="stream_handler", json=json, log_event=log_event, log_result=log_result, logger=logger,
+                      metrics=metrics, commit=commit, model=model, max_concurrency=max_concurrency)
     kinesis = get("kinesis")(
         json=json, on_failure=on_failure, max_attempts=max_attempts, dead_letter=dead_letter, on_window_end=on_window_end
     )
     adapters = [kinesis, get("dynamodb")(on_window_end=on_window_end)]
-    marks = {
-        "json": json, "on_failure": on_failure, "max_attempts": max_attempts, "commit": commit is not None,
-        "on_window_end": on_window_end is not None, "model": model_name(model),
-    }
-    from .sources.window import guarded  # tumbling windows: loaded by stream_handler only (cold start)
+    marks = {"json": json, "on_failure": on_failure, "max_attempts": max_attempts, "commit": commit is not None,
+             "on_window_end": on_window_end is not None}
+    return batch_decorator(fn, adapters, options, marks, wrap=kinesis.wrap)  # a tumbling window's state
 
-    return batch_decorator("stream_handler", fn, adapters, options, marks, wrap=guarded)
-
-
-# --- CloudWatch Logs subscriptions ---------------------------------------------------------------
 
 def cloudwatch_logs_handler(
-    fn: F | None = None,
-    /,
-    *,
-    log_event: bool = True,
-    log_result: bool = True,
-    logger: Any = None,
-    metrics: bool | None = None,
-    model: Any = None,
-    max_concurrency: int = 1,
+    fn: F | None = None, /, *, log_event: bool = True, log_result: bool = True, logger: Any = None,
+    metrics: bool | None = None, model: Any = None, max_concurrency: int = 1,
 ) -> Any:
     """Call ``fn(log_event, context)`` once per log event of a CloudWatch Logs subscription
     (``awslogs.data`` unpacked; control messages skipped). A failure is logged and, once every log
@@ -241,26 +198,17 @@ def cloudwatch_logs_handler(
     ``message``, ``json`` ...) validated into it. ``max_concurrency`` (an ``async def`` only): up
     to that many log events at once.
     """
-    options = Options(True, log_event, log_result, logger, metrics, model=model,
-                      max_concurrency=checked_concurrency("cloudwatch_logs_handler", max_concurrency))
-    return batch_decorator("cloudwatch_logs_handler", fn, [get("cloudwatch_logs")()], options, {"model": model_name(model)})
+    options = Options(decorator="cloudwatch_logs_handler", log_event=log_event, log_result=log_result, logger=logger,
+                      metrics=metrics, model=model, max_concurrency=max_concurrency)
+    return batch_decorator(fn, [get("cloudwatch_logs")()], options, {})
 
 
 KAFKA_ON_FAILURE = ("raise", "report")
 
 
 def kafka_handler(
-    fn: F | None = None,
-    /,
-    *,
-    json: bool = True,
-    log_event: bool = True,
-    log_result: bool = True,
-    logger: Any = None,
-    metrics: bool | None = None,
-    on_failure: str = "raise",
-    commit: Commit | None = None,
-    model: Any = None,
+    fn: F | None = None, /, *, json: bool = True, log_event: bool = True, log_result: bool = True, logger: Any = None,
+    metrics: bool | None = None, on_failure: str = "raise", commit: Commit | None = None, model: Any = None,
     max_concurrency: int = 1,
 ) -> Any:
     """Call ``fn(message, context)`` once per Kafka record (Amazon MSK or self-managed), in order
@@ -278,26 +226,45 @@ def kafka_handler(
     """
     if on_failure not in KAFKA_ON_FAILURE:
         raise ValueError(f"kafka_handler: on_failure must be one of {KAFKA_ON_FAILURE}, not {on_failure!r}")
-    options = Options(json, log_event, log_result, logger, metrics, commit, model, checked_concurrency("kafka_handler", max_concurrency))
-    adapters = [get("kafka")(json=json, on_failure=on_failure)]
-    marks = {"json": json, "on_failure": on_failure, "commit": commit is not None, "model": model_name(model)}
-    return batch_decorator("kafka_handler", fn, adapters, options, marks)
+    options = Options(decorator="kafka_handler", json=json, log_event=log_event, log_result=log_result, logger=logger,
+                      metrics=metrics, commit=commit, model=model, max_concurrency=max_concurrency)
+    marks = {"json": json, "on_failure": on_failure, "commit": commit is not None}
+    return batch_decorator(fn, [get("kafka")(json=json, on_failure=on_failure)], options, marks)
+
+
+def eventbridge_handler(
+    fn: F | None = None, /, *, log_event: bool = True, log_result: bool = True, logger: Any = None,
+    metrics: bool | None = None, model: Any = None,
+) -> Any:
+    """Call ``fn(detail, context)`` for an EventBridge event; a failure is logged and re-raised
+    (EventBridge invokes asynchronously: Lambda retries, then the on-failure destination or DLQ).
+    With ``model``, ``fn`` receives ``detail`` validated into it."""
+    options = Options(decorator="eventbridge_handler", log_event=log_event, log_result=log_result, logger=logger,
+                      metrics=metrics, model=model)
+    return batch_decorator(fn, [get("eventbridge")()], options, {})
+
+
+def s3_handler(
+    fn: F | None = None, /, *, log_event: bool = True, log_result: bool = True, logger: Any = None,
+    metrics: bool | None = None, model: Any = None, max_concurrency: int = 1,
+) -> Any:
+    """Call ``fn(obj, context)`` once per object of an S3 event notification (an ``S3Object``),
+    delivered directly, in SQS or SNS messages, or as an EventBridge ``Object Created`` /
+    ``Object Deleted`` event. In SQS messages failures are reported per message
+    (``batchItemFailures``); otherwise the invocation is asynchronous and a failure is raised.
+    With ``model``, ``fn`` receives the object's fields (``bucket``, ``key``, ``size`` ...)
+    validated into it. ``max_concurrency`` (an ``async def`` only): up to that many objects at once."""
+    options = Options(decorator="s3_handler", log_event=log_event, log_result=log_result, logger=logger,
+                      metrics=metrics, model=model, max_concurrency=max_concurrency)
+    return batch_decorator(fn, [get("s3")()], options, {})
 
 
 DEFAULT_MAX_BODY = 1024 * 1024
 
 
 def api_handler(
-    fn: F | None = None,
-    /,
-    *,
-    trace_header: str = "X-Trace-Id",
-    log_event: bool = True,
-    log_result: bool = True,
-    logger: Any = None,
-    metrics: bool | None = None,
-    max_body: int | None = DEFAULT_MAX_BODY,
-    model: Any = None,
+    fn: F | None = None, /, *, trace_header: str = "X-Trace-Id", log_event: bool = True, log_result: bool = True,
+    logger: Any = None, metrics: bool | None = None, max_body: int | None = DEFAULT_MAX_BODY, model: Any = None,
 ) -> Any:
     """Call ``fn(request, context)`` once per HTTP request (API Gateway REST or HTTP API, Function
     URL, ALB). ``fn`` may be ``async def``.
@@ -308,57 +275,16 @@ def api_handler(
     ``model``, ``request.model`` is the JSON body validated into it; a body that does not fit
     answers 422 naming the fields, without calling ``fn``.
     """
-    from .loop.request import run_request
-
-    options = Options(True, log_event, log_result, logger, metrics, model=model)
+    options = Options(decorator="api_handler", log_event=log_event, log_result=log_result, logger=logger,
+                      metrics=metrics, model=model)
     adapters = [get("api")()]
 
     def decorate(function: F) -> F:
-        is_async("api_handler", function)  # refuses generator functions; a coroutine is run by run_request
+        is_async("api_handler", function)  # refuses generator functions; a coroutine is awaited on the path
 
         def handler(event: Any, context: Any = None) -> Any:
             return run_request(adapters, function, options, trace_header, max_body, event, context)
 
-        return marked("api_handler", adapters, {"trace_header": trace_header, "model": model_name(model)}, function, handler)  # type: ignore[no-any-return]
+        return marked(options, adapters, {"trace_header": trace_header}, function, handler)  # type: ignore[no-any-return]
 
     return decorate if fn is None else decorate(fn)
-
-
-# --- EventBridge and S3 ---------------------------------------------------------------------------
-
-def eventbridge_handler(
-    fn: F | None = None,
-    /,
-    *,
-    log_event: bool = True,
-    log_result: bool = True,
-    logger: Any = None,
-    metrics: bool | None = None,
-    model: Any = None,
-) -> Any:
-    """Call ``fn(detail, context)`` for an EventBridge event; a failure is logged and re-raised
-    (EventBridge invokes asynchronously: Lambda retries, then the on-failure destination or DLQ).
-    With ``model``, ``fn`` receives ``detail`` validated into it."""
-    options = Options(True, log_event, log_result, logger, metrics, model=model)
-    return batch_decorator("eventbridge_handler", fn, [get("eventbridge")()], options, {"model": model_name(model)})
-
-
-def s3_handler(
-    fn: F | None = None,
-    /,
-    *,
-    log_event: bool = True,
-    log_result: bool = True,
-    logger: Any = None,
-    metrics: bool | None = None,
-    model: Any = None,
-    max_concurrency: int = 1,
-) -> Any:
-    """Call ``fn(obj, context)`` once per object of an S3 event notification (an ``S3Object``),
-    delivered directly, in SQS or SNS messages, or as an EventBridge ``Object Created`` /
-    ``Object Deleted`` event. In SQS messages failures are reported per message
-    (``batchItemFailures``); otherwise the invocation is asynchronous and a failure is raised.
-    With ``model``, ``fn`` receives the object's fields (``bucket``, ``key``, ``size`` ...)
-    validated into it. ``max_concurrency`` (an ``async def`` only): up to that many objects at once."""
-    options = Options(True, log_event, log_result, logger, metrics, model=model, max_concurrency=checked_concurrency("s3_handler", max_concurrency))
-    return batch_decorator("s3_handler", fn, [get("s3")()], options, {"model": model_name(model)})

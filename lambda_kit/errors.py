@@ -1,6 +1,12 @@
-"""Errors a handler raises on purpose."""
+"""The errors of lambda_kit: those a handler raises on purpose (``HTTPError``), and those a record
+fails with when it never reached the function or broke a rule of the decorator."""
 
 from __future__ import annotations
+
+__all__ = [
+    "BatchResponseReturned", "CommitFailed", "GroupHeldBack", "HTTPError", "InvalidPayload", "UndecodableRecord",
+    "UnsupportedEvent",
+]
 
 
 class HTTPError(Exception):
@@ -42,3 +48,26 @@ class InvalidPayload(ValueError):
         self.listing = "; ".join(f"{problem['field']}: {problem['problem']}" for problem in problems) + more
         """Each field and its problem, as one line of text."""
         super().__init__(f"payload does not fit {model}: {self.listing}")
+
+
+class UndecodableRecord(ValueError):
+    """A record whose payload could not be read; it fails without reaching the function."""
+
+
+class CommitFailed(RuntimeError):
+    """The batch's ``commit`` reported this record as failed."""
+
+
+class GroupHeldBack(RuntimeError):
+    """Not processed: an earlier record of its ordering group (FIFO message group) failed."""
+
+
+class BatchResponseReturned(TypeError):
+    """The per-record function returned a Lambda batch response (``{"batchItemFailures": ...}``),
+    which the decorator builds itself: the record fails rather than pass as processed."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            'the function returned {"batchItemFailures": ...}: it is called once per record and the decorator '
+            "builds the batch response itself; raise to fail this record"
+        )

@@ -72,7 +72,8 @@ def import_optional(name: str, needed_for: str) -> ModuleType:
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
-        line = _needs(needed_for, name.partition(".")[0]) if exc.name == name.partition(".")[0] else None
+        itself = exc.name is not None and (name == exc.name or name.startswith(exc.name + "."))  # or a parent
+        line = _needs(needed_for, name.partition(".")[0]) if itself else None
         if line is None:
             raise
         raise MissingExtra(line, name=exc.name) from None

@@ -11,6 +11,11 @@ import os
 from threading import Lock
 from typing import Any
 
+from . import log
+from .extras import import_optional
+
+__all__ = ["FAILED", "PROCESSED", "RETRIED", "count", "enabled"]
+
 PROCESSED = "lambda_kit.records.processed"
 FAILED = "lambda_kit.records.failed"
 RETRIED = "lambda_kit.records.retried"
@@ -34,9 +39,9 @@ def _client() -> Any:
     )
     with _lock:
         if _statsd is None or _statsd_target != target:
-            from datadog.dogstatsd.base import DogStatsd
-
-            _statsd = DogStatsd(host=target[0], port=target[1], disable_telemetry=True, disable_buffering=True)
+            # datadog costs ~100 ms to import: loaded on the first send; missing, the line names the extra
+            dogstatsd = import_optional("datadog.dogstatsd.base", "metrics")
+            _statsd = dogstatsd.DogStatsd(host=target[0], port=target[1], disable_telemetry=True, disable_buffering=True)
             _statsd_target = target
         return _statsd
 
@@ -50,6 +55,4 @@ def count(function_name: str | None, source: str, processed: int, failed: int, r
         statsd.increment(FAILED, failed, tags=tags)
         statsd.increment(RETRIED, retried, tags=tags)
     except Exception as exc:  # metrics are best-effort by design
-        from . import log
-
-        log.emit("WARNING", "could not send metrics", None, {"error": log.clean(str(exc))})
+        log.emit("WARNING", "could not send metrics", None, {"error": log.clean(log.safe_str(exc))})

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+__all__ = ["Outcome", "Record"]
+
 
 class Record:
     """One unit of work: what the wrapped function receives, plus what the loop needs to route it.
@@ -22,7 +24,7 @@ class Record:
     """
 
     __slots__ = ("source", "id", "trace_id", "payload", "raw", "error", "attempt", "rejected_trace_id", "group", "report_id",
-                 "context", "log_keys")
+                 "context", "log_keys", "line_keys")
 
     def __init__(
         self,
@@ -51,16 +53,15 @@ class Record:
         self.report_id = report_id
         self.context = context
         self.log_keys = None
+        self.line_keys: dict[str, Any] | None = None
         if context is not None:
             self.set_context(context)
 
     def set_context(self, context: Any) -> None:
         """Carry ``context`` (a ``trace_context.TraceContext``) and its log keys from now on."""
-        from . import log  # only records with a tracer's context get here
-
         self.context = context
         self.log_keys = context.log_keys()
-        log.carry_record_keys()
+        self.line_keys = None  # made again, with these keys
 
     def __repr__(self) -> str:
         return f"Record(source={self.source!r}, id={self.id!r}, trace_id={self.trace_id!r})"

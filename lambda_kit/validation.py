@@ -16,6 +16,8 @@ from .errors import InvalidPayload
 from .extras import import_optional, install_hint
 from .log import clean, is_secret_key
 
+__all__ = ["MAX_PROBLEMS", "Validator", "field_path", "problems_of"]
+
 MAX_PROBLEMS = 20  # listed on the line; the count says how many more
 MAX_PROBLEM_CHARS = 300
 
@@ -30,22 +32,29 @@ class Validator:
     __slots__ = ("model", "name", "from_json", "_adapter", "_error")
 
     def __init__(self, model: Any, from_json: bool = False) -> None:
-        import_optional("pydantic", "model=")  # not installed: one line naming the extra
-        try:
-            from pydantic import PydanticUserError, TypeAdapter, ValidationError
-        except ImportError:
-            raise ImportError(f"model= needs pydantic 2: {install_hint('pydantic')}") from None
+        # pydantic (~200 ms to import) is loaded by a decorator given a model; missing, the error names the extra
+        pydantic = import_optional("pydantic", "model=")
+        if not hasattr(pydantic, "TypeAdapter") or not hasattr(pydantic.TypeAdapter, "rebuild"):
+            raise ImportError(f"model= needs pydantic 2.10 or later: {install_hint('pydantic')}")
         self.model = model
         self.name = getattr(model, "__name__", None) or repr(model)
         self.from_json = from_json
+        self._adapter = self._built(pydantic)
+        self._error = pydantic.ValidationError
+
+    def _built(self, pydantic: Any) -> Any:
+        """The model's validator, built now: a model pydantic cannot build (an annotation that does
+        not resolve ...) raises here, when the function is decorated, not on every record."""
         try:
-            self._adapter = TypeAdapter(model)
-        except PydanticUserError as exc:
+            adapter = pydantic.TypeAdapter(self.model)
+            adapter.rebuild(raise_errors=True)
+        except (pydantic.PydanticUserError, pydantic.errors.PydanticUndefinedAnnotation, NameError) as exc:
             reason = str(exc).split("\n", 1)[0]
             raise TypeError(
-                f"model={self.name} is not a type pydantic validates (a pydantic model, a dataclass or a TypedDict): {reason}"
+                f"model={self.name} is not a type pydantic can validate (a pydantic model, a dataclass or a "
+                f"TypedDict, every annotation resolvable): {reason}"
             ) from None
-        self._error = ValidationError
+        return adapter
 
     def __call__(self, value: Any) -> Any:
         try:

@@ -34,7 +34,8 @@ the stack's own clients and checks: counted == unique, per article
 and per day; no article counted above or below its unique events; every unique event's marker
 present; each poison message in a DLQ exactly once and nothing else there, each with its trace id
 on an ERROR line of the log file; site total ``AGG#VIEWS`` == sum of article totals (and per day);
-distinct articles; every crossed milestone recorded once; every log line JSON with a trace id.
+distinct articles; every crossed milestone recorded once; every log line JSON with a trace id (a
+batch's commit line: the trace ids of its records).
 
 Everything is bounded by ``timeout`` and talks to loopback only (the embedded moto server and the
 local API; any other host is refused in the functions' clients).
@@ -872,7 +873,9 @@ def _read_log(result: SoakResult) -> None:
                 result.log_lines_bad += 1
                 continue
             trace_id = line.get("trace_id")
-            if not isinstance(trace_id, str) or not trace_id:
+            traced = isinstance(trace_id, str) and trace_id
+            batch = isinstance(line.get("trace_ids"), list) and line["trace_ids"]  # a batch's commit: each record's
+            if not (traced or batch):
                 result.log_lines_without_trace += 1
             if line.get("level") == "ERROR":
                 result.error_lines += 1

@@ -30,12 +30,14 @@ MAX_SURVIVING = 0.10  # per module
 
 # target (a module or a package folder) -> the tests that exercise it; mutmut narrows them per mutant
 TARGETS: dict[str, list[str]] = {
-    "lambda_kit/codec.py": ["tests/test_codec_parity.py", "tests/test_logging.py"],
+    "lambda_kit/codec.py": ["tests/test_codec_parity.py", "tests/test_logging.py", "tests/test_hostile_core.py"],
     "lambda_kit/log/": ["tests/test_logging.py", "tests/test_hostile_logs.py", "tests/test_codec_parity.py",
+                          "tests/test_hostile_core.py",
                           "tests/test_api.py", "tests/test_log_levels.py", "tests/test_log_short_path.py",
                           "tests/test_sqs.py", "tests/test_commit.py", "tests/test_tracing_write.py",
                           "tests/test_tracing_otel.py"],
     "lambda_kit/loop/": ["tests/test_sqs.py", "tests/test_sns.py", "tests/test_streams.py", "tests/test_decorators.py",
+                           "tests/test_hostile_core.py", "tests/test_api.py", "tests/test_router.py",
                            "tests/test_hostile_events.py", "tests/test_event_boundary.py", "tests/test_async.py",
                            "tests/test_model.py", "tests/test_metrics.py", "tests/test_commit.py",
                            "tests/test_logging.py", "tests/test_tracing_otel.py"],

@@ -36,8 +36,7 @@ HOSTILE = settings(
 def captured() -> Iterator[list[str]]:
     """Every line lambda_kit writes while inside, as written (``set_sink``); restored after."""
     lines: list[str] = []
-    saved = log._sink
-    log.set_sink(lines.append)
+    saved = log.set_sink(lines.append)
     try:
         yield lines
     finally:

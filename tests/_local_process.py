@@ -13,7 +13,11 @@ def start_local(cwd: Path, env: dict[str, str], *options: str) -> tuple[subproce
     """``lambda-kit local --port 0`` in its own process, once it serves: (the process, its HTTP API URL)."""
     process = subprocess.Popen(
         [sys.executable, "-m", "lambda_kit.cli", "local", "--port", "0", *options],
-        cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,  # one pipe, drained below
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,  # one pipe, drained below
     )
     url = ""
     shown: list[str] = []

@@ -38,7 +38,9 @@ def write_project(root: Path, config: str, modules: dict[str, str]) -> Path:
 
 
 @contextmanager
-def toy_stack(root: Path, config: str, modules: dict[str, str], endpoint_url: str, **options: Any) -> Iterator[LocalStack]:
+def toy_stack(
+    root: Path, config: str, modules: dict[str, str], endpoint_url: str, **options: Any
+) -> Iterator[LocalStack]:
     path = write_project(root, config, modules)
     options.setdefault("timing", fast_timing())
     options.setdefault("log_path", root / "logs.jsonl")

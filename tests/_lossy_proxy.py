@@ -38,13 +38,27 @@ def lossy_proxy(upstream: str, rewrite: Rewrite) -> Iterator[tuple[str, list[dic
             finally:
                 connection.close()
             with lock:
-                exchanges.append({"operation": operation, "sent": sent, "status": response.status, "lost": lose, "response": payload})
+                exchanges.append(
+                    {
+                        "operation": operation,
+                        "sent": sent,
+                        "status": response.status,
+                        "lost": lose,
+                        "response": payload,
+                    }
+                )
             if lose:
                 self.close_connection = True
                 return  # no status line: the client sees the connection closed
             self.send_response(response.status)
             for name, value in response.getheaders():
-                if name.lower() not in ("content-length", "connection", "transfer-encoding", "date", "server"):
+                if name.lower() not in (
+                    "content-length",
+                    "connection",
+                    "transfer-encoding",
+                    "date",
+                    "server",
+                ):
                     self.send_header(name, value)
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()

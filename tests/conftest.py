@@ -25,6 +25,21 @@ from lambda_kit.testing import create_counter_table  # noqa: E402
 
 _ids = itertools.count()
 
+# The suites that drive whole processes: the local stack, the wheel in a fresh venv, serverless
+# package, the docs' examples, the soak. `make test` runs them; `pytest -m "not slow"` leaves them out.
+SLOW_MODULES = {
+    "test_deploy", "test_docs", "test_docs_eventbridge_s3", "test_docs_tracing", "test_dynamodb_local",
+    "test_handlers", "test_iam", "test_local_clients", "test_local_e2e", "test_local_eventbridge", "test_local_gateway",
+    "test_local_load", "test_local_s3", "test_local_sns", "test_local_sqs", "test_local_streams", "test_moto_patches",
+    "test_moto_process", "test_service_load", "test_soak", "test_tracing_e2e", "test_wheel",
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.module is not None and item.module.__name__.rpartition(".")[2] in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+
 
 def pytest_report_header(config: pytest.Config) -> str:
     try:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lambda_kit import check
+from lambda_kit.cli import check
 from lambda_kit.serverless_config import ConfigError, load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -703,3 +703,35 @@ def test_a_streaming_function_url_is_an_error(service, capsys):
     assert status == 1
     [line] = findings(lines)
     assert line.startswith("error: api: its url has invokeMode: RESPONSE_STREAM, but Lambda streams responses only from Node.js")
+
+
+BATCH_RESPONSE_WORKER = (
+    "from lambda_kit import sqs_handler\n\n\n@sqs_handler\ndef handler(message, context):\n"
+    "    if message.get('bad'):\n        return {'batchItemFailures': [{'itemIdentifier': 'x'}]}\n    return None\n"
+)
+STATUS_FIRST_API = (
+    "from lambda_kit import api_handler\n\n\n@api_handler\nasync def handler(request, context):\n"
+    "    return 201, {'created': True}\n"
+)
+BODY_FIRST_API = (
+    "from lambda_kit import api_handler\n\n\n@api_handler\ndef handler(request, context):\n"
+    "    return {'created': True}, 201\n"
+)
+
+
+def test_a_returned_batch_response_and_a_status_first_tuple_are_errors(service, capsys):
+    """Issue 27.6: both pass at run time as nothing (the record fails, the request answers 500);
+    check shows them before the deploy, where the function's source shows them."""
+    status, lines = run(service(handlers={"worker": BATCH_RESPONSE_WORKER, "api": STATUS_FIRST_API}), capsys)
+    assert status == 1
+    assert findings(lines, "error") == [
+        'error: api: returns (status, body): api_handler reads a tuple as (body, status[, headers]); put the body '
+        'first, or return {"statusCode": ..., "body": ...}',
+        'error: worker: a per-record function returns {"batchItemFailures": ...}: sqs_handler builds the batch '
+        'response itself and fails the record; raise to fail this record',
+    ]
+
+
+def test_a_body_first_tuple_passes(service, capsys):
+    status, lines = run(service(handlers={"api": BODY_FIRST_API}), capsys)
+    assert (status, findings(lines)) == (0, [])

@@ -17,7 +17,7 @@ from _logs import of_level, read_lines, with_message
 from _streams import new_stream
 
 from lambda_kit import cloudwatch_logs_handler, current_record, current_trace_id, sqs_handler, stream_handler
-from lambda_kit.loop import UndecodableRecord
+from lambda_kit.errors import UndecodableRecord
 from lambda_kit.testing import (
     awslogs_data,
     cloudwatch_logs_event,

@@ -1,7 +1,9 @@
-"""One behaviour under every codec: orjson, ujson and the standard library's json write the same bytes.
+"""One behaviour under every codec: orjson, ujson and the standard library's json give the same
+JSON values (not the same bytes: spacing, float spelling and escapes may differ).
 
 Whatever a function returns or logs, every installed codec gives the same response (status,
-headers, body) and the same log lines, byte for byte; the README's type table holds under each.
+headers, the body's value) and the same log lines (their values); the type table of
+docs/decorators.md holds under each; what one codec refuses, every codec refuses.
 """
 
 from __future__ import annotations
@@ -126,11 +128,11 @@ PARITY = settings(HOSTILE, max_examples=250)
 # --- comparing the codecs ------------------------------------------------------------------------
 
 def outcome(fn: Any) -> tuple[Any, ...]:
-    """What ``fn()`` gives under the current codec: its result, or the error it raises."""
+    """What ``fn()`` gives under the current codec: its result, or the type of error it raises."""
     try:
         return ("ok", fn())
     except Exception as error:
-        return ("error", type(error).__name__, str(error))
+        return ("error", type(error).__name__)
 
 
 def under_each_codec(fn: Any) -> dict[str, Any]:
@@ -148,27 +150,33 @@ def assert_same(results: dict[str, Any]) -> Any:
     return first
 
 
-VARYING = re.compile(r'"(timestamp|duration_ms)":("[^"]*"|[0-9.e-]+)|"traceback":"(?:[^"\\]|\\.)*"')
+def strict(text: str) -> Any:
+    """``text`` read as strict JSON: NaN or Infinity written fail the test."""
+    return json.loads(text, parse_constant=lambda token: pytest.fail(f"{token} written"))
 
 
-def same_text(line: str) -> str:
-    """A written line with what differs from run to run (time, and the traceback's frames, which
-    name the codec's own code) taken out; the rest compared byte for byte."""
-    return VARYING.sub(lambda match: f'"{match.group(1) or "traceback"}":"-"', line)
+def value_of(text: str) -> Any:
+    """A written JSON text as the value it holds; what differs from run to run taken out."""
+    value = strict(text)
+    if isinstance(value, dict):
+        for varying in ("timestamp", "duration_ms", "traceback"):
+            value.pop(varying, None)
+    return value
 
 
-def written(out: list[str]) -> list[str]:
+def written(out: list[str]) -> list[Any]:
     parse_lines(out)  # each a valid line: one JSON object, valid UTF-8, at most 64 KiB
-    return [same_text(line) for line in out]
+    return [value_of(line) for line in out]
 
 
-def run_api(value: Any, event: dict[str, Any], context: Any) -> tuple[Any, list[str]]:
+def run_api(value: Any, event: dict[str, Any], context: Any) -> tuple[Any, list[Any]]:
     with captured() as out:
         response = api_handler(lambda request, ctx: value)(event, context)
+    response = {**response, "body": strict(response["body"])}
     return response, written(out)
 
 
-def run_sqs(value: Any, event: dict[str, Any], context: Any) -> tuple[Any, list[str]]:
+def run_sqs(value: Any, event: dict[str, Any], context: Any) -> tuple[Any, list[Any]]:
     def fn(payload: Any, ctx: Any) -> Any:
         log.info("returning", extra={"value": value, "keyed": {"v": [value]}})
         return value
@@ -182,11 +190,11 @@ def run_sqs(value: Any, event: dict[str, Any], context: Any) -> tuple[Any, list[
 
 @PARITY
 @given(value=values)
-def test_dumps_writes_the_same_bytes_under_every_codec(value):
-    result = assert_same(under_each_codec(lambda: outcome(lambda: codec.dumps(value))))
+def test_dumps_writes_the_same_values_under_every_codec(value):
+    result = assert_same(under_each_codec(lambda: outcome(lambda: value_of(codec.dumps(value)))))
     if result[0] == "ok":
-        text = result[1]
-        json.loads(text, parse_constant=lambda token: pytest.fail(f"{token} written"))  # strict JSON
+        with using_codec(CODECS[0]):
+            text = codec.dumps(value)
         assert "\\/" not in text
         text.encode("utf-8")
 
@@ -201,8 +209,8 @@ def test_api_handler_answers_and_logs_the_same_under_every_codec(value):
     assert status in (200, 500)
     if status == 200:
         with using_codec(CODECS[0]):
-            assert response["body"] == codec.dumps(value)
-    assert [json.loads(line)["message"] for line in lines] == (
+            assert response["body"] == strict(codec.dumps(value))
+    assert [line["message"] for line in lines] == (
         ["request received", "request processed"] if status == 200 else ["request received", "request failed"]
     )
 
@@ -214,60 +222,116 @@ def test_batch_handler_logs_the_same_under_every_codec(value):
     context = lambda_context()
     response, lines = assert_same(under_each_codec(lambda: run_sqs(value, event, context)))
     assert response == {"batchItemFailures": []}  # logging never fails a record
-    assert [json.loads(line)["message"] for line in lines] == ["record received", "returning", "record processed"]
+    assert [line["message"] for line in lines] == ["record received", "returning", "record processed"]
 
 
-# --- what each type becomes (the README's table) ----------------------------------------------------
+HOSTILE_BODIES = [
+    "123456789012345678901234567890", "-123456789012345678901234567890", "[18446744073709551616]",
+    '{"n": 1e400}', '{"n": -1e400}', "[NaN]", "[Infinity]", "[-Infinity]", '["\\ud800"]', '["\\udc00x"]',
+    '["\\ud83d\\ude00"]', '{"n": 1.5e308}', '{"n": 1e-400}', '"\ud800"', "[1, 2", "", "\ufeff[1]", ' {"a": 1} ',
+    '{"a": 1, "a": 2}', "[1.0, -0.0, 0.1]", '"caf\u00e9"',
+]
+
+
+@pytest.mark.parametrize("body", HOSTILE_BODIES, ids=range(len(HOSTILE_BODIES)))
+def test_every_codec_reads_a_body_as_the_same_value_or_refuses_it(body):
+    """Integers of any size exact; non-finite numbers and lone surrogates refused (as orjson
+    refuses them) under every codec."""
+    def read(text: Any) -> tuple[Any, ...]:
+        try:
+            return ("ok", codec.loads(text))
+        except ValueError:  # each codec's own class of it (JSONDecodeError ...): one outcome, refused
+            return ("refused",)
+
+    results = assert_same(under_each_codec(lambda: read(body)))
+    as_bytes = assert_same(under_each_codec(lambda: read(body.encode("utf-8", "surrogatepass"))))
+    assert as_bytes[0] == results[0] and as_bytes[1:] == results[1:] or results[0] == "error"
+    if results[0] == "ok":
+        assert results[1] == json.loads(body)
+
+
+@pytest.mark.parametrize(("body", "value"), [
+    ("123456789012345678901234567890", 123456789012345678901234567890), ("[-18446744073709551617]", [-(2**64) - 1]),
+    ("[1e400]", None), ("[NaN]", None), ('["\\ud800"]', None), ("[1.5e308]", [1.5e308]),
+])
+def test_big_integers_stay_exact_and_what_json_cannot_hold_is_refused(body, value):
+    for name in CODECS:
+        with using_codec(name):
+            if value is None:
+                with pytest.raises(ValueError):
+                    codec.loads(body)
+            else:
+                assert codec.loads(body) == value and type(codec.loads(body)) is type(value)
+
+
+@settings(HOSTILE, max_examples=200)
+@given(value=st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+                          | st.text(), lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+                          max_leaves=12))
+def test_what_one_codec_writes_every_codec_reads_back_as_it_was(value):
+    for writer in CODECS:
+        with using_codec(writer):
+            text = codec.dumps(value)
+        for reader in CODECS:
+            with using_codec(reader):
+                assert codec.loads(text) == value
+
+
+# --- what each type becomes (the table in docs/decorators.md) ------------------------------------
 
 TABLE = [
-    (Decimal("3"), "3"),
-    (Decimal("3.00"), "3"),
-    (Decimal("0.1"), "0.1"),
-    (Decimal("0.10"), "0.10"),
-    (Decimal("1.5E-7"), "1.5E-7"),
-    (Decimal("-1E+30"), "-1000000000000000000000000000000"),
-    (Decimal("1E+400"), '"1E+400"'),
-    (Decimal("NaN"), "null"),
-    (Decimal("-Infinity"), "null"),
-    (2**64, "18446744073709551616"),
-    (10**308, '"1' + "0" * 308 + '"'),
-    (float("nan"), "null"),
-    (float("inf"), "null"),
-    (0.1, "0.1"),
-    (1e-5, "0.00001"),
-    (1e-7, "1e-7"),
-    (1e16, "1e+16"),
-    (datetime.datetime(2024, 2, 29, 12, 0, 5, 123, tzinfo=datetime.UTC), '"2024-02-29T12:00:05.000123+00:00"'),
-    (datetime.datetime(2024, 2, 29, 12, 0), '"2024-02-29T12:00:00"'),
-    (datetime.date(2024, 2, 29), '"2024-02-29"'),
-    (datetime.time(13, 5), '"13:05:00"'),
-    (uuid.UUID(int=7), '"00000000-0000-0000-0000-000000000007"'),
-    ({3, 1, 2}, "[1,2,3]"),
-    ({8, 1}, "[1,8]"),  # a set that iterates as 8, 1
-    (frozenset({"b", "a"}), '["a","b"]'),
-    ((1, "a"), '[1,"a"]'),
-    (Pair(1, 2), "[1,2]"),
-    (b"caf\xc3\xa9 \xff", '"café \\\\xff"'),
-    (Colour.HALF, "0.5"),
-    (Level.LOW, "1"),
-    (Kind.PATH, '"a/b"'),
-    (Point(1, {2}), '{"x":1,"y":[2]}'),
-    (Text("t"), '"t"'),
-    (Whole(7), "7"),
-    (Real(1e-5), "0.00001"),
-    (Table(a=1), '{"a":1}'),
+    (Decimal("3"), 3),
+    (Decimal("3.00"), 3),
+    (Decimal("0.1"), 0.1),
+    (Decimal("0.10"), 0.1),
+    (Decimal("1.5E-7"), 1.5e-7),
+    (Decimal("-1E+30"), -(10**30)),
+    (Decimal("1E+400"), 10**400),
+    (Decimal("1234567890123456789012345.123456789"), "1234567890123456789012345.123456789"),  # no float holds it
+    (Decimal("0.1000000000000000055511151231257827"), "0.1000000000000000055511151231257827"),
+    (Decimal("1E-400"), "1E-400"),
+    (Decimal("NaN"), None),
+    (Decimal("-Infinity"), None),
+    (2**64, 2**64),
+    (10**308, 10**308),
+    (float("nan"), None),
+    (float("inf"), None),
+    (0.1, 0.1),
+    (1e-5, 1e-5),
+    (1e16, 1e16),
+    (datetime.datetime(2024, 2, 29, 12, 0, 5, 123, tzinfo=datetime.UTC), "2024-02-29T12:00:05.000123+00:00"),
+    (datetime.datetime(2024, 2, 29, 12, 0), "2024-02-29T12:00:00"),
+    (datetime.date(2024, 2, 29), "2024-02-29"),
+    (datetime.time(13, 5), "13:05:00"),
+    (uuid.UUID(int=7), "00000000-0000-0000-0000-000000000007"),
+    ({3, 1, 2}, [1, 2, 3]),
+    ({8, 1}, [1, 8]),  # a set that iterates as 8, 1
+    (frozenset({"b", "a"}), ["a", "b"]),
+    ((1, "a"), [1, "a"]),
+    (Pair(1, 2), [1, 2]),
+    (b"caf\xc3\xa9 \xff", "café \\xff"),
+    (Colour.HALF, 0.5),
+    (Level.LOW, 1),
+    (Kind.PATH, "a/b"),
+    (Point(1, {2}), {"x": 1, "y": [2]}),
+    (Text("t"), "t"),
+    (Whole(7), 7),
+    (Real(1e-5), 1e-5),
+    (Table(a=1), {"a": 1}),
     ({2: "a", None: "b", True: "c", 2.5: "d", Decimal("0.5"): "e", datetime.date(2024, 1, 1): "f", b"k": "g"},
-     '{"2":"a","null":"b","true":"c","2.5":"d","0.5":"e","2024-01-01":"f","k":"g"}'),
-    ({"url": "myblog.com/article1"}, '{"url":"myblog.com/article1"}'),
-    ("\u2028", '"\u2028"'),
+     {"2": "a", "null": "b", "true": "c", "2.5": "d", "0.5": "e", "2024-01-01": "f", "k": "g"}),
+    ({"url": "myblog.com/article1"}, {"url": "myblog.com/article1"}),
+    ("\u2028", "\u2028"),
 ]
 
 
 @pytest.mark.parametrize("codec_name", CODECS)
-@pytest.mark.parametrize(("value", "text"), TABLE, ids=[f"{type(v).__name__}-{i}" for i, (v, _) in enumerate(TABLE)])
-def test_each_type_is_written_as_the_table_says(value, text, codec_name):
+@pytest.mark.parametrize(("value", "written_as"), TABLE, ids=[f"{type(v).__name__}_{i}" for i, (v, _) in enumerate(TABLE)])
+def test_each_type_is_written_as_the_table_says(value, written_as, codec_name):
     with using_codec(codec_name):
-        assert codec.dumps(value) == text
+        text = codec.dumps(value)
+    assert strict(text) == written_as and type(strict(text)) is type(written_as)
+    assert "\\/" not in text
 
 
 REFUSED = [
@@ -301,7 +365,7 @@ def nested(depth: int, inner: Any) -> Any:
     (nested(codec.MAX_NESTING - 1, Point(1)), True),
     (nested(codec.MAX_NESTING - 1, Point([1])), False),
     (nested(codec.MAX_NESTING + 1, 1), False),
-    (nested(codec.MAX_NESTING, 2**64), True),  # orjson refuses the int: the shared walk writes it
+    (nested(codec.MAX_NESTING, 2**64), True),  # orjson refuses the int: the standard library writes it
 ], ids=["254", "254+set", "253+set", "253+dataclass", "253+dataclass+list", "255", "254+bigint"])
 def test_nesting_is_bounded_alike(value, fits, codec_name):
     with using_codec(codec_name):
@@ -316,19 +380,19 @@ def test_circular_values_are_refused_alike():
     loop: list[Any] = []
     loop.append(loop)
     errors = under_each_codec(lambda: outcome(lambda: codec.dumps({"a": loop})))
-    assert assert_same(errors)[:2] == ("error", "ValueError")
+    assert assert_same(errors) == ("error", "ValueError")
 
-
-# --- the issue's two cases -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("codec_name", CODECS)
 def test_a_dynamodb_number_answers_200_with_an_exact_body(codec_name):
-    item = {"PK": "a", "count": Decimal("3"), "ratio": Decimal("0.1"), "tags": {"x"}}
+    item = {"PK": "a", "count": Decimal("3"), "ratio": Decimal("0.1"), "tags": {"x"},
+            "exact": Decimal("1234567890123456789012345.123456789")}
     with using_codec(codec_name), captured() as out:
         response = api_handler(lambda request, context: item)(api_event(), lambda_context())
     assert response["statusCode"] == 200
-    assert response["body"] == '{"PK":"a","count":3,"ratio":0.1,"tags":["x"]}'
-    assert '"result":{"PK":"a","count":3,"ratio":0.1,"tags":["x"]}' in out[-1]
+    expected = {"PK": "a", "count": 3, "ratio": 0.1, "tags": ["x"], "exact": "1234567890123456789012345.123456789"}
+    assert strict(response["body"]) == expected
+    assert strict(out[-1])["result"] == expected
 
 
 @pytest.mark.parametrize("codec_name", CODECS)
@@ -384,10 +448,10 @@ def test_a_forced_codec_that_is_not_installed_says_so(restore_codec):
     assert raised.value.__cause__ is None and raised.value.__suppress_context__
 
 
-def test_no_codec_is_imported_until_first_use():
+def test_no_codec_library_is_imported_until_first_use():
     code = (
         "import sys\nfrom lambda_kit import sqs_handler, api_handler, get_logger\nfrom lambda_kit import codec\n"
-        "libs = ('orjson', 'ujson', 'json', 'decimal', 'uuid', 'datetime', 'dataclasses')\n"
+        "libs = ('orjson', 'ujson')\n"
         "print(sorted(m for m in libs if m in sys.modules))\n"
         "codec.dumps({'a': 1})\nprint(codec.name in sys.modules)\n"
     )
@@ -396,12 +460,10 @@ def test_no_codec_is_imported_until_first_use():
     assert out.split("\n")[:2] == ["[]", "True"]
 
 
-# --- the pieces the log builds on -----------------------------------------------------------------
-
 @pytest.mark.parametrize(("key", "text"), [
     ("k", "k"), ("é/", "é/"), (None, "null"), (True, "true"), (False, "false"), (3, "3"), (-2.5, "-2.5"),
-    (1e-5, "0.00001"), (float("nan"), "null"), (Decimal("1.50"), "1.50"), (Decimal("2E+1"), "20"),
-    (Decimal("1E+400"), "1E+400"), (10**400, "1" + "0" * 400), (Level.LOW, "1"), (Kind.PATH, "a/b"),
+    (1e-5, "1e-05"), (float("nan"), "null"), (Decimal("1.50"), "1.5"), (Decimal("2E+1"), "20"),
+    (Decimal("1E+400"), "1" + "0" * 400), (10**400, "1" + "0" * 400), (Level.LOW, "1"), (Kind.PATH, "a/b"),
     (b"k\xff", "k\\xff"), (datetime.date(2024, 1, 2), "2024-01-02"), (uuid.UUID(int=1), "00000000-0000-0000-0000-000000000001"),
     (Text("t"), "t"), (Whole(7), "7"),
 ], ids=lambda v: type(v).__name__)
@@ -416,52 +478,13 @@ def test_a_key_with_no_text_is_refused(key, error):
         codec.key_text(key)
 
 
-def test_plain_with_a_fallback_writes_anything_the_table_refuses():
-    class Opaque:
-        pass
-
-    value = {"o": Opaque(), 1: "int key", (1,): "tuple key", "s": "a\ud800", "\udc80": 1, "big": 10**5_000,
-             "deep": nested(codec.MAX_NESTING + 1, 1), "ok": [Decimal("0.5"), {2}, 1e-5]}
-    got = codec.plain(value, fallback=lambda item: f"<{type(item).__name__}>")
-    deep = got.pop("deep")
-    assert got == {"o": "<Opaque>", "1": "int key", "<tuple>": "tuple key", "s": "a\\ud800", "\\udc80": 1,
-                   "big": "<int>", "ok": [got["ok"][0], [2], got["ok"][2]]}
-    assert [type(item) for item in got["ok"]] == [codec.Number, list, codec.Number]
-    assert [got["ok"][0].text, got["ok"][2].text] == ["0.5", "0.00001"]
-    for _ in range(codec.MAX_NESTING - 1):  # the containers that fit, then the fallback's text
-        [deep] = deep
-    assert deep == "<list>"
-    with pytest.raises(TypeError, match="Object of type Opaque is not JSON serializable"):
-        codec.plain(value)
-
-
-def test_a_number_is_written_as_its_text_and_shows_it():
-    number = codec.Number("1.50")
-    assert codec.convert(number) is number and repr(number) == "Number(1.50)"
-    for name in CODECS:
-        with using_codec(name):
-            assert codec.dumps([number, {"n": number}]) == '[1.50,{"n":1.50}]'
-
-
 @pytest.mark.parametrize("codec_name", CODECS)
 def test_sets_whose_items_do_not_compare_keep_every_item(codec_name):
     with using_codec(codec_name):
         assert sorted(json.loads(codec.dumps({1, "a", None})), key=str) == [1, None, "a"]
 
 
-@pytest.mark.parametrize("codec_name", CODECS)
-@pytest.mark.parametrize(("value", "text"), [
-    (10**308 - 1, "9" * 308), (-(10**308) + 1, "-" + "9" * 308), (-(10**308), '"-1' + "0" * 308 + '"'),
-    (Decimal("9.99E+307"), "999" + "0" * 305), (Decimal("1E+308"), '"1E+308"'), (Decimal("-1E+308"), '"-1E+308"'),
-    (2**63 - 1, str(2**63 - 1)), (-(2**63), str(-(2**63))), (2**64 - 1, str(2**64 - 1)),
-    (-1e-5, "-0.00001"), (1.5e-9, "1.5e-9"), (1e-10, "1e-10"), (1e-4, "0.0001"), (-0.0, "-0.0"),
-], ids=str)
-def test_numbers_at_the_edges_of_the_table(value, text, codec_name):
-    with using_codec(codec_name):
-        assert codec.dumps(value) == text
-
-
-@pytest.mark.parametrize("attr", ["loads", "dumps", "dumps_plain", "name"])
+@pytest.mark.parametrize("attr", ["loads", "dumps", "name"])
 def test_the_codec_is_chosen_on_first_use_of_any_of_its_names(attr):
     code = f"from lambda_kit import codec\nvalue = codec.{attr}\nprint(codec.name, callable(value) or value == codec.name)"
     env = {k: v for k, v in os.environ.items() if k != "LAMBDA_KIT_JSON"}
@@ -470,25 +493,8 @@ def test_the_codec_is_chosen_on_first_use_of_any_of_its_names(attr):
 
 
 def test_other_names_are_not_the_codec():
-    with pytest.raises(AttributeError, match="^nothing$"):
+    with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
         codec.nothing  # noqa: B018
-
-
-class Opaque:
-    pass
-
-
-@pytest.mark.parametrize("codec_name", CODECS)
-def test_dumps_plain_never_writes_what_is_not_json(codec_name):
-    """``dumps_plain`` takes plain data (the log's ``clean`` values); given anything else it writes
-    valid JSON or refuses, never NaN or an object's repr."""
-    with using_codec(codec_name):
-        for value in (float("nan"), [float("-inf")]):
-            outcome_ = outcome(lambda value=value: codec.dumps_plain(value))
-            if outcome_[0] == "ok":
-                json.loads(outcome_[1], parse_constant=lambda token: pytest.fail(f"{token} written"))
-        with pytest.raises(TypeError, match="Opaque"):
-            codec.dumps_plain({"o": Opaque()})
 
 
 def test_the_converter_cache_is_bounded():
@@ -500,9 +506,3 @@ def test_the_converter_cache_is_bounded():
             codec.convert(kind())
     assert len(codec._converters) == 1_024
     assert all(codec._converters[kind] is not None for kind in made[:1_024])
-
-
-def test_plain_with_a_fallback_reaches_into_converted_values():
-    """A dataclass's (or a set's) items get the fallback too, and so does the fallback's own text."""
-    got = codec.plain({"p": Point(Opaque()), (1,): "k"}, fallback=lambda item: "\ud800" if type(item) is tuple else "<o>")
-    assert got == {"p": {"x": "<o>", "y": None}, "\\ud800": "k"}

@@ -105,7 +105,20 @@ def test_a_commit_that_returns_no_collection_of_records_fails_every_record(capfd
     event = sqs_event({"n": 1}, {"n": 2}, {"n": 3}, trace_id=TRACE_IDS)
     response, lines = run(handler, event, capfd)
     assert response == {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in ids(event)]}
-    assert_failed_at_commit(lines, event, [0, 1, 2], "TypeError", "'int' object is not iterable")
+    assert_failed_at_commit(lines, event, [0, 1, 2], "TypeError", (
+        "the commit returned a value of type int: return the records (or record ids) that failed, or None, "
+        "or raise to fail them all"))
+
+
+@pytest.mark.parametrize("answer", [{"batchItemFailures": []}, "id-1", b"id-1"], ids=["dict", "str", "bytes"])
+def test_a_commit_answer_that_only_looks_like_records_fails_every_record(capfd, answer):
+    """A mapping (a Lambda batch response, say) or a text is no collection of records: iterating
+    it would fail none, so every record fails, saying what to return."""
+    handler, _ = committed_by(lambda items: answer)
+    event = sqs_event({"n": 1}, {"n": 2}, trace_id=TRACE_IDS[:2])
+    response, lines = run(handler, event, capfd)
+    assert response == {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in ids(event)]}
+    assert not with_message(lines, "record processed")
 
 
 def test_a_record_that_failed_in_the_function_never_reaches_the_commit(capfd):
@@ -193,7 +206,42 @@ def test_each_records_line_gives_its_duration_in_milliseconds(capfd, commit, fai
 
     handler = sqs_handler(commit=commit)(fn if kind == "def" else async_fn)
     handler(sqs_event({"n": 1}), lambda_context())
-    [line] = [line for line in read_lines(capfd) if "duration_ms" in line]
+    [line] = [line for line in read_lines(capfd) if "duration_ms" in line and "record_id" in line]
     duration = line["duration_ms"]
     assert type(duration) is float and round(duration, 3) == duration
     assert 20 <= duration <= 15 * 60 * 1000
+
+
+@pytest.mark.parametrize("kind", ["def", "async def"])
+def test_the_commit_is_its_own_line_and_not_in_each_records_duration(capfd, kind):
+    """A batch's commit writes one ``batch committed`` line with its own duration; each record's
+    ``record processed`` line gives the record's own time, not the commit's."""
+    def commit(items):
+        time.sleep(0.06)
+
+    def fn(message, context):
+        return message["n"]
+
+    async def async_fn(message, context):
+        return fn(message, context)
+
+    handler = sqs_handler(commit=commit)(fn if kind == "def" else async_fn)
+    event = sqs_event({"n": 1}, {"n": 2}, trace_id=TRACE_IDS[:2])
+    handler(event, lambda_context())
+    lines = read_lines(capfd)
+    [committed] = with_message(lines, "batch committed")
+    assert committed["level"] == "INFO" and (committed["records"], committed["failed"]) == (2, 0)
+    assert 60 <= committed["duration_ms"] and "trace_id" not in committed and "record_id" not in committed
+    assert committed["trace_ids"] == TRACE_IDS[:2]  # the row of each record's trace
+    processed = with_message(lines, "record processed")
+    assert [line["record_id"] for line in processed] == ids(event)
+    assert all(line["duration_ms"] < 60 for line in processed)
+    assert lines.index(committed) < lines.index(processed[0])
+
+
+def test_a_commit_that_fails_records_says_so_on_its_own_line(capfd):
+    handler, _ = committed_by(lambda items: [items[1][0]])
+    event = sqs_event({"n": 1}, {"n": 2}, {"n": 3}, trace_id=TRACE_IDS)
+    _, lines = run(handler, event, capfd)
+    [committed] = with_message(lines, "batch committed")
+    assert committed["level"] == "WARNING" and (committed["records"], committed["failed"]) == (3, 1)

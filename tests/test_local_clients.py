@@ -13,9 +13,13 @@ from lambda_kit.local.clients import remember_user_agents
 
 CALLS = [
     lambda sqs: sqs.create_queue(QueueName="user-agents"),
-    lambda sqs: sqs.send_message(QueueUrl=sqs.get_queue_url(QueueName="user-agents")["QueueUrl"], MessageBody="x"),
+    lambda sqs: sqs.send_message(
+        QueueUrl=sqs.get_queue_url(QueueName="user-agents")["QueueUrl"], MessageBody="x"
+    ),
     lambda sqs: list(sqs.get_paginator("list_queues").paginate()),  # a paginator adds its feature id
-    lambda sqs: sqs.send_message(QueueUrl=sqs.get_queue_url(QueueName="user-agents")["QueueUrl"], MessageBody="y"),
+    lambda sqs: sqs.send_message(
+        QueueUrl=sqs.get_queue_url(QueueName="user-agents")["QueueUrl"], MessageBody="y"
+    ),
 ]
 
 
@@ -40,7 +44,9 @@ def builds(monkeypatch):
     return called, build
 
 
-def test_each_header_is_the_one_botocore_builds_at_that_moment_built_once_per_feature_set(aws_endpoint, builds, monkeypatch):
+def test_each_header_is_the_one_botocore_builds_at_that_moment_built_once_per_feature_set(
+    aws_endpoint, builds, monkeypatch
+):
     """Every header the remembered ``to_string`` hands out is compared with botocore's own build
     for the same builder, at the same moment (the call's context, its feature ids)."""
     called, build = builds

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import textwrap
 
 import pytest
 
 from lambda_kit.local.clients import Clients
 from lambda_kit.local.config import load_service
-from lambda_kit.local.filters import compile_patterns, matches
+from lambda_kit.local.filters import FilterError, compile_patterns, matches
 from lambda_kit.local.resources import Resources
 from lambda_kit.serverless_config import ConfigError
 
@@ -177,10 +178,45 @@ def test_unknown_function_names_the_known_ones(tmp_path):
         ({"a": {"b": ["x"]}}, {"a": "x"}, False),
         ({"$or": [{"a": ["1"]}, {"b": ["2"]}]}, {"b": "2"}, True),
         ({"$or": [{"a": ["1"]}, {"b": ["2"]}]}, {"c": "3"}, False),
+        ({"a": [{"cidr": "10.0.0.0/8"}]}, {"a": "10.1.2.3"}, True),
+        # a JSON boolean is not a number (in Python True == 1: moto's matcher alone says True to each)
+        ({"a": [True]}, {"a": 1}, False),
+        ({"a": [1]}, {"a": True}, False),
+        ({"a": [False]}, {"a": 0}, False),
+        ({"a": [{"numeric": [">", 0]}]}, {"a": True}, False),
+        ({"a": [{"anything-but": [True]}]}, {"a": 1}, True),
+        ({"a": [True]}, {"a": [0, True]}, True),
+        ({"a": [{"exists": True}]}, {"a": False}, True),
     ],
 )
 def test_filter_rules(pattern, event, expected):
     assert matches(pattern, event) is expected
+
+
+@pytest.mark.parametrize(
+    "pattern, message",
+    [
+        ({"a": [{"prefx": "U"}]}, "unknown filter rule"),  # moto's matcher alone matches everything
+        ({"a": [{"prefix": "U", "suffix": "V"}]}, "unknown filter rule"),
+        ({"a": [{"numeric": ["~", 1]}]}, "numeric rule"),  # moto's matcher alone fails on each record
+        ({"a": [{"numeric": [">", "1"]}]}, "numeric rule"),
+        ({"a": [{"numeric": [">"]}]}, "numeric rule"),
+        ({"a": "x"}, "must be a list of values or an object"),
+        ({"$or": []}, "$or takes a non-empty list"),
+        (["a"], "must be an object"),
+        ("{not json", "not valid JSON"),
+    ],
+)
+def test_a_pattern_lambda_would_refuse_is_refused_when_compiled(pattern, message):
+    with pytest.raises(FilterError, match=re.escape(message)):
+        compile_patterns([pattern], "sqs")
+
+
+def test_a_record_too_deep_to_filter_goes_to_the_function():
+    """Dropping it would count it as processed: the function gets it, and fails it if it must."""
+    sqs = compile_patterns([{"body": {"kind": ["view"]}}], "sqs")
+    assert sqs({"body": "[" * 100_000 + "]" * 100_000}) is True
+    assert sqs({"body": json.dumps({"kind": "other"})}) is False
 
 
 def test_filters_see_records_as_lambda_documents():
@@ -189,6 +225,63 @@ def test_filters_see_records_as_lambda_documents():
     kinesis = compile_patterns(['{"data": {"n": [{"numeric": [">", 1]}]}}'], "kinesis")
     encoded = base64.b64encode(json.dumps({"n": 2}).encode()).decode()
     assert kinesis({"kinesis": {"data": encoded}})
-    dynamodb = compile_patterns([{"eventName": ["INSERT"], "dynamodb": {"Keys": {"PK": {"S": [{"prefix": "URL#"}]}}}}], "dynamodb")
+    keys = {"Keys": {"PK": {"S": [{"prefix": "URL#"}]}}}
+    dynamodb = compile_patterns([{"eventName": ["INSERT"], "dynamodb": keys}], "dynamodb")
     assert dynamodb({"eventName": "INSERT", "dynamodb": {"Keys": {"PK": {"S": "URL#a"}}}})
     assert not dynamodb({"eventName": "MODIFY", "dynamodb": {"Keys": {"PK": {"S": "URL#a"}}}})
+
+
+# --- one model for check, invoke and the local stack ----------------------------------------------
+
+
+def test_read_service_keeps_the_file_as_written_and_lists_what_the_stack_cannot_run(tmp_path):
+    from lambda_kit.local.config import read_service
+
+    path = _write(tmp_path, """
+        service: ${self:custom.name}
+        custom: {name: shop}
+        provider: {name: aws, timeout: "${self:custom.timeout}"}
+        functions:
+          - worker:
+              handler: nodot
+              events:
+                - sqs: !GetAtt Jobs.Arn
+                - just-a-string
+          - api:
+              handler: api.handler
+              url: {invokeMode: BUFFERED}
+              events:
+                - httpApi: 'GET /orders/{id}'
+                - sns: orders
+                - cloudwatchLog: /aws/lambda/other
+        resources:
+          - Resources:
+              Jobs: {Type: AWS::SQS::Queue}
+          - Resources:
+              Table: {Type: AWS::DynamoDB::Table}
+            extensions:
+              WorkerLambdaFunction: {Properties: {Tags: []}}
+    """)
+    config = read_service(path)
+    assert config.service == "${self:custom.name}"  # as written: check quotes values the way the user wrote them
+    worker, api = config.functions["worker"], config.functions["api"]
+    assert worker.timeout is None  # a variable check cannot read
+    assert [(e.kind, e.spec) for e in worker.events] == [("sqs", {"arn": {"Fn::GetAtt": ["Jobs", "Arn"]}})]
+    assert [(e.kind, e.spec) for e in api.events] == [
+        ("httpApi", {"method": "GET", "path": "/orders/{id}"}),
+        ("sns", {"topicName": "orders"}),
+        ("cloudwatchLog", {"logGroup": "/aws/lambda/other"}),
+        ("url", {"invokeMode": "BUFFERED"}),
+    ]
+    assert set(config.resources) == {"Jobs", "Table"} and set(config.extensions) == {"WorkerLambdaFunction"}
+    assert config.resource_type(worker.events[0].spec["arn"]) == "AWS::SQS::Queue"
+    assert [s.name for s in config.sources_of(worker.events[0])] == ["sqs"]
+    assert config.problems == [
+        "serverless.yml: function 'worker' needs `handler: path/module.function` (got 'nodot')",
+        "serverless.yml: functions.worker: timeout and memorySize must be numbers",
+        "serverless.yml: functions.worker.events[1] must be a mapping with one key (sqs, stream, sns, httpApi ...)",
+        "serverless.yml: functions.api: timeout and memorySize must be numbers",
+    ]
+    with pytest.raises(ConfigError) as first:
+        load_service(path)
+    assert str(first.value) == "serverless.yml: function 'worker' needs `handler: path/module.function` (got 'nodot')"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,13 +26,32 @@ def _env() -> dict[str, str]:
     return env
 
 
-@pytest.mark.skipif(not (ROOT / "handlers" / "ingest.py").exists(), reason="the view-stats handlers are not there yet")
-def test_run_counts_every_unique_event_once(tmp_path):
+@pytest.mark.skipif(
+    not (ROOT / "handlers" / "ingest.py").exists(), reason="the view-stats handlers are not there yet"
+)
+@pytest.mark.parametrize("dynamodb", ["DynamoDB Local", "moto's"])
+def test_run_counts_every_unique_event_once(tmp_path, dynamodb):
+    """On DynamoDB Local, and on moto's DynamoDB (what `make run` serves without npm or Java)."""
     logs = tmp_path / "logs.jsonl"
-    command = [sys.executable, "-m", "lambda_kit.cli", "run", "--events", "60", "--articles", "6", "--logs", str(logs)]
-    done = subprocess.run(command, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=240)
+    command = [
+        sys.executable,
+        "-m",
+        "lambda_kit.cli",
+        "run",
+        "--events",
+        "60",
+        "--articles",
+        "6",
+        "--logs",
+        str(logs),
+    ]
+    env = _env()
+    if dynamodb == "moto's":
+        env["LAMBDA_KIT_DYNAMODB_LOCAL"] = "off"
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
+    assert f"  DynamoDB       {dynamodb}" in out
     assert "✓ counted == unique" in out
     assert "poison messages           2   ✓ 2 in views-dlq" in out
     assert "latency POST→counted" in out and "trace demo-7-" in out
@@ -40,6 +60,21 @@ def test_run_counts_every_unique_event_once(tmp_path):
     assert {"view-stats-dev-ingest", "view-stats-dev-counter", "view-stats-dev-aggregator"} <= functions
     # The poison messages failed in the counter with their trace id, each in an ERROR line.
     assert {line["trace_id"] for line in lines if line["level"] == "ERROR"} >= {"poison-7-1", "poison-7-2"}
+
+
+def test_make_run_needs_no_npm():
+    """Without npm, `make run` does not install node_modules (the stack then serves moto's DynamoDB)."""
+    make = shutil.which("make")
+    if make is None:
+        pytest.skip("needs make")
+    # as if node_modules were out of date; run as from a terminal, not as make test's sub-make
+    stale = [make, "--no-print-directory", "-n", "run", "-W", "package-lock.json"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k != "MFLAGS"}
+    with_npm = subprocess.run(stale, cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout
+    assert "npm ci" in with_npm and "lambda-kit run" in with_npm
+    env["PATH"] = "/nonexistent"  # no npm to be found
+    without = subprocess.run(stale, cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout
+    assert "npm" not in without and without.strip().endswith("lambda-kit run")
 
 
 SERVICE = """
@@ -69,7 +104,9 @@ def test_local_serves_until_interrupted(tmp_path):
     env["PYTHONPATH"] = str(ROOT)
     process, url = start_local(tmp_path, env)
     try:
-        request = urllib.request.Request(url + "/echo", data=b'{"a": 1}', method="POST", headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            url + "/echo", data=b'{"a": 1}', method="POST", headers={"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(request, timeout=10) as response:
             assert json.loads(response.read()) == {"echo": {"a": 1}}
         process.send_signal(signal.SIGINT)

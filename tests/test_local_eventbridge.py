@@ -55,9 +55,11 @@ def handler(detail, context):
 
 
 def put(stack, bus: str, detail: dict, detail_type: str = "Order Placed", source: str = "shop.orders") -> str:
-    response = stack.clients("events").put_events(Entries=[
-        {"Source": source, "DetailType": detail_type, "Detail": json.dumps(detail), "EventBusName": bus}
-    ])
+    response = stack.clients("events").put_events(
+        Entries=[
+            {"Source": source, "DetailType": detail_type, "Detail": json.dumps(detail), "EventBusName": bus}
+        ]
+    )
     assert response["FailedEntryCount"] == 0, response
     return response["Entries"][0]["EventId"]
 
@@ -80,7 +82,9 @@ def test_matching_events_reach_the_function_with_their_trace_id(tmp_path, aws_en
     assert {line["trace_id"] for line in lines if line.get("source") == "eventbridge"} == {"T-eb-local"}
 
 
-def test_a_failing_event_is_retried_then_kept_by_the_on_failure_destination(tmp_path, aws_endpoint, unique_name):
+def test_a_failing_event_is_retried_then_kept_by_the_on_failure_destination(
+    tmp_path, aws_endpoint, unique_name
+):
     bus = unique_name("orders")
     config = CONFIG.format(service=unique_name("eb-fail"), module="failing_rules", bus=bus)
     with toy_stack(tmp_path, config, {"failing_rules": RULES}, aws_endpoint.url) as stack:
@@ -110,7 +114,8 @@ def handler(event, context):
 def test_a_constant_input_replaces_the_event(tmp_path, aws_endpoint, unique_name):
     bus = unique_name("orders")
     config = CONFIG.format(service=unique_name("eb-input"), module="plain_rules", bus=bus).replace(
-        "          deadLetterQueueArn", "          input:\n            job: nightly\n          deadLetterQueueArn"
+        "          deadLetterQueueArn",
+        "          input:\n            job: nightly\n          deadLetterQueueArn",
     )
     with toy_stack(tmp_path, config, {"plain_rules": PLAIN}, aws_endpoint.url) as stack:
         put(stack, bus, {"total": 101})
@@ -122,7 +127,9 @@ def test_a_schedule_is_noted_not_run(tmp_path, aws_endpoint, unique_name):
     config = CONFIG.format(service=unique_name("eb-cron"), module="cron_rules", bus="default").replace(
         "          eventBus: default\n", "          schedule: rate(1 minute)\n"
     )
-    config = config[: config.index("          pattern:")] + config[config.index("          deadLetterQueueArn"):]
+    config = (
+        config[: config.index("          pattern:")] + config[config.index("          deadLetterQueueArn") :]
+    )
     with toy_stack(tmp_path, config, {"cron_rules": RULES}, aws_endpoint.url) as stack:
         assert stack.journal.events("event.unsupported", event_kind="eventBridge schedule")
         assert stack.relays == []

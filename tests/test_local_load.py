@@ -36,9 +36,16 @@ def _post(host: str, port: int, view: dict[str, str], trace_id: str) -> int | st
     """One POST on a new connection: the status, or the connection error's name."""
     connection = http.client.HTTPConnection(host, port, timeout=120)
     try:
-        connection.request("POST", "/views", body=json.dumps(view).encode(), headers={
-            "Content-Type": "application/json", "X-Trace-Id": trace_id, "Connection": "close",
-        })
+        connection.request(
+            "POST",
+            "/views",
+            body=json.dumps(view).encode(),
+            headers={
+                "Content-Type": "application/json",
+                "X-Trace-Id": trace_id,
+                "Connection": "close",
+            },
+        )
         response = connection.getresponse()
         response.read()
         return response.status
@@ -60,7 +67,9 @@ def _views(host: str, port: int, url: str) -> int:
         connection.close()
 
 
-@pytest.mark.skipif(not (ROOT / "handlers" / "ingest.py").exists(), reason="the view-stats handlers are not there yet")
+@pytest.mark.skipif(
+    not (ROOT / "handlers" / "ingest.py").exists(), reason="the view-stats handlers are not there yet"
+)
 def test_a_burst_of_64_clients_is_accepted_and_counted(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     process, url = start_local(ROOT, env, "--logs", str(tmp_path / "logs.jsonl"))
@@ -68,12 +77,18 @@ def test_a_burst_of_64_clients_is_accepted_and_counted(tmp_path):
         parts = urlsplit(url)
         host, port = parts.hostname or "127.0.0.1", int(parts.port or 80)
         when = datetime.now(UTC).replace(microsecond=0).isoformat()
-        views = [{"url": ARTICLES[n % len(ARTICLES)], "time": when, "clientId": f"load-{n:05d}"} for n in range(REQUESTS)]
+        views = [
+            {"url": ARTICLES[n % len(ARTICLES)], "time": when, "clientId": f"load-{n:05d}"}
+            for n in range(REQUESTS)
+        ]
         start = threading.Barrier(CLIENTS)
 
         def client(number: int) -> list[tuple[str, int | str]]:
             start.wait()  # the first 64 connections arrive together
-            return [(views[n]["url"], _post(host, port, views[n], f"load-{n:05d}")) for n in range(number, REQUESTS, CLIENTS)]
+            return [
+                (views[n]["url"], _post(host, port, views[n], f"load-{n:05d}"))
+                for n in range(number, REQUESTS, CLIENTS)
+            ]
 
         with ThreadPoolExecutor(max_workers=CLIENTS) as pool:
             outcomes = [outcome for batch in pool.map(client, range(CLIENTS)) for outcome in batch]

@@ -91,13 +91,21 @@ def test_an_object_write_invokes_the_function_with_its_decoded_key(tmp_path, aws
         wait_for(lambda: module_of(stack, "uploads").calls)
         assert stack.wait_drained(20)
         assert module_of(stack, "uploads").calls == [
-            (bucket, "incoming/red flower+1.jpg", 5, "ObjectCreated:Put", module_of(stack, "uploads").calls[0][4])
+            (
+                bucket,
+                "incoming/red flower+1.jpg",
+                5,
+                "ObjectCreated:Put",
+                module_of(stack, "uploads").calls[0][4],
+            )
         ]
         assert stack.journal.events("s3.test_event_dropped", function="uploads")  # S3 sends none to Lambda
         assert stack.dlq_counts()["UploadsDLQ"] == 0
 
 
-def test_a_failing_object_is_retried_then_kept_by_the_on_failure_destination(tmp_path, aws_endpoint, unique_name):
+def test_a_failing_object_is_retried_then_kept_by_the_on_failure_destination(
+    tmp_path, aws_endpoint, unique_name
+):
     stack_of, bucket, _ = started(tmp_path, aws_endpoint, unique_name, "s3-fail")
     with stack_of as stack:
         stack.clients("s3").put_object(Bucket=bucket, Key="incoming/bad file.csv", Body=b"a,b")
@@ -120,9 +128,13 @@ def test_notifications_through_a_queue_are_reported_per_message(tmp_path, aws_en
         assert stack.wait_drained(30)
         calls = module_of(stack, "queued").calls
         assert [call[1] for call in calls if call[1].endswith("ok one.txt")] == ["2024/ok one.txt"]
-        assert [call[1] for call in calls if call[1].endswith("bad one.txt")] == ["2024/bad one.txt"] * 2  # maxReceiveCount
+        assert [call[1] for call in calls if call[1].endswith("bad one.txt")] == [
+            "2024/bad one.txt"
+        ] * 2  # maxReceiveCount
         [dead] = stack.receive_all("ArchiveDLQ")
-        assert unquote_plus(json.loads(dead["Body"])["Records"][0]["s3"]["object"]["key"]) == "2024/bad one.txt"
+        assert (
+            unquote_plus(json.loads(dead["Body"])["Records"][0]["s3"]["object"]["key"]) == "2024/bad one.txt"
+        )
         assert {call[4] for call in calls if "bad" in call[1]} == {dead["MessageId"]}  # reported by messageId
     lines = [json.loads(line) for line in (tmp_path / "logs.jsonl").read_text().splitlines()]
     [skipped] = [line for line in lines if line["message"] == "skipped an S3 test event"]

@@ -68,7 +68,9 @@ def test_sns_delivers_with_the_trace_id(tmp_path, aws_endpoint, unique_name):
 
 
 def test_sns_retries_then_the_on_failure_destination(tmp_path, aws_endpoint, unique_name):
-    config = CONFIG.format(service=unique_name("sns-fail"), module="failing_listener", retries=2, failure=ON_FAILURE)
+    config = CONFIG.format(
+        service=unique_name("sns-fail"), module="failing_listener", retries=2, failure=ON_FAILURE
+    )
     with toy_stack(tmp_path, config, {"failing_listener": LISTENER}, aws_endpoint.url) as stack:
         _publish(stack, {"fail": True}, trace_id="T-sns-2")
         wait_for(lambda: stack.journal.events("async.failed"))
@@ -87,7 +89,9 @@ def test_sns_retries_then_the_on_failure_destination(tmp_path, aws_endpoint, uni
 
 def test_sns_without_retries_goes_to_the_function_dlq(tmp_path, aws_endpoint, unique_name):
     dead_letter = "onError: !GetAtt ListenerDLQ.Arn"
-    config = CONFIG.format(service=unique_name("sns-dlq"), module="dlq_listener", retries=0, failure=dead_letter)
+    config = CONFIG.format(
+        service=unique_name("sns-dlq"), module="dlq_listener", retries=0, failure=dead_letter
+    )
     with toy_stack(tmp_path, config, {"dlq_listener": LISTENER}, aws_endpoint.url) as stack:
         _publish(stack, {"fail": True})
         wait_for(lambda: stack.journal.events("async.failed"))

@@ -62,15 +62,26 @@ def _config(service: str, module: str, batch_size: int = 10, window: float = 0, 
     return CONFIG.format(service=service, module=module, batch_size=batch_size, window=window, extra=extra)
 
 
+def _stack(tmp_path, aws_endpoint, service, module, code, **config):
+    """A toy stack of one worker ``module`` (its ``code``) on the session's endpoint."""
+    return toy_stack(tmp_path, _config(service, module, **config), {module: code}, aws_endpoint.url)
+
+
 def _send(stack, bodies):
     sqs = stack.clients("sqs")
     for body in bodies:
-        sqs.send_message(QueueUrl=stack.queue_url("Jobs"), MessageBody=body if isinstance(body, str) else json.dumps(body))
+        sqs.send_message(
+            QueueUrl=stack.queue_url("Jobs"), MessageBody=body if isinstance(body, str) else json.dumps(body)
+        )
 
 
-def test_partial_batch_failure_deletes_only_successes_and_redrives_the_failure(tmp_path, aws_endpoint, unique_name):
+def test_partial_batch_failure_deletes_only_successes_and_redrives_the_failure(
+    tmp_path, aws_endpoint, unique_name
+):
     service = unique_name("sqs-partial")
-    with toy_stack(tmp_path, _config(service, "partial_worker", batch_size=10, window=0.5), {"partial_worker": DECORATED}, aws_endpoint.url) as stack:
+    with _stack(
+        tmp_path, aws_endpoint, service, "partial_worker", DECORATED, batch_size=10, window=0.5
+    ) as stack:
         _send(stack, [{"n": n, "bad": n == 3} for n in range(6)])
         assert stack.wait_drained(20)
         seen = Counter(n for n, _ in module_of(stack, "worker").seen)
@@ -87,7 +98,7 @@ def test_partial_batch_failure_deletes_only_successes_and_redrives_the_failure(t
 
 def test_redrive_happens_after_max_receive_count(tmp_path, aws_endpoint, unique_name):
     service = unique_name("sqs-redrive")
-    with toy_stack(tmp_path, _config(service, "redrive_worker"), {"redrive_worker": DECORATED}, aws_endpoint.url) as stack:
+    with _stack(tmp_path, aws_endpoint, service, "redrive_worker", DECORATED) as stack:
         _send(stack, [{"n": 1, "bad": True}])
         assert stack.wait_drained(20)
         receive_counts = [count for n, count in module_of(stack, "worker").seen if n == 1]
@@ -109,7 +120,9 @@ def handler(event, context):
 
 def test_a_raised_exception_fails_the_whole_batch(tmp_path, aws_endpoint, unique_name):
     service = unique_name("sqs-crash")
-    with toy_stack(tmp_path, _config(service, "crash_worker", batch_size=10, window=0.5), {"crash_worker": WHOLE_BATCH}, aws_endpoint.url) as stack:
+    with _stack(
+        tmp_path, aws_endpoint, service, "crash_worker", WHOLE_BATCH, batch_size=10, window=0.5
+    ) as stack:
         _send(stack, ["a", "b", "c"])
         assert stack.wait_drained(20)
         calls = module_of(stack, "worker").calls
@@ -128,7 +141,7 @@ def handler(event, context):
 
 def test_a_malformed_batch_response_fails_the_whole_batch(tmp_path, aws_endpoint, unique_name):
     service = unique_name("sqs-malformed")
-    with toy_stack(tmp_path, _config(service, "malformed_worker"), {"malformed_worker": MALFORMED}, aws_endpoint.url) as stack:
+    with _stack(tmp_path, aws_endpoint, service, "malformed_worker", MALFORMED) as stack:
         _send(stack, ["x"])
         assert stack.wait_drained(20)
         assert stack.dlq_counts() == {"JobsDLQ": 1}
@@ -137,17 +150,19 @@ def test_a_malformed_batch_response_fails_the_whole_batch(tmp_path, aws_endpoint
 
 def test_batching_window_gathers_one_batch(tmp_path, aws_endpoint, unique_name):
     service = unique_name("sqs-window")
-    with toy_stack(tmp_path, _config(service, "window_worker", batch_size=5, window=2), {"window_worker": DECORATED}, aws_endpoint.url) as stack:
+    with _stack(tmp_path, aws_endpoint, service, "window_worker", DECORATED, batch_size=5, window=2) as stack:
         _send(stack, [{"n": n} for n in range(5)])
         wait_for(lambda: len(module_of(stack, "worker").seen) == 5)
         assert module_of(stack, "worker").batches == [5]
 
 
 @pytest.mark.parametrize("pattern, delivered", [('[{"body": {"kind": ["view"]}}]', [1])])
-def test_filter_patterns_drop_messages_before_the_function(tmp_path, aws_endpoint, unique_name, pattern, delivered):
+def test_filter_patterns_drop_messages_before_the_function(
+    tmp_path, aws_endpoint, unique_name, pattern, delivered
+):
     service = unique_name("sqs-filter")
     extra = f"filterPatterns: {pattern}"
-    with toy_stack(tmp_path, _config(service, "filter_worker", extra=extra), {"filter_worker": DECORATED}, aws_endpoint.url) as stack:
+    with _stack(tmp_path, aws_endpoint, service, "filter_worker", DECORATED, extra=extra) as stack:
         _send(stack, [{"n": 1, "kind": "view"}, {"n": 2, "kind": "click"}])
         assert stack.wait_drained(20)
         assert [n for n, _ in module_of(stack, "worker").seen] == delivered
@@ -168,7 +183,9 @@ def test_an_invocation_hook_can_crash_after_the_work_is_done(tmp_path, aws_endpo
 
     service = unique_name("sqs-hook")
     config = _config(service, "hook_worker", batch_size=10, window=0.5)
-    with toy_stack(tmp_path, config, {"hook_worker": DECORATED}, aws_endpoint.url, hooks=[crash_once_after]) as stack:
+    with toy_stack(
+        tmp_path, config, {"hook_worker": DECORATED}, aws_endpoint.url, hooks=[crash_once_after]
+    ) as stack:
         _send(stack, [{"n": 1}, {"n": 2}])
         assert stack.wait_drained(20)
         seen = Counter(n for n, _ in module_of(stack, "worker").seen)

@@ -74,7 +74,15 @@ def handler(change, context):
 
 
 def _config(service, module, batch_size=10, window=0.5, retries=-1, bisect="false", extra=""):
-    return TABLE_CONFIG.format(service=service, module=module, batch_size=batch_size, window=window, retries=retries, bisect=bisect, extra=extra)
+    return TABLE_CONFIG.format(
+        service=service,
+        module=module,
+        batch_size=batch_size,
+        window=window,
+        retries=retries,
+        bisect=bisect,
+        extra=extra,
+    )
 
 
 def _table(stack):
@@ -84,13 +92,18 @@ def _table(stack):
 def _put(stack, *keys, **attributes):
     dynamodb = stack.clients("dynamodb")
     for key in keys:
-        item = {"PK": {"S": key}, **{k: {"S": str(v)} if not isinstance(v, dict) else v for k, v in attributes.items()}}
+        item = {
+            "PK": {"S": key},
+            **{k: {"S": str(v)} if not isinstance(v, dict) else v for k, v in attributes.items()},
+        }
         dynamodb.put_item(TableName=_table(stack), Item=item)
 
 
 def test_dynamodb_stream_checkpoints_at_the_first_failure(tmp_path, aws_endpoint, unique_name):
     service = unique_name("ddb-checkpoint")
-    with toy_stack(tmp_path, _config(service, "ckpt_watcher", window=1), {"ckpt_watcher": RECORDER}, aws_endpoint.url) as stack:
+    with toy_stack(
+        tmp_path, _config(service, "ckpt_watcher", window=1), {"ckpt_watcher": RECORDER}, aws_endpoint.url
+    ) as stack:
         _put(stack, "a", "b", "fail-once-c", "d")
         wait_for(lambda: ("INSERT", "d") in module_of(stack, "watcher").seen)
         assert stack.wait_drained(20)
@@ -100,9 +113,16 @@ def test_dynamodb_stream_checkpoints_at_the_first_failure(tmp_path, aws_endpoint
         assert stack.dlq_counts() == {"WatcherDLQ": 0}
 
 
-def test_retries_exhausted_go_to_the_on_failure_destination_and_the_shard_moves_on(tmp_path, aws_endpoint, unique_name):
+def test_retries_exhausted_go_to_the_on_failure_destination_and_the_shard_moves_on(
+    tmp_path, aws_endpoint, unique_name
+):
     service = unique_name("ddb-retries")
-    with toy_stack(tmp_path, _config(service, "retry_watcher", batch_size=1, window=0, retries=2), {"retry_watcher": RECORDER}, aws_endpoint.url) as stack:
+    with toy_stack(
+        tmp_path,
+        _config(service, "retry_watcher", batch_size=1, window=0, retries=2),
+        {"retry_watcher": RECORDER},
+        aws_endpoint.url,
+    ) as stack:
         _put(stack, "always-fail-x")
         _put(stack, "after")
         wait_for(lambda: ("INSERT", "after") in module_of(stack, "watcher").seen)
@@ -156,7 +176,12 @@ def test_filter_patterns_on_dynamodb_records(tmp_path, aws_endpoint, unique_name
                 NewImage:
                   kind:
                     S: [{anything-but: [skip, ignore]}]"""
-    with toy_stack(tmp_path, _config(service, "filter_watcher", extra=extra), {"filter_watcher": RECORDER}, aws_endpoint.url) as stack:
+    with toy_stack(
+        tmp_path,
+        _config(service, "filter_watcher", extra=extra),
+        {"filter_watcher": RECORDER},
+        aws_endpoint.url,
+    ) as stack:
         _put(stack, "VIEW#1", kind="skip")  # first pattern
         _put(stack, "OTHER#1", kind="skip")  # neither
         _put(stack, "OTHER#2", kind="keep")  # second pattern
@@ -167,10 +192,14 @@ def test_filter_patterns_on_dynamodb_records(tmp_path, aws_endpoint, unique_name
 
 def test_an_update_that_creates_an_item_is_one_insert(tmp_path, aws_endpoint, unique_name):
     service = unique_name("ddb-upsert")
-    with toy_stack(tmp_path, _config(service, "upsert_watcher"), {"upsert_watcher": RECORDER}, aws_endpoint.url) as stack:
+    with toy_stack(
+        tmp_path, _config(service, "upsert_watcher"), {"upsert_watcher": RECORDER}, aws_endpoint.url
+    ) as stack:
         stack.clients("dynamodb").update_item(
-            TableName=_table(stack), Key={"PK": {"S": "counter"}},
-            UpdateExpression="ADD n :one", ExpressionAttributeValues={":one": {"N": "1"}},
+            TableName=_table(stack),
+            Key={"PK": {"S": "counter"}},
+            UpdateExpression="ADD n :one",
+            ExpressionAttributeValues={":one": {"N": "1"}},
         )
         _put(stack, "marker")
         assert stack.wait_drained(20)
@@ -181,7 +210,9 @@ def test_an_update_that_creates_an_item_is_one_insert(tmp_path, aws_endpoint, un
 
 def test_ttl_expiry_appears_as_a_remove_by_the_dynamodb_service(tmp_path, aws_endpoint, unique_name):
     service = unique_name("ddb-ttl")
-    with toy_stack(tmp_path, _config(service, "ttl_watcher"), {"ttl_watcher": RECORDER}, aws_endpoint.url) as stack:
+    with toy_stack(
+        tmp_path, _config(service, "ttl_watcher"), {"ttl_watcher": RECORDER}, aws_endpoint.url
+    ) as stack:
         now = int(time.time())
         _put(stack, "expired", ttl={"N": str(now - 60)})
         _put(stack, "fresh", ttl={"N": str(now + 3600)})
@@ -247,7 +278,11 @@ def test_kinesis_checkpoints_at_the_first_failure_then_discards_it(tmp_path, aws
     with toy_stack(tmp_path, config, {"kinesis_reader": KINESIS_READER}, aws_endpoint.url) as stack:
         kinesis = stack.clients("kinesis")
         for n in range(4):
-            kinesis.put_record(StreamName=stack.resources.by_id["Clicks"].attributes["Ref"], Data=json.dumps({"n": n}).encode(), PartitionKey="p")
+            kinesis.put_record(
+                StreamName=stack.resources.by_id["Clicks"].attributes["Ref"],
+                Data=json.dumps({"n": n}).encode(),
+                PartitionKey="p",
+            )
         wait_for(lambda: stack.journal.events("stream.discarded"))
         assert stack.wait_drained(20)
         # 0 and 1 once; 2 on the first try and on one retry from the checkpoint (the decorator
@@ -281,16 +316,30 @@ def test_concurrent_puts_on_a_kinesis_stream_are_all_kept(aws_endpoint, unique_n
     kinesis = boto3.client("kinesis", endpoint_url=aws_endpoint.url, region_name="us-east-1")
     stream = unique_name("racing")
     kinesis.create_stream(StreamName=stream, ShardCount=1)
-    wait_for(lambda: kinesis.describe_stream_summary(StreamName=stream)["StreamDescriptionSummary"]["StreamStatus"] == "ACTIVE")
+    wait_for(
+        lambda: (
+            kinesis.describe_stream_summary(StreamName=stream)["StreamDescriptionSummary"]["StreamStatus"]
+            == "ACTIVE"
+        )
+    )
 
     def produce(producer: int) -> list[str]:
         client = boto3.client("kinesis", endpoint_url=aws_endpoint.url, region_name="us-east-1")
-        return [client.put_record(StreamName=stream, Data=f"{producer}-{n}".encode(), PartitionKey="k")["SequenceNumber"] for n in range(10)]
+        return [
+            client.put_record(StreamName=stream, Data=f"{producer}-{n}".encode(), PartitionKey="k")[
+                "SequenceNumber"
+            ]
+            for n in range(10)
+        ]
 
     with ThreadPoolExecutor(8) as pool:
         sequences = [s for produced in pool.map(produce, range(8)) for s in produced]
     shard = kinesis.list_shards(StreamName=stream)["Shards"][0]["ShardId"]
-    iterator = kinesis.get_shard_iterator(StreamName=stream, ShardId=shard, ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+    iterator = kinesis.get_shard_iterator(StreamName=stream, ShardId=shard, ShardIteratorType="TRIM_HORIZON")[
+        "ShardIterator"
+    ]
     page = kinesis.get_records(ShardIterator=iterator, Limit=1000)
     assert len(set(sequences)) == 80
-    assert sorted(r["Data"] for r in page["Records"]) == sorted(f"{p}-{n}".encode() for p in range(8) for n in range(10))
+    assert sorted(r["Data"] for r in page["Records"]) == sorted(
+        f"{p}-{n}".encode() for p in range(8) for n in range(10)
+    )

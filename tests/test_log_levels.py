@@ -25,7 +25,7 @@ _names = itertools.count()
 @pytest.fixture
 def fresh_logger():
     """A logger no test has made yet; lambda_kit's level restored after."""
-    saved = log._threshold
+    saved = log.threshold()
     yield get_logger(f"levels.{next(_names)}")
     log.set_level(saved)
 
@@ -49,7 +49,7 @@ def test_the_level_comes_from_the_environment(environment, level, monkeypatch):
         monkeypatch.delenv(name, raising=False)
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
-    assert log._level_from_env() == level
+    assert log.level_from_environment() == level
 
 
 def test_set_level_drops_lower_lines_and_sets_every_logger(fresh_logger):
@@ -69,7 +69,7 @@ def test_set_level_drops_lower_lines_and_sets_every_logger(fresh_logger):
 def test_get_logger_writes_one_json_line_per_call_and_nothing_to_the_root(fresh_logger):
     again = get_logger(fresh_logger.name)  # the same logger, not a second handler
     assert again is fresh_logger and not fresh_logger.propagate
-    assert fresh_logger.level == log._threshold
+    assert fresh_logger.level == log.threshold()
 
     def fn(payload: Any, context: Any) -> None:
         fresh_logger.info("hello", extra={"n": 2})
@@ -92,10 +92,11 @@ def test_the_function_name_is_known_while_an_invocation_runs():
     assert seen == ["levels-fn"]
 
 
-def test_a_cut_value_says_how_much_went():
-    assert log.clean("x" * 8_200) == "x" * 8_192 + "...[truncated 8 chars]"
+def test_a_cut_value_says_how_much_went_and_fits_the_limit():
+    assert log.clean("x" * 8_200) == "x" * 8_152 + "...[truncated 48 chars]"
     assert log.clean("x" * 8_192) == "x" * 8_192  # at the limit: whole
-    assert log.cut("abcdef", 2) == "ab...[truncated 4 chars]"
+    assert log.cut("abcdef" * 20, 42) == "ab...[truncated 118 chars]"
+    assert log.clean(log.clean("x" * 9_000)) == log.clean("x" * 9_000)  # cutting again changes nothing
 
 
 def test_a_line_too_long_is_cut_field_by_field_from_the_original_text():
@@ -106,7 +107,7 @@ def test_a_line_too_long_is_cut_field_by_field_from_the_original_text():
 
     [line] = [line for line in lines_of(fn) if line["message"] == "wide"]
     # 40 fields of 8,000: cut to 16 KiB, 4 KiB, then 1 KiB each, the first budget at which the line fits
-    assert all(line[key] == "z" * 1_024 + "...[truncated 6976 chars]" for key in fields)
+    assert all(line[key] == "z" * 984 + "...[truncated 7016 chars]" for key in fields)
     assert len(json.dumps(line, separators=(",", ":"))) <= log.MAX_LINE_CHARS
 
 
@@ -121,7 +122,8 @@ def emitted(fields: dict[str, Any], level: str = "INFO", message: str = "fit", t
 
 def cut_json(value: Any, budget: int) -> str:
     text = json.dumps(value, separators=(",", ":"))
-    return f"{text[:budget]}...[truncated {len(text) - budget} chars]"
+    kept = budget - 40
+    return f"{text[:kept]}...[truncated {len(text) - kept} chars]"
 
 
 def test_a_field_exactly_at_the_budget_is_kept_whole():
@@ -136,7 +138,7 @@ def test_a_line_that_fits_to_the_byte_is_not_cut_further():
     bigs = {name: [1] * 30_000 for name in ("a", "b", "c")}  # each cut to 16 KiB: the line then fits
 
     def line_with(pad: int) -> str:
-        return emitted({**bigs, "pad": "p" * 8_000, "more": "q" * pad})
+        return emitted({**bigs, "pad": "p" * 8_000, "pad2": "r" * 300, "more": "q" * pad})
 
     pad = 100 + log.MAX_LINE_CHARS - len(line_with(100))
     assert pad <= log.MAX_VALUE_CHARS  # a value clean() leaves whole
@@ -153,8 +155,8 @@ def test_a_line_of_too_many_fields_keeps_its_own_keys_cut_to_1_kib_and_counts_th
     line = json.loads(emitted(fields, level="L" * 1_025, message="m" * 2_000, trace_id="t" * 1_024))
     assert line.pop("timestamp").endswith("Z")
     assert line == {
-        "level": "L" * 1_024 + "...[truncated 1 chars]",  # never cut by budget, cut here
-        "message": "m" * 256 + "...[truncated 1744 chars]",  # cut with the fields, at the last budget
+        "level": "L" * 984 + "...[truncated 41 chars]",  # each base field cut to 1 KiB
+        "message": "m" * 984 + "...[truncated 1016 chars]",
         "function_name": log.current_function_name(),
         "request_id": None,
         "trace_id": "t" * 1_024,  # 1 KiB exactly: whole
@@ -171,7 +173,7 @@ def test_a_line_of_exactly_64_kib_is_written_whole_and_a_short_one_as_the_codec_
     text = line_with(pad)
     assert len(text) == log.MAX_LINE_CHARS
     assert json.loads(text)["list"] == [1] * 10_000  # nothing cut, though the list is over the first budget
-    assert log.encode({"a": 1, "b": "x"}) == '{"a":1,"b":"x"}\n'
+    assert emitted({"a": 1, "b": "x"}).endswith(',"a":1,"b":"x"}')
 
 
 def test_without_a_function_name_in_the_context_the_lines_take_lambdas_variable(monkeypatch):
@@ -186,12 +188,15 @@ def test_flush_flushes_standard_output_and_leaves_a_sink_alone(monkeypatch):
     """The loop's last step (Lambda may freeze the process once the handler returns)."""
     flushed: list[str] = []
     monkeypatch.setattr(sys, "stdout", SimpleNamespace(flush=lambda: flushed.append("stdout")))
-    monkeypatch.setattr(log, "_sink", None)
-    log.flush()
-    assert flushed == ["stdout"]
-    monkeypatch.setattr(log, "_sink", flushed.append)
-    log.flush()
-    assert flushed == ["stdout"]
+    saved = log.set_sink(None)
+    try:
+        log.flush()
+        assert flushed == ["stdout"]
+        log.set_sink(flushed.append)
+        log.flush()
+        assert flushed == ["stdout"]
+    finally:
+        log.set_sink(saved)
 
 
 def wrapped(levels: int, wrap: Any, inner: Any = 1) -> Any:

@@ -1,7 +1,7 @@
-"""``get_logger``'s short path: with lambda_kit's handler alone on the logger, a line is written with
-no ``LogRecord``; the same line as the standard path's, and every ``logging`` knob still honoured
-(handlers, filters, levels, ``propagate``, ``logging.disable``, a record factory), each of which
-sends the line down the standard path.
+"""``get_logger``'s direct path: with lambda_kit's handler alone on the logger, a line is written
+with no ``LogRecord``; the same line as the standard path's, and every ``logging`` knob still
+honoured (handlers, filters, levels, ``propagate``, ``logging.disable``, a record factory, a logger
+class of one's own), each of which sends the line down the standard path.
 
 Each test makes its own logger (a logger made at import would hide ``get_logger`` from the tests).
 """
@@ -37,8 +37,8 @@ class Collect(logging.Handler):
 
 
 @pytest.fixture
-def logger() -> logging.Logger:
-    """A fresh logger."""
+def logger() -> logging.LoggerAdapter:
+    """A fresh logger (``get_logger``'s adapter over a fresh standard logger)."""
     return get_logger(f"short.{next(_names)}")
 
 
@@ -53,17 +53,17 @@ def without_pytest_handlers() -> None:
 
 
 @pytest.fixture
-def records_made(logger: logging.Logger, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def records_made(logger: logging.LoggerAdapter, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The names of the ``LogRecord``s ``logger`` makes (the standard path makes one per line)."""
     made: list[str] = []
-    standard = logger.makeRecord
+    standard = logger.logger.makeRecord
 
     def counting(*args: Any, **kwargs: Any) -> logging.LogRecord:
         record = standard(*args, **kwargs)
         made.append(record.name)
         return record
 
-    monkeypatch.setattr(logger, "makeRecord", counting)
+    monkeypatch.setattr(logger.logger, "makeRecord", counting)
     return made
 
 
@@ -78,6 +78,7 @@ def lines_in_handler(write: Any) -> list[dict[str, Any]]:
     for line in lines:
         assert line.pop("timestamp").endswith("Z")
         assert line.pop("request_id")  # each invocation's own
+        assert line.pop("record_id")  # each event's own
     return lines
 
 
@@ -241,7 +242,7 @@ def test_a_logger_of_another_class_keeps_its_class_and_writes_the_same_lines():
     finally:
         logging.Logger.manager.setLoggerClass(logging.Logger)
     mine = get_logger(name)
-    assert type(mine) is Mine
+    assert type(mine.logger) is Mine and mine.logger is logging.getLogger(name)
     (line,) = lines_in_handler(lambda: mine.info("mine", extra={"k": 1}))
     assert (line["message"], line["k"], line["logger"], line["trace_id"]) == ("mine", 1, name, "t-short")
 
@@ -266,8 +267,9 @@ class Field(enum.Enum):
 
 LONG = "m" * 9_000  # over MAX_VALUE_CHARS
 EDGE = "e" * log.MAX_VALUE_CHARS  # exactly at it: not cut
-LONG_CUT = "m" * log.MAX_VALUE_CHARS + "...[truncated 808 chars]"
-LONG_KEY = "k" * 9_000  # a key is never cut
+LONG_CUT = "m" * 8_152 + "...[truncated 848 chars]"
+LONG_KEY = "k" * 9_000  # a key is cut as a value is
+LONG_KEY_CUT = "k" * 8_152 + "...[truncated 848 chars]"
 
 
 def shapes(logger: logging.Logger) -> Exception:
@@ -325,7 +327,7 @@ def test_every_shape_of_line_takes_the_short_path_and_writes_the_standard_line(c
     assert short[1] == {**base, "message": EDGE}
     assert by_message["strings"] == {**base, "message": "strings", "edge": EDGE, "long": LONG_CUT, "short": "s"}
     assert by_message["ints"] == {**base, "message": "ints", "small": 3, "top": 2**64 - 1, "bottom": -(2**63),
-                                  "above": 2**64, "below": -(2**63) - 1, "huge": str(10**400), "yes": True,
+                                  "above": 2**64, "below": -(2**63) - 1, "huge": 10**400, "yes": True,
                                   "no": False, "none": None}
     assert by_message["floats"] == {**base, "message": "floats", "half": 1.5, "tiny": 1e-7, "nan": None, "inf": None}
     assert by_message["containers"] == {**base, "message": "containers", "dict": {"token": "***", "n": [1, 2]},
@@ -333,15 +335,15 @@ def test_every_shape_of_line_takes_the_short_path_and_writes_the_standard_line(c
     for message in ("secrets", "secrets again"):
         assert {key: value for key, value in by_message[message].items() if key not in base} == {
             "message": message, "password": "***", "plain": "visible",
-            **({"X-Api-Key": "***", "client_secret": "***"} if message == "secrets" else {})}
+            **({"X-Api-Key": "***", "client_secret": None} if message == "secrets" else {})}  # None hides nothing
     assert ordered([by_message["keys"]]) == ordered([{
         "level": "INFO", "message": "keys", "function_name": "short-fn", "trace_id": "t-short", "logger": logger.name,
         "1": "int", "2.5": "float", "null": "none", "false": "bool", "(1, 2)": "tuple", "api_token": "***",
-        "extra_message": "by its value", LONG_KEY: "long key"}])
+        "extra_message": "by its value", LONG_KEY_CUT: "long key"}])
     assert by_message["renamed"] == {**base, "message": "renamed", "extra_logger": 2,
                                      "extra_level": 3, "extra_timestamp": 4, "extra_function_name": 5,
                                      "extra_request_id": 6, "extra_trace_id": 7}
-    assert [line["message"] for line in short[10:14]] == ["a and 3", "/a", "{}", LONG_CUT.replace("808", "809")]
+    assert [line["message"] for line in short[10:14]] == ["a and 3", "/a", "{}", LONG_CUT.replace("848", "849")]
 
     (exc,) = caught
     errors = short[14:]
@@ -356,9 +358,8 @@ def test_every_shape_of_line_takes_the_short_path_and_writes_the_standard_line(c
         "traceback": "".join(traceback.format_exception(Unprintable()))}
 
 
-def known_keys(logger: logging.Logger) -> None:
-    """Lines whose extra keys the short path has seen before (written as they are when no value
-    needs a step), each with a value that does need one, and the same keys in another order."""
+def extra_values(logger: logging.Logger) -> None:
+    """Lines of the same extra keys, each with a value of another kind, and the keys in another order."""
     logger.info("teach", extra={"k": "v", "n": 1})
     logger.info("as they are", extra={"k": "v", "n": 2**64 - 1})
     logger.info("in another order", extra={"n": -(2**63), "k": None})
@@ -385,12 +386,12 @@ class Flag(enum.IntEnum):
 
 
 @pytest.mark.parametrize("codec_name", CODECS)
-def test_known_extra_keys_go_in_as_they_are_unless_a_value_needs_a_step(codec_name, logger, records_made):
+def test_extra_values_of_every_kind_are_written_alike_on_both_paths(codec_name, logger, records_made):
     with using_codec(codec_name):
-        short = lines_in_handler(lambda: known_keys(logger))
+        short = lines_in_handler(lambda: extra_values(logger))
         assert records_made == []
         logger.addFilter(lambda record: True)
-        standard = lines_in_handler(lambda: known_keys(logger))
+        standard = lines_in_handler(lambda: extra_values(logger))
     assert len(records_made) == len(short) == 16
     assert ordered(short) == ordered(standard)
     values = {line["message"]: (line["k"], line["n"]) for line in short}
@@ -402,7 +403,7 @@ def test_known_extra_keys_go_in_as_they_are_unless_a_value_needs_a_step(codec_na
     assert values["a long line of short values"] == ("x" * 5_000, "y" * 5_000)
     assert values["above 64 bits"] == ("v", 2**64)
     assert values["below 64 bits"] == ("v", -(2**63) - 1)
-    assert values["huge"] == ("v", str(10**400))
+    assert values["huge"] == ("v", 10**400)
     assert values["a float"] == ("v", 1e-7)
     assert values["a nested secret"] == ({"password": "***"}, 1)
     assert values["a subclass"] == ("v", 1)
@@ -410,7 +411,7 @@ def test_known_extra_keys_go_in_as_they_are_unless_a_value_needs_a_step(codec_na
     assert short[-1]["error_type"] == "ValueError"
 
 
-def test_a_known_key_is_never_a_secret_or_a_renamed_one(logger, records_made):
+def test_secret_and_renamed_extra_keys_stay_so_on_every_line(logger, records_made):
     lines = lines_in_handler(lambda: [logger.info(str(n), extra=extra) for n, extra in enumerate((
         {"password": "p", "logger": "mine", "trace_id": "mine"}, {"password": "p", "logger": "mine", "trace_id": "mine"}))])
     assert records_made == []
@@ -420,7 +421,7 @@ def test_a_known_key_is_never_a_secret_or_a_renamed_one(logger, records_made):
 
 
 @pytest.mark.parametrize("codec_name", CODECS)
-def test_a_known_keys_line_break_is_escaped_as_written(codec_name, logger, records_made):
+def test_a_unicode_line_break_in_an_extra_is_escaped(codec_name, logger, records_made):
     without_pytest_handlers()
     with using_codec(codec_name), captured() as out:
         logger.info("teach", extra={"k": "v"})
@@ -475,7 +476,6 @@ TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 
 def test_a_records_tracer_keys_go_on_the_short_paths_lines_and_only_that_records(logger, records_made, monkeypatch):
-    monkeypatch.setattr(log, "_record_keys", False)  # as in a process that never saw a tracer's record
     event = sqs_event({"n": 1}, {"n": 2}, trace_id=["t-traced", "t-plain"])
     event["Records"][0]["messageAttributes"]["traceparent"] = {"stringValue": TRACEPARENT, "dataType": "String"}
 
@@ -488,27 +488,30 @@ def test_a_records_tracer_keys_go_on_the_short_paths_lines_and_only_that_records
 
     short = run()
     assert records_made == []
+    for line in short:
+        assert line.pop("timestamp").endswith("Z")
+        line.pop("request_id")
     logger.addFilter(lambda record: True)
     standard = run()
     assert len(records_made) == 2
-    for lines in (short, standard):
-        for line in lines:
-            assert line.pop("timestamp").endswith("Z")
-            line.pop("request_id")
+    for line in standard:
+        assert line.pop("timestamp").endswith("Z")
+        line.pop("request_id")
     assert ordered(short) == ordered(standard)
     keys = {"otelTraceID": "0af7651916cd43dd8448eb211c80319c", "otelSpanID": "b7ad6b7169203331",
             "dd.trace_id": str(0x8448EB211C80319C), "dd.span_id": str(0xB7AD6B7169203331),
             "xray_trace_id": "1-0af76519-16cd43dd8448eb211c80319c"}
+    first, second = (raw["messageId"] for raw in event["Records"])
     assert ordered(short) == ordered([
         {"level": "INFO", "message": "n", "function_name": "keys-fn", "trace_id": "t-traced", **keys,
-         "logger": logger.name, "n": 1},
-        {"level": "INFO", "message": "n", "function_name": "keys-fn", "trace_id": "t-plain", "logger": logger.name,
-         "n": 2},
+         "record_id": first, "logger": logger.name, "n": 1},
+        {"level": "INFO", "message": "n", "function_name": "keys-fn", "trace_id": "t-plain", "record_id": second,
+         "logger": logger.name, "n": 2},
     ])
 
 
 class Clock:
-    """``lambda_kit.log``'s ``time`` module with the clock set by the test."""
+    """``lambda_kit.log.line``'s ``time`` module with the clock set by the test."""
 
     def __init__(self) -> None:
         self.now = 0.0
@@ -521,7 +524,7 @@ class Clock:
 
 def test_timestamps_are_the_clocks_utc_time_to_the_millisecond(logger, records_made, monkeypatch):
     clock = Clock()
-    monkeypatch.setattr(log, "time", clock)
+    monkeypatch.setattr(log.line, "time", clock)
     stamps = []
 
     def write(now: float) -> None:
@@ -538,7 +541,7 @@ def test_timestamps_are_the_clocks_utc_time_to_the_millisecond(logger, records_m
     assert records_made == []
     assert stamps == [stamp for stamp in ("2023-11-14T22:13:20.000Z", "2023-11-14T22:13:20.555Z",
                                           "2023-11-14T22:13:20.999Z", "2023-11-14T22:13:21.250Z",
-                                          "2023-11-14T22:13:21.000Z") for _ in range(2)]
+                                          "2023-11-14T22:13:21.001Z") for _ in range(2)]  # 1.001 s on: the millisecond it rounds to
     clock.now = second + 2.5555  # the loop's record lines, in a second a line before them started
     with captured() as out:
         logger.info("first in its second")
@@ -546,26 +549,29 @@ def test_timestamps_are_the_clocks_utc_time_to_the_millisecond(logger, records_m
     assert [json.loads(text)["timestamp"] for text in out] == ["2023-11-14T22:13:22.555Z"] * 3
 
 
-# --- found by mutation testing (make mutate MODULE=lambda_kit/log.py): what no test above watched --
+# --- found by mutation testing (make mutate MODULE=lambda_kit/log/): what no test above watched --
 
 def compact(line: dict[str, Any]) -> str:
     return json.dumps(line, separators=(",", ":"), ensure_ascii=False) + "\n"
 
 
 @pytest.mark.parametrize("codec_name", CODECS)
-def test_a_line_of_known_keys_reaches_standard_output_whole_with_no_log_record(codec_name, logger, records_made, capfd,
-                                                                               monkeypatch):
-    """The short path of known ``extra`` keys writes to ``sys.stdout`` itself (no sink set)."""
+def test_a_direct_line_reaches_standard_output_whole_with_no_log_record(codec_name, logger, records_made, capfd,
+                                                                        monkeypatch):
+    """The direct path writes to ``sys.stdout`` (no sink set), one whole line per call."""
     clock = Clock()
     clock.now = 1_700_000_000.25  # 2023-11-14T22:13:20.250Z
-    monkeypatch.setattr(log, "time", clock)
-    monkeypatch.setattr(log, "_sink", None)
+    monkeypatch.setattr(log.line, "time", clock)
+    saved = log.set_sink(None)
     keys = {"k": f"known_{codec_name}_k", "b": f"known_{codec_name}_b", "z": f"known_{codec_name}_z"}
     without_pytest_handlers()
     capfd.readouterr()
-    with using_codec(codec_name):
-        logger.info("teach", extra={keys["k"]: "v", keys["b"]: True, keys["z"]: None})  # learns the keys
-        logger.warning("known", extra={keys["z"]: None, keys["k"]: "w", keys["b"]: False})  # then writes them as they are
+    try:
+        with using_codec(codec_name):
+            logger.info("teach", extra={keys["k"]: "v", keys["b"]: True, keys["z"]: None})
+            logger.warning("known", extra={keys["z"]: None, keys["k"]: "w", keys["b"]: False})
+    finally:
+        log.set_sink(saved)
     assert records_made == []
 
     def expected(level: str, message: str, extra: dict[str, Any]) -> str:
@@ -579,20 +585,19 @@ def test_a_line_of_known_keys_reaches_standard_output_whole_with_no_log_record(c
 
 
 def test_a_secret_extra_key_alone_is_masked_on_every_line(logger, records_made):
-    """A line whose only ``extra`` key is a secret's: the second one too (a known key is never a secret)."""
+    """A line whose only ``extra`` key is a secret's: masked on every line, not only the first."""
     lines = lines_in_handler(lambda: [logger.info(str(n), extra={"lone_api_token": "s3cr3t"}) for n in range(3)])
     assert records_made == []
     assert [(line["message"], line["lone_api_token"]) for line in lines] == [("0", "***"), ("1", "***"), ("2", "***")]
 
 
-def test_an_extra_naming_a_refused_key_is_left_to_the_standard_path(monkeypatch):
-    """``refuse_extra_keys``: a line naming one of them is not written (``logging`` then refuses it)."""
-    monkeypatch.setattr(log, "_refused", log._refused)  # restored after
-    log.refuse_extra_keys(frozenset({"refused_here"}))
-    with captured() as out:
-        assert log.write_logger_line("refusing", "INFO", "refused", (), None, {"a": 1, "refused_here": 2}) is False
-        assert log.write_logger_line("refusing", "INFO", "written", (), None, {"a": 1, "other": 2}) is True
-    assert [json.loads(text)["message"] for text in out] == ["written"]
+@pytest.mark.parametrize("reserved", ["msg", "args", "levelname", "message", "asctime", "exc_info"])
+def test_an_extra_naming_a_logrecord_attribute_is_refused_as_logging_refuses_it(logger, reserved):
+    """The direct path leaves such a line to ``logging``, which raises: never a line with the key."""
+    without_pytest_handlers()
+    with captured() as out, pytest.raises(KeyError, match=f"Attempt to overwrite '{reserved}' in LogRecord"):
+        logger.info("refused", extra={"a": 1, reserved: 2})
+    assert out == []
 
 
 class Percent:

@@ -52,8 +52,8 @@ def test_every_line_has_the_base_keys_and_the_record_trace_id(capfd):
     assert [w["message"] for w in of_level(lines, "WARNING")] == ["slow\nsecond line"] * 2
 
 
-def test_get_logger_is_a_standard_logger_and_has_no_trace_id_outside_a_handler(capfd):
-    assert isinstance(log, logging.Logger)
+def test_get_logger_wraps_the_standard_logger_and_has_no_trace_id_outside_a_handler(capfd):
+    assert isinstance(log, logging.LoggerAdapter) and log.logger is logging.getLogger("tests.views")
     assert get_logger("tests.views") is log
     log.info("outside", extra={"k": "v"})
     (line,) = read_lines(capfd)
@@ -222,11 +222,10 @@ def nested(levels: int) -> Any:
 
 
 def test_the_loops_record_lines_exactly_with_and_without_a_tracers_keys(monkeypatch):
-    """``record received``/``record processed``, key for key and in order: the plain record's lines
-    (built inline) and a traced record's (through ``emit``, the tracer's keys after ``trace_id``)."""
-    monkeypatch.setattr(lambda_log, "_record_keys", False)  # as in a process that never saw a tracer's record
+    """``record received``/``record processed``, key for key and in order: a plain record's lines
+    and a traced record's (the tracer's keys after ``trace_id``, then ``record_id``)."""
     payload = {"deep": nested(23), "password": "p", "long": "x" * 9_000}  # 24 dicts deep: the limit, kept
-    cleaned = {"deep": nested(23), "password": "***", "long": "x" * 8_192 + "...[truncated 808 chars]"}
+    cleaned = {"deep": nested(23), "password": "***", "long": "x" * 8_152 + "...[truncated 848 chars]"}
     # 25 deep (under a str key, and under a key of another type): the innermost dict goes
     result = {"deeper": nested(24), "token": "t", 7: nested(24), "edge": "e" * 8_192, "k" * 9_000: "a long key"}
     cut_deep = nested(23)
@@ -234,7 +233,8 @@ def test_the_loops_record_lines_exactly_with_and_without_a_tracers_keys(monkeypa
     for _ in range(22):
         inner = inner["a"]
     inner["a"] = "[nested too deep]"
-    cleaned_result = {"deeper": cut_deep, "token": "***", "7": cut_deep, "edge": "e" * 8_192, "k" * 9_000: "a long key"}
+    cleaned_result = {"deeper": cut_deep, "token": "***", "7": cut_deep, "edge": "e" * 8_192,
+                      "k" * 8_152 + "...[truncated 848 chars]": "a long key"}
     event = sqs_event(payload, payload, trace_id=["t-plain", "t-traced"])
     event["Records"][1]["messageAttributes"]["traceparent"] = {
         "stringValue": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "dataType": "String"}
@@ -254,7 +254,7 @@ def test_the_loops_record_lines_exactly_with_and_without_a_tracers_keys(monkeypa
         trace_id = ["t-plain", "t-traced"][index]
         return [("level", "INFO"), ("message", message), ("function_name", "lines-fn"),
                 ("request_id", context.aws_request_id), ("trace_id", trace_id), *(keys if index else []),
-                ("source", "sqs"), ("record_id", event["Records"][index]["messageId"]), *tail]
+                ("record_id", event["Records"][index]["messageId"]), ("source", "sqs"), *tail]
 
     def as_pairs(value: Any) -> Any:  # the expected values as object_pairs_hook reads them
         return [(k, as_pairs(v)) for k, v in value.items()] if isinstance(value, dict) else value
@@ -268,9 +268,9 @@ def test_the_loops_record_lines_exactly_with_and_without_a_tracers_keys(monkeypa
 
 
 @pytest.mark.parametrize("codec_name", CODECS)
-def test_a_flat_payload_of_known_keys_and_a_plain_result_are_written_as_clean_makes_them(codec_name):
-    """The loop's lines take a flat payload of keys seen before, and a plain result, as they are
-    (no walk): each such line must still be the line ``clean`` makes, whatever the values."""
+def test_the_payload_and_the_result_are_written_as_clean_makes_them(codec_name):
+    """The loop's lines hold the payload and the result as ``clean`` makes them, whatever the values
+    and whichever codec writes them."""
     def shape(value: Any) -> dict[str, Any]:
         return {"url": value, "n": 1, "flag": True, "none": None}
 
@@ -291,26 +291,25 @@ def test_a_flat_payload_of_known_keys_and_a_plain_result_are_written_as_clean_ma
     results = iter([result for _, result in cases] + ["last", "end", "again"])
     with using_codec(codec_name), captured() as out:
         sqs_handler(lambda message, context: next(results))(event, lambda_context("as-is-fn"))
-        expected_payloads = [json.loads(codec.dumps_plain(lambda_log.clean(codec.loads(raw["body"]))))
+        expected_payloads = [json.loads(codec.dumps(lambda_log.clean(codec.loads(raw["body"]))))
                              for raw in event["Records"][:len(cases)]]  # as the codec decodes the body
-        expected_results = [json.loads(lambda_log.encode({"result": lambda_log.clean(result)}))["result"] for _, result in cases]
+        expected_results = [json.loads(codec.dumps(lambda_log.clean(result))) for _, result in cases]
     lines = [json.loads(text) for text in out]
     received, processed = with_message(lines, "record received"), with_message(lines, "record processed")
     assert [line["payload"] for line in received[:len(cases)]] == expected_payloads
     assert [line["result"] for line in processed[:len(cases)]] == expected_results
     assert received[len(cases)]["payload"]["password"] == "***"  # a secret key after known ones
     assert received[len(cases) + 1]["payload"]["password"] is None  # a secret's None is not masked ...
-    assert received[len(cases) + 2]["payload"]["password"] == "***"  # ... nor learnt as a plain key
+    assert received[len(cases) + 2]["payload"]["password"] == "***"  # ... and the next value is
     written = "".join(out)
     assert all(secret not in written for secret in ('"secret":"s"', '"password":"p"', '"token":"t"'))
     assert "\u2028" not in written and "\u2029" not in written and "caf\u00e9" in written
     assert all(len(text) < 20_000 for text in out)
 
 
-def test_a_secret_key_is_never_learnt_as_a_payloads_plain_key_and_a_list_payload_is_cleaned():
-    """A payload of one secret key whose value is None comes back from ``clean`` as it is; its key
-    must not be learnt, or the next payload of that key would go in unmasked. A payload that is not
-    a JSON object (a list) is cleaned too."""
+def test_a_secret_keys_none_is_kept_its_value_masked_and_a_list_payload_is_cleaned():
+    """A secret key whose value is None is written as null (nothing to hide), the same key's value
+    is masked on the next record, and a payload that is not a JSON object (a list) is cleaned too."""
     event = sqs_event({"token": None}, {"token": "t-secret"}, [{"password": "p-secret"}], [{"password": "p-secret"}])
     with captured() as out:
         sqs_handler(lambda message, context: None)(event, lambda_context("secrets-fn"))

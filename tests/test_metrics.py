@@ -177,3 +177,19 @@ def test_a_handler_without_metrics_imports_no_heavy_package():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "LOADED []"
+
+
+def test_without_datadog_the_warning_names_the_extra_and_the_records_are_processed(monkeypatch, capfd):
+    """Metrics are best-effort: a missing ``datadog`` package never fails a record, and the one
+    WARNING line says which extra installs it."""
+    from lambda_kit import metrics
+
+    monkeypatch.setattr(metrics, "_statsd", None)
+    monkeypatch.setitem(sys.modules, "datadog", None)  # as if not installed
+    monkeypatch.setitem(sys.modules, "datadog.dogstatsd", None)
+    monkeypatch.setitem(sys.modules, "datadog.dogstatsd.base", None)
+    handler = sqs_handler(metrics=True)(lambda message, context: None)
+    assert handler(sqs_event({"n": 1}), lambda_context()) == {"batchItemFailures": []}
+    lines = [line for line in capfd.readouterr().out.splitlines() if "could not send metrics" in line]
+    assert len(lines) == 1
+    assert "metrics needs datadog: pip install 'lambda-event-kit[datadog]'" in lines[0]

@@ -369,8 +369,26 @@ def test_a_type_pydantic_cannot_validate_is_refused_at_import_time():
     class Plain:
         pass
 
-    with pytest.raises(TypeError, match="model=Plain is not a type pydantic validates"):
+    with pytest.raises(TypeError, match="model=Plain is not a type pydantic can validate"):
         sqs_handler(model=Plain)
+
+
+@pytest.mark.parametrize("decorator", [sqs_handler, sns_handler, stream_handler, kafka_handler, eventbridge_handler,
+                                       s3_handler, cloudwatch_logs_handler, api_handler])
+def test_a_model_whose_annotations_do_not_resolve_is_refused_when_decorated(decorator):
+    """pydantic builds such a model lazily and would fail every record (every message to the DLQ):
+    the decorator builds it first, so the deploy stops with pydantic's reason instead."""
+    class Order(TypedDict):
+        item: Missing  # noqa: F821
+        qty: int
+
+    @dataclasses.dataclass
+    class Point:
+        x: Nowhere  # noqa: F821
+
+    for model, name in ((Order, "Missing"), (Point, "Nowhere")):
+        with pytest.raises(TypeError, match=f"model={model.__name__} is not a type pydantic can validate .*name '{name}' is not defined"):
+            decorator(model=model)
 
 
 def test_import_lambda_kit_loads_no_pydantic_and_no_asyncio():

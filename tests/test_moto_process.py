@@ -10,8 +10,7 @@ import sys
 import textwrap
 import time
 
-import boto3
-
+from lambda_kit.local.clients import Clients
 from lambda_kit.local.moto_process import EndpointProcess
 
 
@@ -35,7 +34,7 @@ def test_it_serves_and_stops():
     endpoint = EndpointProcess().start()
     pid = endpoint.pid
     assert pid is not None
-    sqs = boto3.client("sqs", endpoint_url=endpoint.url, region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    sqs = Clients(endpoint.url, "us-east-1")("sqs")
     url = sqs.create_queue(QueueName="in-its-own-process")["QueueUrl"]
     sqs.send_message(QueueUrl=url, MessageBody="hello")
     assert [m["Body"] for m in sqs.receive_message(QueueUrl=url)["Messages"]] == ["hello"]
@@ -47,14 +46,19 @@ def test_it_serves_and_stops():
 
 def test_it_goes_with_a_killed_parent():
     parent = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent("""
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent("""
             import time
             from lambda_kit.local.moto_process import EndpointProcess
             endpoint = EndpointProcess().start()
             print(endpoint.pid, flush=True)
             time.sleep(120)
-        """)],
-        stdout=subprocess.PIPE, text=True,
+        """),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert parent.stdout is not None
     child = int(parent.stdout.readline())

@@ -19,7 +19,7 @@ from lambda_kit import (
     sqs_handler,
 )
 from lambda_kit import sources as registry
-from lambda_kit.loop import UndecodableRecord
+from lambda_kit.errors import UndecodableRecord
 from lambda_kit.testing import (
     lambda_context,
     s3_event,

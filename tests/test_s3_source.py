@@ -11,7 +11,7 @@ from _logs import of_level, read_lines, with_message
 
 from lambda_kit import S3Object, UnsupportedEvent, current_record, s3_handler
 from lambda_kit import sources as registry
-from lambda_kit.loop import UndecodableRecord
+from lambda_kit.errors import UndecodableRecord
 from lambda_kit.sources.s3 import S3Source
 from lambda_kit.testing import (
     lambda_context,

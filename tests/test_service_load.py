@@ -80,7 +80,7 @@ def test_a_service_without_a_load_gets_one_line_and_nothing_runs(tmp_path, uniqu
     [line] = captured.err.splitlines()
     assert line == (
         f"lambda-kit {command}: {config} names no load for `lambda-kit {command}`: add custom.lambdaKit.{command}: MODULE "
-        f"(a module beside the service with {command}(...); see docs/local-stack.md), or run `lambda-kit local` and send your own events"
+        f"(a module beside the service with {command}(...); see `lambda-kit help load`), or run `lambda-kit local` and send your own events"
     )
     assert captured.out == ""  # no stack started, nothing sent
 

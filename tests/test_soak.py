@@ -91,8 +91,19 @@ def test_faults_of_every_kind_were_injected_and_only_loopback_was_contacted(soak
 
 def test_figures_as_a_dict(soak):
     figures = soak.as_dict()
-    for key in ("events_sent", "unique_valid_events", "counted", "double_counted", "lost", "poison_in_dlq",
-                "site_total", "distinct_articles", "faults", "crashes_after_commit", "seconds"):
+    for key in (
+        "events_sent",
+        "unique_valid_events",
+        "counted",
+        "double_counted",
+        "lost",
+        "poison_in_dlq",
+        "site_total",
+        "distinct_articles",
+        "faults",
+        "crashes_after_commit",
+        "seconds",
+    ):
         assert key in figures
     assert figures["ok"] is True and figures["double_counted"] == 0 and figures["lost"] == 0
 
@@ -104,14 +115,27 @@ def test_every_aws_call_is_granted_and_every_grant_is_needed(soak, packaged):
     """IAM proven by the calls: each AWS call a function made during the soak against its role in
     the packaged template, and each grant of the role used by a call, by Lambda's side of the
     wiring, or justified by a comment naming it in serverless.yml."""
-    findings = check(packaged["template"], (ROOT / "serverless.yml").read_text(encoding="utf-8"), soak.aws_calls, soak.resource_ids, FUNCTIONS)
+    findings = check(
+        packaged["template"],
+        (ROOT / "serverless.yml").read_text(encoding="utf-8"),
+        soak.aws_calls,
+        soak.resource_ids,
+        FUNCTIONS,
+    )
     for finding in findings:
-        print(f"{finding.function}: used {sorted(finding.used)}; Lambda's {sorted(finding.by_lambda)}; justified {sorted(finding.justified)}")
+        print(
+            f"{finding.function}: used {sorted(finding.used)}; Lambda's {sorted(finding.by_lambda)};"
+            f" justified {sorted(finding.justified)}"
+        )
     assert {f.function: f.not_granted for f in findings if f.not_granted} == {}
     assert {f.function: f.unjustified for f in findings if f.unjustified} == {}
-    assert all(f.used for f in findings), [f.function for f in findings if not f.used]  # every function called AWS
+    assert all(f.used for f in findings), [
+        f.function for f in findings if not f.used
+    ]  # every function called AWS
     # the calls are mapped to IAM as IAM authorises them: a transaction as its item actions
     used = {f.function: {action for action, _ in f.used} for f in findings}
-    assert {"dynamodb:PutItem", "dynamodb:UpdateItem"} <= used["counter"] and "dynamodb:TransactWriteItems" not in used["counter"]
+    assert {"dynamodb:PutItem", "dynamodb:UpdateItem"} <= used[
+        "counter"
+    ] and "dynamodb:TransactWriteItems" not in used["counter"]
     assert {"sqs:SendMessage", "dynamodb:BatchGetItem", "dynamodb:Query"} <= used["ingest"]
     assert {"kinesis:PutRecord", "sqs:SendMessage"} <= used["clickstream"]

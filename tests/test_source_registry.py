@@ -59,3 +59,32 @@ def test_an_unknown_source_is_one_error_naming_the_known_ones():
     with pytest.raises(KeyError) as unknown:
         registry.get("nope")
     assert unknown.value.args[0] == f"unknown event source 'nope'; known: {', '.join(registry.NAMES)}"
+
+
+# --- what check, invoke and the local stack read of each source -----------------------------------
+
+
+@pytest.mark.parametrize(("spec", "resource_type", "found"), [
+    ({"type": "dynamodb", "arn": "arn:aws:kinesis:us-east-1:1:stream/s"}, "", ["dynamodb"]),  # type first
+    ({"arn": "arn:aws:dynamodb:us-east-1:1:table/t/stream/2024"}, "", ["dynamodb"]),
+    ({"arn": "arn:aws:kinesis:us-east-1:1:stream/s"}, "", ["kinesis"]),
+    ({"arn": {"Fn::GetAtt": ["Table", "StreamArn"]}}, "AWS::DynamoDB::Table", ["dynamodb"]),
+    ({"arn": {"Fn::GetAtt": ["Clicks", "Arn"]}}, "AWS::Kinesis::Stream", ["kinesis"]),
+    ({"arn": {"Fn::ImportValue": "elsewhere"}}, "", ["kinesis", "dynamodb"]),  # nothing tells
+])
+def test_a_stream_is_told_kinesis_or_dynamodb_in_one_place(spec, resource_type, found):
+    assert [source.name for source in registry.delivered_by("stream", spec, resource_type)] == found
+
+
+def test_a_key_one_source_delivers_needs_no_telling():
+    assert [source.name for source in registry.delivered_by("sqs", {"arn": "arn:aws:kinesis:x"})] == ["sqs"]
+    assert registry.delivered_by("schedule", {}) == []
+
+
+def test_every_source_says_what_its_arns_look_like_and_how_the_local_stack_delivers_it():
+    from lambda_kit.local.stack import DELIVERIES
+
+    for source in registry.all_sources():
+        assert source.arn_service, source.name
+        assert source.delivery == "" or source.delivery in DELIVERIES, source.name
+    assert {source.name for source in registry.all_sources() if not source.delivery} == {"kafka", "cloudwatch_logs"}

@@ -57,8 +57,8 @@ def test_partial_failure_reports_only_the_failed_message_and_processes_the_rest(
     assert error["error"] == "bad view 2"
     assert "Traceback" in error["traceback"] and "bad view 2" in error["traceback"]
     # exactly these fields: no requeue_error on a source that does not requeue
-    assert list(error) == ["timestamp", "level", "message", "function_name", "request_id", "trace_id", "source",
-                           "record_id", "outcome", "attempt", "duration_ms", "error_type", "error", "traceback"]
+    assert list(error) == ["timestamp", "level", "message", "function_name", "request_id", "trace_id", "record_id",
+                           "source", "outcome", "attempt", "duration_ms", "error_type", "error", "traceback"]
     assert (error["message"], error["source"], error["outcome"], error["attempt"]) == ("record failed", "sqs", "failed", 1)
 
 

@@ -2,17 +2,22 @@
 
 Depends on the rest of lambda_kit; nothing in the core depends on it. Modules:
 
-- ``config`` (serverless.yml: functions, events, resources; ``variables`` resolves ``${...}``),
+- ``config`` (the one model of serverless.yml ``check``, ``invoke`` and the stack read: functions,
+  events, resources; ``variables`` resolves ``${...}``),
   ``resources`` (creates them on the endpoint; ``intrinsics`` resolves Ref / GetAtt / Sub),
   ``endpoint`` (moto's server, patched), ``moto_process`` (it in a process of its own, the
-  stack's), ``dynamodb_local`` (AWS's DynamoDB Local, the
-  DynamoDB where Java can run it), ``clients``;
+  stack's), ``dynamodb_local`` (AWS's DynamoDB Local, the DynamoDB where Java can run it),
+  ``clients``;
 - ``runtime`` (a function in-process, its context, timeouts, invocation hooks), ``aws_calls``
   (the AWS calls each function makes, as the IAM actions and resources they need);
 - event sources: ``sqs_source``, ``stream_source`` (Kinesis + DynamoDB Streams),
-  ``sns_source`` (SNS + async invocation), ``ttl`` (TTL emulation), ``filters``
-  (filterPatterns), ``destinations`` (failure records), ``poller`` (threads, timing, journal);
-- ``gateway`` (HTTP API v2 on 127.0.0.1), ``logfile`` (the JSON-lines log file);
+  ``sns_source`` (SNS), ``eventbridge_source`` and ``s3_source`` (fed through an internal queue:
+  ``relay``), ``async_invoker`` (Lambda's asynchronous invocation), ``ttl`` (TTL emulation),
+  ``filters`` (filterPatterns, by moto's matcher), ``destinations`` (failure records), ``poller``
+  (threads, timing, journal);
+- ``gateway`` (the HTTP API on 127.0.0.1, served by waitress: ``_wsgi``), ``logfile`` (the
+  JSON-lines log file), ``terminal`` (what the CLI prints of logs and files, control characters
+  escaped);
 - ``stack`` (all of it together: ``LocalStack``), ``timeline`` (``lambda-kit trace``) and
   ``service_load`` (the service's own load module that ``lambda-kit run`` and ``soak`` drive).
 """
@@ -25,6 +30,8 @@ __all__ = ["LocalStack", "Timing"]
 
 
 def __getattr__(name: str) -> object:
+    # Lazy: the stack loads boto3 and moto (a second or more), which `lambda-kit trace`, reading
+    # lambda_kit.local.timeline, does not need.
     if name == "LocalStack":
         from .stack import LocalStack
 

@@ -20,6 +20,8 @@ from .destinations import Destinations, async_invocation_record, target_arn
 from .poller import Journal, Timing
 from .runtime import FunctionRuntime, Result
 
+__all__ = ["AsyncInvoker"]
+
 
 class AsyncInvoker:
     """Lambda's asynchronous invocation: a queue of events, retries, then destinations."""
@@ -28,7 +30,9 @@ class AsyncInvoker:
         self.destinations = destinations
         self.timing = timing
         self.journal = journal
-        self._pool = ThreadPoolExecutor(max_workers=timing.async_concurrency, thread_name_prefix="lambda-kit async")
+        self._pool = ThreadPoolExecutor(
+            max_workers=timing.async_concurrency, thread_name_prefix="lambda-kit async"
+        )
         self._pending = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -51,58 +55,99 @@ class AsyncInvoker:
         try:
             self._invoke_with_retries(runtime, event, source, accepted)
         except Exception as exc:  # a destination that cannot be reached
-            self.journal.record("async.error", function=runtime.function.key, error=f"{type(exc).__name__}: {exc}")
+            self.journal.record(
+                "async.error", function=runtime.function.key, error=f"{type(exc).__name__}: {exc}"
+            )
         finally:
             with self._lock:
                 self._pending -= 1
                 self.last_activity = time.monotonic()
 
-    def _invoke_with_retries(self, runtime: FunctionRuntime, event: Any, source: str, accepted: float) -> None:
-        function = runtime.function
-        retries = int(function.setting("maximumRetryAttempts", 2))
-        max_age = float(function.setting("maximumEventAge", 21600))
-        attempt = 0
-        result: Result
-        while True:
-            attempt += 1
+    def _invoke_with_retries(
+        self, runtime: FunctionRuntime, event: Any, source: str, accepted: float
+    ) -> None:
+        result, attempt = self._attempts(runtime, event, source, accepted)
+        if result.ok:
+            self._succeeded(runtime, event, result, attempt)
+        else:
+            self._failed(runtime, event, result, attempt)
+
+    def _attempts(
+        self, runtime: FunctionRuntime, event: Any, source: str, accepted: float
+    ) -> tuple[Result, int]:
+        """Invoke until it succeeds, the retries are used up, the event is too old, or the stack
+        stops: the last result and how many invocations it took."""
+        retries = int(runtime.function.setting("maximumRetryAttempts", 2))
+        max_age = float(runtime.function.setting("maximumEventAge", 21600))
+        delays = self.timing.async_retry_delays or (0.0,)
+        for attempt in range(1, max(retries, 0) + 2):
             result = runtime.invoke(event, source=source, attempt=attempt)
             self.journal.record(
                 "async.invoke",
-                function=function.key,
+                function=runtime.function.key,
                 attempt=attempt,
                 ok=result.ok,
-                error=None if result.ok else f"{type(result.error).__name__}: {result.error}",
+                error=result.error_text,
                 request_id=result.request_id,
             )
-            if result.ok or attempt > retries or self._stop.is_set():
+            last = result.ok or attempt > retries or time.time() - accepted > max_age
+            if last or self._stop.wait(delays[min(attempt - 1, len(delays) - 1)]):
                 break
-            if time.time() - accepted > max_age:
-                break
-            delays = self.timing.async_retry_delays or (0.0,)
-            if self._stop.wait(delays[min(attempt - 1, len(delays) - 1)]):
-                break
-        destinations = function.setting("destinations") or {}
-        if result.ok:
-            on_success = target_arn(destinations.get("onSuccess"))
-            if on_success:
-                self._send(on_success, async_invocation_record(
-                    function_arn=runtime.arn, condition="Success", invoke_count=attempt,
-                    request_id=result.request_id, event=event, response=result.response, error=None))
-            return
-        condition = "RetriesExhausted" if attempt > retries else "EventAgeExceeded"
-        on_failure = target_arn(destinations.get("onFailure"))
+        return result, attempt
+
+    def _succeeded(self, runtime: FunctionRuntime, event: Any, result: Result, attempt: int) -> None:
+        on_success = target_arn((runtime.function.setting("destinations") or {}).get("onSuccess"))
+        if on_success:
+            self._send(
+                on_success,
+                async_invocation_record(
+                    function_arn=runtime.arn,
+                    condition="Success",
+                    invoke_count=attempt,
+                    request_id=result.request_id,
+                    event=event,
+                    response=result.response,
+                    error=None,
+                ),
+            )
+
+    def _failed(self, runtime: FunctionRuntime, event: Any, result: Result, attempt: int) -> None:
+        """To ``destinations.onFailure`` (an invocation record), or else the ``onError`` DLQ (the event)."""
+        function = runtime.function
+        condition = (
+            "RetriesExhausted"
+            if attempt > int(function.setting("maximumRetryAttempts", 2))
+            else "EventAgeExceeded"
+        )
+        on_failure = target_arn((function.setting("destinations") or {}).get("onFailure"))
         dead_letter = target_arn(function.setting("onError"))
         if on_failure:
-            self._send(on_failure, async_invocation_record(
-                function_arn=runtime.arn, condition=condition, invoke_count=attempt,
-                request_id=result.request_id, event=event, response=None, error=result.error))
+            self._send(
+                on_failure,
+                async_invocation_record(
+                    function_arn=runtime.arn,
+                    condition=condition,
+                    invoke_count=attempt,
+                    request_id=result.request_id,
+                    event=event,
+                    response=None,
+                    error=result.error,
+                ),
+            )
         elif dead_letter:
-            self._send(dead_letter, event, {
+            attributes = {
                 "RequestID": result.request_id,
                 "ErrorCode": "200",
                 "ErrorMessage": str(result.error)[:1000],
-            })
-        self.journal.record("async.failed", function=function.key, attempts=attempt, condition=condition, destination=on_failure or dead_letter)
+            }
+            self._send(dead_letter, event, attributes)
+        self.journal.record(
+            "async.failed",
+            function=function.key,
+            attempts=attempt,
+            condition=condition,
+            destination=on_failure or dead_letter,
+        )
 
     def _send(self, arn: str, body: Any, attributes: dict[str, str] | None = None) -> None:
         self.destinations.send(arn, body, attributes)

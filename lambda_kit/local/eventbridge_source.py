@@ -18,6 +18,8 @@ from typing import Any
 from ..serverless_config import ConfigError
 from .relay import QueueRelay
 
+__all__ = ["DEFAULT_BUS", "EventBridgeEventSource"]
+
 DEFAULT_BUS = "default"
 
 
@@ -32,13 +34,16 @@ class EventBridgeEventSource(QueueRelay):
     def bus(self) -> str:
         bus = self.spec.get("eventBus") or DEFAULT_BUS
         if not isinstance(bus, str):
-            raise ConfigError(f"functions.{self.function}.events[{self.event.index}].eventBridge.eventBus must be a bus name or ARN")
+            raise ConfigError(
+                f"functions.{self.function}.events[{self.event.index}].eventBridge.eventBus"
+                " must be a bus name or ARN"
+            )
         return bus.rsplit("/", 1)[1] if bus.startswith("arn:") else bus
 
     def connect(self, queue_arn: str) -> None:
-        where = f"functions.{self.function}.events[{self.event.index}].eventBridge"
         pattern = self.spec.get("pattern")
         if not isinstance(pattern, dict):
+            where = f"functions.{self.function}.events[{self.event.index}].eventBridge"
             raise ConfigError(f"{where} needs a pattern (schedule rules are not run locally)")
         events = self.clients("events")
         bus = self.bus()
@@ -50,19 +55,25 @@ class EventBridgeEventSource(QueueRelay):
         rule = f"lambda-kit-{self.function}-{self.event.index}"[:64]
         state = "DISABLED" if self.spec.get("enabled") is False else "ENABLED"
         events.put_rule(Name=rule, EventBusName=bus, EventPattern=json.dumps(pattern), State=state)
+        events.put_targets(Rule=rule, EventBusName=bus, Targets=[self._target(queue_arn)])
+
+    def _target(self, queue_arn: str) -> dict[str, Any]:
+        """The rule's target: the internal queue, through the event's ``inputTransformer``."""
         target: dict[str, Any] = {"Id": "lambda-kit", "Arn": queue_arn}
         transformer = self.spec.get("inputTransformer")
         if isinstance(transformer, dict):
-            target["InputTransformer"] = {"InputTemplate": transformer.get("inputTemplate"), "InputPathsMap": transformer.get("inputPathsMap") or {}}
-        events.put_targets(Rule=rule, EventBusName=bus, Targets=[target])
+            target["InputTransformer"] = {
+                "InputTemplate": transformer.get("inputTemplate"),
+                "InputPathsMap": transformer.get("inputPathsMap") or {},
+            }
+        return target
 
     def events_of(self, body: str, message_id: str) -> list[tuple[Any, str | None]]:
         try:
             event = json.loads(body)
         except ValueError:  # an inputTransformer's template that is not JSON: passed as text
             return [(body, message_id)]
-        if isinstance(event, dict):
-            event.pop("ingestion-time", None)  # moto's own field; EventBridge does not send it
-        if "input" in self.spec:
-            return [(self.spec["input"], event.get("id") if isinstance(event, dict) else message_id)]
-        return [(event, event.get("id") if isinstance(event, dict) else message_id)]
+        if not isinstance(event, dict):
+            return [(self.spec.get("input", event), message_id)]
+        event.pop("ingestion-time", None)  # moto's own field; EventBridge does not send it
+        return [(self.spec.get("input", event), event.get("id"))]

@@ -6,9 +6,9 @@ request handling took about a third of that lock under load (profiled with ``mak
 functions waited for moto and moto for the functions on a machine with a second core idle. In its
 own process moto runs beside them.
 
-The child is an ``Endpoint`` (``endpoint.py``) with every moto patch installed, its DynamoDB ones
-too (they serve only requests sent to moto's DynamoDB, which happens only where DynamoDB Local
-cannot run). It prints its URL, then serves until its standard input closes: when ``stop()``
+The child runs ``endpoint.main``: an ``Endpoint`` with every moto patch installed, its DynamoDB
+ones too (they serve only requests sent to moto's DynamoDB, which happens only where DynamoDB
+Local cannot run). It prints its URL, then serves until its standard input closes: when ``stop()``
 closes it, or when the parent process dies (the system closes the pipe), so no moto outlives its
 stack. Its own session keeps Ctrl-C for the parent, which stops it in order.
 
@@ -23,6 +23,13 @@ import sys
 import tempfile
 import threading
 from typing import IO
+
+from ._child import tail, wait_or_kill
+
+__all__ = ["EndpointProcess", "EndpointUnavailable"]
+
+CHILD = "from lambda_kit.local.endpoint import main; main()"
+"""What the child runs."""
 
 
 class EndpointUnavailable(RuntimeError):
@@ -44,7 +51,7 @@ class EndpointProcess:
         """Start the process without waiting for it (do other work, then :meth:`wait_ready`)."""
         self._errors = tempfile.TemporaryFile("w+", encoding="utf-8")
         self._process = subprocess.Popen(
-            [sys.executable, "-m", __name__],
+            [sys.executable, "-c", CHILD],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._errors,
@@ -59,13 +66,16 @@ class EndpointProcess:
         if process is None or process.stdout is None:
             raise EndpointUnavailable("moto's server was not launched")
         first: list[str] = []
-        reader = threading.Thread(target=lambda: first.append(process.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+        output = process.stdout
+        reader = threading.Thread(target=lambda: first.append(output.readline()), daemon=True)
         reader.start()
         reader.join(self.startup_timeout)
         url = first[0].strip() if first else ""
         if not url.startswith("http://"):
             self.stop()
-            raise EndpointUnavailable(f"moto's server did not start within {self.startup_timeout:.0f} s: {self._error_tail()}")
+            raise EndpointUnavailable(
+                f"moto's server did not start within {self.startup_timeout:.0f} s: {self._error_tail()}"
+            )
         process.stdout.close()  # the child writes nothing more there
         self.url = url
         return self
@@ -77,21 +87,13 @@ class EndpointProcess:
         if self._errors is None:
             return "no output"
         self._errors.seek(0)
-        lines = [line.strip() for line in self._errors.read().splitlines() if line.strip()]
-        return " | ".join(lines[-3:]) or "no output"
+        return tail(self._errors.read())
 
     def stop(self) -> None:
         """Close its standard input (it exits), then SIGTERM/SIGKILL if it does not (idempotent)."""
         process, self._process = self._process, None
         if process is not None:
-            for pipe in (process.stdin, process.stdout):
-                if pipe is not None and not pipe.closed:
-                    pipe.close()
-            try:
-                process.wait(5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(5)
+            _end(process)
         errors, self._errors = self._errors, None
         if errors is not None:
             errors.close()
@@ -103,16 +105,9 @@ class EndpointProcess:
         self.stop()
 
 
-def main() -> None:
-    from .endpoint import Endpoint
-
-    endpoint = Endpoint(dynamodb=True).start()
-    sys.stdout.write(endpoint.url + "\n")
-    sys.stdout.flush()
-    sys.stdout = sys.stderr  # whatever moto prints from now on goes with its errors
-    sys.stdin.read()  # until the parent closes it, or dies
-    endpoint.stop()
-
-
-if __name__ == "__main__":
-    main()
+def _end(process: subprocess.Popen[str]) -> None:
+    """Close the child's pipes (it exits when its standard input closes); kill it if it has not within 5 s."""
+    for pipe in (process.stdin, process.stdout):
+        if pipe is not None:
+            pipe.close()
+    wait_or_kill(process)

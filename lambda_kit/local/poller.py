@@ -1,4 +1,5 @@
-"""What every event source has in common: a thread that polls, a journal, timings, idleness.
+"""What every event source has in common: a thread that polls, a journal, timings, idleness,
+and Lambda's reading of a ``batchItemFailures`` response.
 
 ``Timing`` holds the knobs where the local stack deliberately runs faster than AWS (each says
 what Lambda does); ``Journal`` records what the stack did (batches, deletes, checkpoints,
@@ -9,9 +10,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 from typing import Any
+
+__all__ = ["BatchFailure", "Journal", "Poller", "Timing", "reported_failures"]
 
 
 @dataclass
@@ -28,9 +31,10 @@ class Timing:
     ttl_interval: float = 2.0
     """Seconds between TTL sweeps (DynamoDB: best effort, typically within 48 hours)."""
     sqs_wait_seconds: int = 1
-    """Long polling of an SQS source's queue and of the relays' (SNS, EventBridge, S3): a receive waits up to this many seconds for a message
-    (Lambda's pollers long-poll, 20 s); 0: an empty receive answers at once and the poller sleeps
-    ``poll_interval``, one request each time, which costs moto's CPU while the stack is busy."""
+    """Long polling of an SQS source's queue and of the relays' (SNS, EventBridge, S3): a receive
+    waits up to this many seconds for a message (Lambda's pollers long-poll, 20 s); 0: an empty
+    receive answers at once and the poller sleeps ``poll_interval``, one request each time, which
+    costs moto's CPU while the stack is busy."""
     sqs_concurrency: int = 10
     """Concurrent pollers per SQS event source (capped by maximumConcurrency). Lambda starts with 5
     and adds more while the queue backs up; a local stack under load is always backed up."""
@@ -65,12 +69,41 @@ class Journal:
             self._subscribers.append(callback)
 
     def events(self, kind: str | None = None, **match: Any) -> list[dict[str, Any]]:
+        """The events of ``kind`` (``"sqs"`` takes ``"sqs.batch"`` too) whose fields equal ``match``."""
         with self._lock:
             events = list(self._events)
-        return [
-            e for e in events
-            if (kind is None or e["kind"] == kind or e["kind"].startswith(kind + ".")) and all(e.get(k) == v for k, v in match.items())
-        ]
+        return [event for event in events if _is_kind(event, kind) and _has(event, match)]
+
+
+def _is_kind(event: dict[str, Any], kind: str | None) -> bool:
+    return kind is None or event["kind"] == kind or event["kind"].startswith(kind + ".")
+
+
+def _has(event: dict[str, Any], fields: dict[str, Any]) -> bool:
+    return all(event.get(name) == value for name, value in fields.items())
+
+
+class BatchFailure(Exception):
+    """A function's response that fails its whole batch; the message says why."""
+
+
+def reported_failures(response: Any, batch_ids: Container[str], report_failures: bool) -> list[str]:
+    """The ids a response's ``batchItemFailures`` names, per Lambda's rules: none when the
+    function does not report failures (``ReportBatchItemFailures``) or reports none;
+    :class:`BatchFailure` when the response is malformed (which fails the whole batch)."""
+    failures = response.get("batchItemFailures") if report_failures and isinstance(response, dict) else None
+    if failures is None or failures == []:
+        return []
+    if not isinstance(failures, list):
+        raise BatchFailure("batchItemFailures is not a list")
+    return [_failed_id(item, batch_ids) for item in failures]
+
+
+def _failed_id(item: Any, batch_ids: Container[str]) -> str:
+    identifier = item.get("itemIdentifier") if isinstance(item, dict) else None
+    if not isinstance(identifier, str) or identifier not in batch_ids:
+        raise BatchFailure(f"batchItemFailures names {identifier!r}, which is not in the batch")
+    return identifier
 
 
 class Poller:

@@ -19,6 +19,8 @@ from .config import EventSource
 from .poller import Journal, Poller, Timing
 from .runtime import FunctionRuntime
 
+__all__ = ["QueueRelay"]
+
 
 class QueueRelay(Poller):
     """One event source of one function, fed through an internal queue. Subclasses say what the
@@ -63,7 +65,11 @@ class QueueRelay(Poller):
         digest = hashlib.sha1(f"{self.runtime.function.name}|{self.target()}".encode()).hexdigest()[:10]
         name = f"lambda-kit-{self.kind}-{self.function}"[:60] + f"-{digest}"
         self.queue_url = sqs.create_queue(QueueName=name)["QueueUrl"]
-        self.connect(sqs.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"])
+        self.connect(
+            sqs.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=["QueueArn"])["Attributes"][
+                "QueueArn"
+            ]
+        )
 
     def poll_once(self) -> bool:
         sqs = self.clients("sqs")

@@ -21,7 +21,6 @@ import importlib
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +28,16 @@ from typing import Any
 
 from ..testing import LambdaContext
 from .config import FunctionConfig
+
+__all__ = [
+    "HandlerImportError",
+    "Hook",
+    "Invocation",
+    "InvocationTimeout",
+    "FunctionRuntime",
+    "Result",
+    "load_handler",
+]
 
 
 class HandlerImportError(Exception):
@@ -61,6 +70,11 @@ class Result:
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def error_text(self) -> str | None:
+        """``Type: message`` of the error, as the journal notes it (None on success)."""
+        return None if self.error is None else f"{type(self.error).__name__}: {self.error}"
 
 
 Hook = Callable[[Invocation, Callable[[], Any]], Any]
@@ -100,26 +114,31 @@ class FunctionRuntime:
         handler = self.handler()
         context = self.context()
         invocation = Invocation(self.function, event, context, source, attempt)
+        proceed = self._through_hooks(invocation, lambda: handler(invocation.event, invocation.context))
         result = Result(request_id=context.aws_request_id, started=time.time())
         started = time.perf_counter()
-
-        def call() -> Any:
-            return handler(invocation.event, invocation.context)
-
-        proceed: Callable[[], Any] = call
-        for hook in reversed(self.hooks):
-            proceed = _bind(hook, invocation, proceed)
         try:
             result.response = proceed()
         except Exception as exc:  # the function's error, as Lambda reports it
             result.error = exc
         result.duration = time.perf_counter() - started
-        if result.error is None and result.duration > self.function.timeout:
-            result.error = InvocationTimeout(f"Task timed out after {self.function.timeout:.2f} seconds")
-            result.response = None
+        self._time_out(result)
         if self.on_result is not None:
             self.on_result(invocation, result)
         return result
+
+    def _through_hooks(self, invocation: Invocation, call: Callable[[], Any]) -> Callable[[], Any]:
+        """``call`` wrapped in the hooks, the first hook outermost."""
+        proceed = call
+        for hook in reversed(self.hooks):
+            proceed = _bind(hook, invocation, proceed)
+        return proceed
+
+    def _time_out(self, result: Result) -> None:
+        """A run past the function's timeout failed, whatever it returned (Lambda would have stopped it)."""
+        if result.error is None and result.duration > self.function.timeout:
+            result.error = InvocationTimeout(f"Task timed out after {self.function.timeout:.2f} seconds")
+            result.response = None
 
 
 def _bind(hook: Hook, invocation: Invocation, proceed: Callable[[], Any]) -> Callable[[], Any]:
@@ -129,27 +148,35 @@ def _bind(hook: Hook, invocation: Invocation, proceed: Callable[[], Any]) -> Cal
 def load_handler(function: FunctionConfig, project_dir: Path) -> Callable[..., Any]:
     """Import ``function.handler`` from ``project_dir``; ``HandlerImportError`` with one line if not."""
     root = str(project_dir)
-    module_name = function.module
     with _import_lock:
         if root not in sys.path:
             sys.path.insert(0, root)
-        _forget_foreign(module_name, root)
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name and module_name.startswith(exc.name):
-                raise HandlerImportError(
-                    f"{function.key}: handler {function.handler!r}: no module {module_name!r} under {root}"
-                ) from None
-            raise HandlerImportError(f"{function.key}: handler {function.handler!r} does not import: {exc}") from None
-        except Exception as exc:
-            raise HandlerImportError(
-                f"{function.key}: handler {function.handler!r} does not import: {type(exc).__name__}: {exc}"
-            ) from None
+        _forget_foreign(function.module, root)
+        module = _import(function, root)
     handler = getattr(module, function.attribute, None)
     if not callable(handler):
-        raise HandlerImportError(f"{function.key}: module {module_name!r} has no function {function.attribute!r}")
+        raise HandlerImportError(
+            f"{function.key}: module {function.module!r} has no function {function.attribute!r}"
+        )
     return handler
+
+
+def _import(function: FunctionConfig, root: str) -> Any:
+    name = function.module
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name and name.startswith(exc.name):
+            raise HandlerImportError(
+                f"{function.key}: handler {function.handler!r}: no module {name!r} under {root}"
+            ) from None
+        raise HandlerImportError(
+            f"{function.key}: handler {function.handler!r} does not import: {exc}"
+        ) from None
+    except Exception as exc:
+        raise HandlerImportError(
+            f"{function.key}: handler {function.handler!r} does not import: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def _forget_foreign(module_name: str, root: str) -> None:
@@ -158,15 +185,18 @@ def _forget_foreign(module_name: str, root: str) -> None:
     parts = module_name.split(".")
     for depth in range(len(parts), 0, -1):
         name = ".".join(parts[:depth])
-        module = sys.modules.get(name)
-        if module is None:
-            continue
-        location = getattr(module, "__file__", None) or next(iter(getattr(module, "__path__", []) or []), None)
-        if location and not str(Path(location).resolve()).startswith(str(Path(root).resolve())):
-            for loaded in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
-                del sys.modules[loaded]
+        if _is_foreign(sys.modules.get(name), root):
+            _drop(name)
     importlib.invalidate_caches()
 
 
-def new_request_id() -> str:
-    return str(uuid.uuid4())
+def _drop(package: str) -> None:
+    """Forget the module ``package`` and its submodules."""
+    for name in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
+        del sys.modules[name]
+
+
+def _is_foreign(module: Any, root: str) -> bool:
+    """Whether ``module`` was loaded from outside ``root``."""
+    location = getattr(module, "__file__", None) or next(iter(getattr(module, "__path__", None) or []), None)
+    return bool(location) and not str(Path(location).resolve()).startswith(str(Path(root).resolve()))

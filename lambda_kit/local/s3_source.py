@@ -19,6 +19,8 @@ from typing import Any
 from ..serverless_config import ConfigError
 from .relay import QueueRelay
 
+__all__ = ["DEFAULT_EVENT", "S3EventSource"]
+
 DEFAULT_EVENT = "s3:ObjectCreated:*"
 
 
@@ -46,16 +48,33 @@ class S3EventSource(QueueRelay):
             s3.create_bucket(Bucket=bucket)
         configuration = s3.get_bucket_notification_configuration(Bucket=bucket)
         configuration.pop("ResponseMetadata", None)
-        queue: dict[str, Any] = {"Id": f"lambda-kit-{self.function}-{self.event.index}", "QueueArn": queue_arn, "Events": [self.spec.get("event") or DEFAULT_EVENT]}
-        rules = [{"Name": name, "Value": str(value)} for rule in self.spec.get("rules") or [] if isinstance(rule, dict) for name, value in rule.items()]
+        queues = [*configuration.get("QueueConfigurations", []), self._queue_configuration(queue_arn)]
+        s3.put_bucket_notification_configuration(
+            Bucket=bucket, NotificationConfiguration={**configuration, "QueueConfigurations": queues}
+        )
+
+    def _queue_configuration(self, queue_arn: str) -> dict[str, Any]:
+        """The bucket's notification to the internal queue: the event's type and key rules."""
+        queue: dict[str, Any] = {
+            "Id": f"lambda-kit-{self.function}-{self.event.index}",
+            "QueueArn": queue_arn,
+            "Events": [self.spec.get("event") or DEFAULT_EVENT],
+        }
+        rules = [
+            {"Name": name, "Value": str(value)}
+            for rule in self.spec.get("rules") or []
+            if isinstance(rule, dict)
+            for name, value in rule.items()
+        ]
         if rules:
             queue["Filter"] = {"Key": {"FilterRules": rules}}
-        configuration["QueueConfigurations"] = [*configuration.get("QueueConfigurations", []), queue]
-        s3.put_bucket_notification_configuration(Bucket=bucket, NotificationConfiguration=configuration)
+        return queue
 
     def events_of(self, body: str, message_id: str) -> list[tuple[Any, str | None]]:
         notification = json.loads(body)
         if isinstance(notification, dict) and notification.get("Event") == "s3:TestEvent":
-            self.journal.record("s3.test_event_dropped", function=self.function, bucket=notification.get("Bucket"))
+            self.journal.record(
+                "s3.test_event_dropped", function=self.function, bucket=notification.get("Bucket")
+            )
             return []
         return [(notification, message_id)]

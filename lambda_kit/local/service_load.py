@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import importlib
 import sys
-from pathlib import Path
 from types import ModuleType
 
 from .config import ServiceConfig
+from .terminal import shown_path
+
+__all__ = ["ENTRY_POINTS", "LoadError", "load_module"]
 
 ENTRY_POINTS = {"run": "run", "soak": "soak"}
 """The function each command calls in the service's module."""
@@ -37,11 +39,11 @@ def load_module(config: ServiceConfig, command: str) -> ModuleType:
     settings = config.custom.get("lambdaKit")
     name = settings.get(command) if isinstance(settings, dict) else None
     entry = ENTRY_POINTS[command]
-    where = _shown(config.path)
+    where = shown_path(config.path)
     if not isinstance(name, str) or not name:
         raise LoadError(
             f"{where} names no load for `lambda-kit {command}`: add custom.lambdaKit.{command}: MODULE "
-            f"(a module beside the service with {entry}(...); see docs/local-stack.md), "
+            f"(a module beside the service with {entry}(...); see `lambda-kit help load`), "
             "or run `lambda-kit local` and send your own events"
         )
     root = str(config.project_dir)
@@ -50,14 +52,9 @@ def load_module(config: ServiceConfig, command: str) -> ModuleType:
     try:
         module = importlib.import_module(name)
     except ImportError as exc:
-        raise LoadError(f"{where}: custom.lambdaKit.{command}: module {name!r} does not import from {root}: {exc}") from None
+        raise LoadError(
+            f"{where}: custom.lambdaKit.{command}: module {name!r} does not import from {root}: {exc}"
+        ) from None
     if not callable(getattr(module, entry, None)):
         raise LoadError(f"{where}: custom.lambdaKit.{command}: module {name!r} has no function {entry}()")
     return module
-
-
-def _shown(path: Path) -> str:
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)

@@ -19,6 +19,8 @@ from .poller import Journal, Timing
 from .relay import QueueRelay
 from .runtime import FunctionRuntime
 
+__all__ = ["SnsEventSource", "lambda_sns_event"]
+
 
 def lambda_sns_event(envelope: dict[str, Any], subscription_arn: str) -> dict[str, Any]:
     """An SNS→SQS notification envelope as the SNS event Lambda delivers."""
@@ -79,7 +81,11 @@ class SnsEventSource(QueueRelay):
             if self.spec.get("filterPolicyScope"):
                 attributes["FilterPolicyScope"] = str(self.spec["filterPolicyScope"])
         self.subscription_arn = self.clients("sns").subscribe(
-            TopicArn=self.topic_arn, Protocol="sqs", Endpoint=queue_arn, Attributes=attributes, ReturnSubscriptionArn=True
+            TopicArn=self.topic_arn,
+            Protocol="sqs",
+            Endpoint=queue_arn,
+            Attributes=attributes,
+            ReturnSubscriptionArn=True,
         )["SubscriptionArn"]
 
     def events_of(self, body: str, message_id: str) -> list[tuple[Any, str | None]]:

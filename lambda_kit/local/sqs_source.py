@@ -18,35 +18,40 @@ from __future__ import annotations
 
 import base64
 import time
+from collections.abc import Callable
 from typing import Any
 
 from .clients import Clients
 from .config import EventSource
 from .filters import compile_patterns
-from .poller import Journal, Poller, Timing
-from .runtime import FunctionRuntime
+from .poller import BatchFailure, Journal, Poller, Timing, reported_failures
+from .runtime import FunctionRuntime, Result
 
-SYSTEM_ATTRIBUTES = ("ApproximateReceiveCount", "SentTimestamp", "SenderId", "ApproximateFirstReceiveTimestamp", "AWSTraceHeader", "SequenceNumber", "MessageGroupId", "MessageDeduplicationId")
+__all__ = ["SYSTEM_ATTRIBUTES", "SqsEventSource", "lambda_record"]
+
+SYSTEM_ATTRIBUTES = (
+    "ApproximateReceiveCount",
+    "SentTimestamp",
+    "SenderId",
+    "ApproximateFirstReceiveTimestamp",
+    "AWSTraceHeader",
+    "SequenceNumber",
+    "MessageGroupId",
+    "MessageDeduplicationId",
+)
 
 
 def lambda_record(message: dict[str, Any], queue_arn: str, region: str) -> dict[str, Any]:
     """An SQS API message in the shape of a Lambda SQS event record."""
     attributes = {k: v for k, v in (message.get("Attributes") or {}).items() if k in SYSTEM_ATTRIBUTES}
-    message_attributes = {}
-    for name, value in (message.get("MessageAttributes") or {}).items():
-        converted: dict[str, Any] = {"stringListValues": [], "binaryListValues": [], "dataType": value.get("DataType")}
-        if "StringValue" in value:
-            converted["stringValue"] = value["StringValue"]
-        if "BinaryValue" in value:
-            raw = value["BinaryValue"]
-            converted["binaryValue"] = base64.b64encode(raw).decode() if isinstance(raw, bytes) else raw
-        message_attributes[name] = converted
     return {
         "messageId": message["MessageId"],
         "receiptHandle": message["ReceiptHandle"],
         "body": message.get("Body", ""),
         "attributes": attributes,
-        "messageAttributes": message_attributes,
+        "messageAttributes": {
+            name: _attribute(value) for name, value in (message.get("MessageAttributes") or {}).items()
+        },
         "md5OfBody": message.get("MD5OfBody"),
         "eventSource": "aws:sqs",
         "eventSourceARN": queue_arn,
@@ -54,28 +59,49 @@ def lambda_record(message: dict[str, Any], queue_arn: str, region: str) -> dict[
     }
 
 
-class BatchFailure(Exception):
-    pass
+def _attribute(value: dict[str, Any]) -> dict[str, Any]:
+    """A message attribute as Lambda's SQS event spells it (binary values in base64)."""
+    converted: dict[str, Any] = {
+        "stringListValues": [],
+        "binaryListValues": [],
+        "dataType": value.get("DataType"),
+    }
+    if "StringValue" in value:
+        converted["stringValue"] = value["StringValue"]
+    if "BinaryValue" in value:
+        raw = value["BinaryValue"]
+        converted["binaryValue"] = base64.b64encode(raw).decode() if isinstance(raw, bytes) else raw
+    return converted
 
 
-def failed_ids(response: Any, batch_ids: set[str], report_failures: bool) -> set[str]:
-    """The ids to keep, per Lambda's rules; ``BatchFailure`` when the whole batch failed."""
-    if not report_failures or response is None:
-        return set()
-    if not isinstance(response, dict):
-        return set()
-    failures = response.get("batchItemFailures")
-    if failures is None or failures == []:
-        return set()
-    if not isinstance(failures, list):
-        raise BatchFailure("batchItemFailures is not a list")
-    ids = set()
-    for item in failures:
-        identifier = item.get("itemIdentifier") if isinstance(item, dict) else None
-        if not isinstance(identifier, str) or not identifier or identifier not in batch_ids:
-            raise BatchFailure(f"batchItemFailures names {identifier!r}, which is not in the batch")
-        ids.add(identifier)
-    return ids
+def _outcome(result: Result, batch_ids: set[str], report_failures: bool) -> tuple[set[str], str | None]:
+    """(the ids to keep, why) for one invocation, per Lambda's rules."""
+    if result.error is not None:
+        return set(batch_ids), result.error_text
+    try:
+        keep = set(reported_failures(result.response, batch_ids, report_failures))
+    except BatchFailure as exc:
+        return set(batch_ids), str(exc)
+    return keep, "batchItemFailures" if keep else None
+
+
+def _partition(
+    records: list[dict[str, Any]], keep: Callable[[dict[str, Any]], bool]
+) -> tuple[list[Any], list[Any]]:
+    """(the records ``keep`` says yes to, the others), in order."""
+    kept: list[dict[str, Any]] = []
+    dropped: list[dict[str, Any]] = []
+    for record in records:
+        (kept if keep(record) else dropped).append(record)
+    return kept, dropped
+
+
+def _entries(records: list[dict[str, Any]], **fields: Any) -> list[list[dict[str, Any]]]:
+    """Batch request entries for ``records``, ten to a request (SQS's limit)."""
+    entries = [
+        {"Id": str(i % 10), "ReceiptHandle": r["receiptHandle"], **fields} for i, r in enumerate(records)
+    ]
+    return [entries[start : start + 10] for start in range(0, len(entries), 10)]
 
 
 class SqsEventSource(Poller):
@@ -104,8 +130,8 @@ class SqsEventSource(Poller):
         self.report_failures = spec.get("functionResponseType") == "ReportBatchItemFailures"
         self.enabled = spec.get("enabled", True) is not False
         self.filter = compile_patterns(spec.get("filterPatterns"), "sqs")
-        concurrency = spec.get("maximumConcurrency")
-        self.workers = max(1, min(timing.sqs_concurrency, int(concurrency) if concurrency else timing.sqs_concurrency))
+        concurrency = int(spec.get("maximumConcurrency") or timing.sqs_concurrency)
+        self.workers = max(1, min(timing.sqs_concurrency, concurrency))
 
     def start(self, workers: int | None = None) -> None:
         if self.enabled:
@@ -125,54 +151,40 @@ class SqsEventSource(Poller):
         return response.get("Messages", [])
 
     def poll_once(self) -> bool:
-        long_poll = self.timing.sqs_wait_seconds
-        messages = self._receive(self.batch_size, long_poll)
+        messages = self._receive(self.batch_size, self.timing.sqs_wait_seconds)
         if not messages:
             return False
         self.mark_busy()
         try:
-            deadline = time.monotonic() + self.window
-            while len(messages) < self.batch_size and self.window > 0 and not self.stopping:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                wait = min(long_poll, int(remaining))  # the batching window: wait for more, within it
-                more = self._receive(self.batch_size - len(messages), wait)
-                if more:
-                    messages.extend(more)
-                elif not wait:
-                    self.sleep(min(self.timing.poll_interval, remaining))
-            self._process(messages)
+            self._fill(messages)
+            self._process([lambda_record(m, self.queue_arn, self.region) for m in messages])
         finally:
             self.mark_done()
         return True
 
-    def _process(self, messages: list[dict[str, Any]]) -> None:
-        records = [lambda_record(m, self.queue_arn, self.region) for m in messages]
-        if self.filter is not None:
-            dropped = [r for r in records if not self.filter(r)]
-            if dropped:
-                self._delete(dropped)
-                self.journal.record("sqs.filtered", function=self.function, ids=[r["messageId"] for r in dropped])
-            records = [r for r in records if self.filter(r)]
-            if not records:
+    def _fill(self, messages: list[dict[str, Any]]) -> None:
+        """Receive more until the batch is full or the batching window has passed."""
+        deadline = time.monotonic() + self.window
+        while len(messages) < self.batch_size and not self.stopping:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
                 return
+            wait = min(self.timing.sqs_wait_seconds, int(remaining))  # long polls end within the window
+            more = self._receive(self.batch_size - len(messages), wait)
+            messages.extend(more)
+            if not (more or wait):
+                self.sleep(min(self.timing.poll_interval, remaining))
+
+    def _process(self, records: list[dict[str, Any]]) -> None:
+        records = self._filtered(records)
+        if not records:
+            return
         by_id = {r["messageId"]: r for r in records}
         result = self.runtime.invoke({"Records": records}, source="sqs")
-        if result.error is not None:
-            keep = set(by_id)
-            reason = f"{type(result.error).__name__}: {result.error}"
-        else:
-            try:
-                keep = failed_ids(result.response, set(by_id), self.report_failures)
-                reason = "batchItemFailures" if keep else None
-            except BatchFailure as exc:
-                keep, reason = set(by_id), str(exc)
+        keep, reason = _outcome(result, set(by_id), self.report_failures)
         done = [r for r in records if r["messageId"] not in keep]
-        if done:
-            self._delete(done)
-        if keep:
-            self._retry_later([by_id[i] for i in keep])
+        self._delete(done)
+        self._retry_later([by_id[i] for i in keep])
         self.journal.record(
             "sqs.batch",
             function=self.function,
@@ -184,23 +196,23 @@ class SqsEventSource(Poller):
             request_id=result.request_id,
         )
 
+    def _filtered(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The records the filter patterns let through; the others are deleted, as Lambda does."""
+        if self.filter is None:
+            return records
+        kept, dropped = _partition(records, self.filter)
+        if dropped:
+            self._delete(dropped)
+            self.journal.record("sqs.filtered", function=self.function, ids=[r["messageId"] for r in dropped])
+        return kept
+
     def _delete(self, records: list[dict[str, Any]]) -> None:
-        sqs = self.clients("sqs")
-        for start in range(0, len(records), 10):
-            chunk = records[start : start + 10]
-            sqs.delete_message_batch(
-                QueueUrl=self.queue_url,
-                Entries=[{"Id": str(i), "ReceiptHandle": r["receiptHandle"]} for i, r in enumerate(chunk)],
-            )
+        for entries in _entries(records):
+            self.clients("sqs").delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
 
     def _retry_later(self, records: list[dict[str, Any]]) -> None:
         delay = self.timing.sqs_retry_delay
         if delay is None:
             return  # as on AWS: the queue's visibility timeout runs out
-        sqs = self.clients("sqs")
-        for start in range(0, len(records), 10):
-            chunk = records[start : start + 10]
-            sqs.change_message_visibility_batch(
-                QueueUrl=self.queue_url,
-                Entries=[{"Id": str(i), "ReceiptHandle": r["receiptHandle"], "VisibilityTimeout": int(round(delay))} for i, r in enumerate(chunk)],
-            )
+        for entries in _entries(records, VisibilityTimeout=int(round(delay))):
+            self.clients("sqs").change_message_visibility_batch(QueueUrl=self.queue_url, Entries=entries)

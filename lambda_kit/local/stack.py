@@ -25,17 +25,17 @@ says why). DynamoDB Local expires TTL items itself, so the TTL sweeper runs only
 
 from __future__ import annotations
 
+import json
 import os
 import time
-from collections.abc import Iterable
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from .. import log as lambda_log
 from ..serverless_config import ConfigError
 from .async_invoker import AsyncInvoker
 from .clients import Clients, remember_user_agents
-from .config import ServiceConfig, load_service
+from .config import EventSource, FunctionConfig, ServiceConfig, load_service
 from .destinations import Destinations, target_arn
 from .dynamodb_local import DynamoDBLocal, DynamoDBLocalUnavailable, find_installation
 from .endpoint import aws_environment
@@ -53,9 +53,10 @@ from .sqs_source import SqsEventSource
 from .stream_source import StreamEventSource, TtlDeletions
 from .ttl import TtlSweeper
 
+__all__ = ["DELIVERIES", "PASSIVE", "Delivery", "LocalStack"]
+
 _UNSET: Any = object()
-RELAYS: dict[str, type[QueueRelay]] = {"eventBridge": EventBridgeEventSource, "s3": S3EventSource}
-"""serverless.yml event kinds fed through an internal queue (``relay.py``), besides SNS."""
+Delivered = TypeVar("Delivered")
 
 
 class LocalStack:
@@ -77,20 +78,18 @@ class LocalStack:
         ttl: bool = True,
         hooks: Iterable[Hook] = (),
     ) -> None:
-        self.config = config if isinstance(config, ServiceConfig) else load_service(config, stage=stage, region=region)
+        self.config = (
+            config if isinstance(config, ServiceConfig) else load_service(config, stage=stage, region=region)
+        )
         self.region = self.config.region
-        if endpoint_url is _UNSET:
-            endpoint_url = os.environ.get("AWS_ENDPOINT_URL") or None
-        self._endpoint_url = endpoint_url
-        if dynamodb_endpoint_url is _UNSET:
-            dynamodb_endpoint_url = os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") or None
-        self._dynamodb_endpoint_url = dynamodb_endpoint_url
+        self._endpoint_url = _given_or_env(endpoint_url, "AWS_ENDPOINT_URL")
+        self._dynamodb_endpoint_url = _given_or_env(dynamodb_endpoint_url, "AWS_ENDPOINT_URL_DYNAMODB")
         self._function_endpoint_url = function_endpoint_url
         self.api_port = api_port
         self.log_path = log_path
         self.echo = echo
         self.timing = timing or Timing()
-        self.only = set(functions) if functions is not None else None
+        self.only = None if functions is None else set(functions)
         self.event_sources = event_sources
         self.ttl_enabled = ttl
         self.hooks: list[Hook] = list(hooks)
@@ -104,12 +103,10 @@ class LocalStack:
         self.clients: Clients | None = None
         self.resources: Resources | None = None
         self.runtimes: dict[str, FunctionRuntime] = {}
-        self.pollers: list[Poller] = []
-        self.streams: list[StreamEventSource] = []
-        self.sqs_sources: list[SqsEventSource] = []
-        self.sns_sources: list[SnsEventSource] = []
-        self.relays: list[QueueRelay] = []  # EventBridge rules and S3 notifications
+        self.deliveries: list[Any] = []  # what feeds the functions their events: pollers, relays, streams
+        self.routes: list[Route] = []
         self.gateway: HttpGateway | None = None
+        self.destinations: Destinations | None = None
         self.invoker: AsyncInvoker | None = None
         self.ttl_deletions = TtlDeletions()
         self.ttl: TtlSweeper | None = None
@@ -135,109 +132,100 @@ class LocalStack:
 
     def _start(self) -> None:
         self._started = True
+        self._start_endpoints()
+        self.resources = Resources(self.config, self._clients())
+        self.resources.create_all()
+        selected = [f for f in self.config.functions.values() if self.only is None or f.key in self.only]
+        self._resolve_destinations()
+        self._set_function_environment(selected)
+        self.log = LogFile(
+            self.log_path, echo=self.echo, prefix=f"{self.config.service}-{self.config.stage}-"
+        )
+        lambda_log.set_sink(self.log.write)
+        self._import_functions(selected)
+        self.destinations = Destinations(self._clients())
+        self.invoker = AsyncInvoker(self.destinations, self.timing, self.journal)
+        for runtime in self.runtimes.values():
+            for event in runtime.function.events:
+                self._wire(runtime, event)
+        if self.routes and self.api_port is not None:
+            self.gateway = HttpGateway(self.routes, self.api_port, stage="$default").start()
+        for delivery in self.deliveries:
+            delivery.start()
+        self._start_ttl()
+
+    def _import_functions(self, selected: list[FunctionConfig]) -> None:
+        for function in selected:
+            runtime = FunctionRuntime(function, self.config.project_dir, self.region, hooks=self.hooks)
+            runtime.handler()  # import now: a broken handler path fails the start, in one line
+            self.runtimes[function.key] = runtime
+
+    def _start_endpoints(self) -> None:
+        """moto (unless ``endpoint_url`` is given) and the DynamoDB, started side by side; the
+        clients and the environment the functions see."""
         dynamodb_url = (self._dynamodb_endpoint_url or "").rstrip("/")
         if self._endpoint_url:
             self.endpoint_url = self._endpoint_url.rstrip("/")
         else:
             self.endpoint = EndpointProcess().launch()  # moto starts while DynamoDB Local does
-            if not dynamodb_url:
-                dynamodb_url = self._start_dynamodb_local()
+            dynamodb_url = dynamodb_url or self._start_dynamodb_local()
             self.endpoint_url = self.endpoint.wait_ready().url
             if self.dynamodb_local is not None:
                 dynamodb_url = self._wait_dynamodb_local()
         self.dynamodb_url = dynamodb_url or self.endpoint_url
         remember_user_agents()
         self.clients = Clients(self.endpoint_url, self.region, self.dynamodb_url)
-        self._set_env(aws_environment(self._function_endpoint_url or self.endpoint_url, self.region, self.dynamodb_url))
+        self._set_env(
+            aws_environment(self._function_endpoint_url or self.endpoint_url, self.region, self.dynamodb_url)
+        )
 
-        self.resources = Resources(self.config, self.clients)
-        self.resources.create_all()
-
-        selected = [f for f in self.config.functions.values() if self.only is None or f.key in self.only]
+    def _resolve_destinations(self) -> None:
+        """Function-level destinations (asynchronous invocations) name resources with intrinsics."""
+        assert self.resources is not None
         for function in self.config.functions.values():
-            # Function-level destinations (async invocations) name resources with intrinsics.
             for key in ("destinations", "onError"):
                 if function.raw.get(key) is not None:
                     function.raw = {**function.raw, key: self.resources.resolve(function.raw[key])}
+
+    def _set_function_environment(self, selected: list[FunctionConfig]) -> None:
+        """The functions' environment, in this process's (they share it: a variable two functions
+        set differently is journaled, the later one's value used)."""
+        assert self.resources is not None
         environment: dict[str, str] = {}
         for function in selected:
             for key, value in self.resources.resolve(function.environment).items():
                 text = _env_text(value)
-                if key in environment and environment[key] != text:
-                    self.journal.record("env.conflict", variable=key, function=function.key, values=[environment[key], text])
+                if environment.get(key, text) != text:
+                    self.journal.record(
+                        "env.conflict", variable=key, function=function.key, values=[environment[key], text]
+                    )
                 environment[key] = text
         self._set_env(environment)
 
-        self.log = LogFile(self.log_path, echo=self.echo, prefix=f"{self.config.service}-{self.config.stage}-")
-        lambda_log.set_sink(self.log.write)
+    def _wire(self, runtime: FunctionRuntime, event: EventSource) -> None:
+        """Deliver one event of a function as its source says (``Source.delivery``), or note that it
+        is not emulated. Without ``event_sources``, only the HTTP routes."""
+        assert self.resources is not None
+        found = self.config.sources_of(event)
+        delivery = found[0].delivery if found else ""
+        if not self.event_sources and delivery not in PASSIVE:
+            return
+        deliver = DELIVERIES.get(delivery, _not_emulated)
+        started = deliver(self, runtime, event, self.resources.resolve(event.spec))
+        if started is not None:
+            self.deliveries.append(started)
 
-        for function in selected:
-            runtime = FunctionRuntime(function, self.config.project_dir, self.region, hooks=self.hooks)
-            runtime.handler()  # import now: a broken handler path fails the start, in one line
-            self.runtimes[function.key] = runtime
-
-        destinations = Destinations(self.clients)
-        self.invoker = AsyncInvoker(destinations, self.timing, self.journal)
-        routes: list[Route] = []
-        for runtime in self.runtimes.values():
-            http_specs, rest_specs = [], []
-            for event in runtime.function.events:
-                if event.kind in ("httpApi", "http"):
-                    (http_specs if event.kind == "httpApi" else rest_specs).append(event.spec)
-                    continue
-                if not self.event_sources:
-                    continue
-                spec = self.resources.resolve(event.spec)
-                if event.kind == "sqs":
-                    arn = target_arn(spec)
-                    if not arn:
-                        raise ConfigError(f"functions.{runtime.function.key}.events[{event.index}].sqs needs an arn")
-                    source = SqsEventSource(runtime, event, spec, destinations.queue_url(arn), arn, self.clients, self.timing, self.journal, self.region)
-                    self.sqs_sources.append(source)
-                elif event.kind == "stream":
-                    arn = target_arn(spec)
-                    if not arn:
-                        raise ConfigError(f"functions.{runtime.function.key}.events[{event.index}].stream needs an arn")
-                    self.streams.append(StreamEventSource(
-                        runtime, event, spec, arn, self.clients, destinations, self.timing, self.journal, self.region,
-                        self.ttl_deletions, moto_quirks=self.dynamodb_local is None,
-                    ))
-                elif event.kind == "sns":
-                    topic = target_arn(spec) or self.clients("sns").create_topic(Name=str(spec.get("topicName")))["TopicArn"]
-                    sns = SnsEventSource(runtime, event, spec, topic, self.clients, self.invoker, self.timing, self.journal)
-                    sns.setup()
-                    self.sns_sources.append(sns)
-                elif event.kind in RELAYS and (event.kind != "eventBridge" or "pattern" in spec):
-                    relay = RELAYS[event.kind](runtime, event, spec, self.clients, self.invoker, self.timing, self.journal)
-                    relay.setup()
-                    self.relays.append(relay)
-                else:
-                    unsupported = "eventBridge schedule" if event.kind == "eventBridge" else event.kind
-                    self.journal.record("event.unsupported", function=runtime.function.key, event_kind=unsupported)
-            routes.extend(routes_for(runtime, http_specs))
-            routes.extend(routes_for(runtime, rest_specs, payload="1.0"))
-
-        if routes and self.api_port is not None:
-            self.gateway = HttpGateway(routes, self.api_port, stage="$default").start()
-
-        for sqs in self.sqs_sources:
-            sqs.start()
-            self.pollers.append(sqs)
-        for sns in self.sns_sources:
-            sns.start()
-            self.pollers.append(sns)
-        for relay in self.relays:
-            relay.start()
-            self.pollers.append(relay)
-        for stream in self.streams:
-            stream.start()
-        ttl_tables = {
+    def _start_ttl(self) -> None:
+        """The TTL sweeper, where moto serves DynamoDB (DynamoDB Local expires items itself)."""
+        assert self.resources is not None
+        tables = self.resources.of_type("AWS::DynamoDB::Table")
+        expiring = {
             r.attributes["Ref"]: r.attributes["TtlAttribute"]
-            for r in self.resources.of_type("AWS::DynamoDB::Table")
+            for r in tables
             if r.attributes.get("TtlAttribute")
         }
-        if ttl_tables and self.ttl_enabled and self.event_sources and self.dynamodb_local is None:
-            self.ttl = TtlSweeper(ttl_tables, self.clients, self.ttl_deletions, self.timing, self.journal)
+        if expiring and self.ttl_enabled and self.event_sources and self.dynamodb_local is None:
+            self.ttl = TtlSweeper(expiring, self._clients(), self.ttl_deletions, self.timing, self.journal)
             self.ttl.start()
 
     def _start_dynamodb_local(self) -> str:
@@ -268,31 +256,36 @@ class LocalStack:
             version = f" {self.dynamodb_local.version}" if self.dynamodb_local.version else ""
             return f"DynamoDB Local{version} (AWS's emulator, in memory) on {self.dynamodb_url}"
         if self.endpoint is not None and self.dynamodb_url == self.endpoint_url:
-            return f"moto's (DynamoDB Local not started: {self.dynamodb_fallback})" if self.dynamodb_fallback else "moto's"
+            return (
+                f"moto's (DynamoDB Local not started: {self.dynamodb_fallback})"
+                if self.dynamodb_fallback
+                else "moto's"
+            )
         return f"{self.dynamodb_url} (AWS_ENDPOINT_URL{'_DYNAMODB' if self._dynamodb_endpoint_url else ''})"
 
     def stop(self) -> None:
         if not self._started:
             return
         self._started = False
-        everything: list[Any] = [*self.pollers, *self.streams]
-        if self.ttl is not None:
-            everything.append(self.ttl)
-        for poller in everything:
-            poller.stop()
-        if self.invoker is not None:
-            self.invoker.stop()
-        if self.gateway is not None:
-            self.gateway.stop()
-        for poller in everything:
-            poller.join(5.0)
+        self._stop_deliveries()
         lambda_log.set_sink(None)
         if self.log is not None:
             self.log.close()
-        if self.endpoint is not None:
-            self.endpoint.stop()
-        if self.dynamodb_local is not None:
-            self.dynamodb_local.stop()
+        for process in (self.endpoint, self.dynamodb_local):
+            if process is not None:
+                process.stop()
+        self._restore_env()
+
+    def _stop_deliveries(self) -> None:
+        """Pollers, streams, the TTL sweeper, the invoker and the gateway: told to stop, then joined."""
+        everything: list[Any] = [*self.deliveries, *([self.ttl] if self.ttl is not None else [])]
+        for part in [*everything, self.invoker, self.gateway]:
+            if part is not None:
+                part.stop()
+        for part in everything:
+            part.join(5.0)
+
+    def _restore_env(self) -> None:
         for key, value in self._saved_env.items():
             if value is None:
                 os.environ.pop(key, None)
@@ -323,28 +316,63 @@ class LocalStack:
         """One synchronous invocation (as ``aws lambda invoke`` would)."""
         return self.runtime(function).invoke(event, source="direct")
 
-    def add_hook(self, hook: Hook) -> None:
-        self.hooks.append(hook)
+    def delivering(self, kind: type[Delivered]) -> list[Delivered]:
+        """The deliveries of one class (``SqsEventSource`` ...)."""
+        return [delivery for delivery in self.deliveries if isinstance(delivery, kind)]
+
+    @property
+    def streams(self) -> list[StreamEventSource]:
+        return self.delivering(StreamEventSource)
+
+    @property
+    def pollers(self) -> list[Poller]:
+        """The deliveries polling a queue: SQS sources, SNS subscriptions, EventBridge and S3 relays."""
+        return self.delivering(Poller)
+
+    @property
+    def sqs_sources(self) -> list[SqsEventSource]:
+        return self.delivering(SqsEventSource)
+
+    @property
+    def sns_sources(self) -> list[SnsEventSource]:
+        return self.delivering(SnsEventSource)
+
+    @property
+    def relays(self) -> list[QueueRelay]:
+        """EventBridge rules and S3 notifications (and, as they relay too, SNS subscriptions)."""
+        return [relay for relay in self.delivering(QueueRelay) if not isinstance(relay, SnsEventSource)]
 
     # --- inspecting it --------------------------------------------------------------------------
 
     def queue_url(self, queue: str) -> str:
         """URL of a queue given its logical id, name, ARN or URL."""
+        declared = self._declared_queue_url(queue)
+        if declared is not None or queue.startswith("http"):
+            return declared or queue
+        if queue.startswith("arn:"):
+            return Destinations(self._clients()).queue_url(queue)
+        return str(self._clients()("sqs").get_queue_url(QueueName=queue)["QueueUrl"])
+
+    def _declared_queue_url(self, queue: str) -> str | None:
+        """The URL of a queue serverless.yml declares, named by its logical id, name, ARN or URL."""
         assert self.resources is not None
-        resource = self.resources.by_id.get(queue)
-        if resource is not None and resource.type == "AWS::SQS::Queue":
-            return resource.attributes["QueueUrl"]
-        for candidate in self.resources.of_type("AWS::SQS::Queue"):
-            if queue in (candidate.attributes.get("QueueName"), candidate.attributes.get("Arn"), candidate.attributes.get("QueueUrl")):
-                return candidate.attributes["QueueUrl"]
-        if queue.startswith("http"):
-            return queue
-        return Destinations(self._clients()).queue_url(queue) if queue.startswith("arn:") else self._clients()("sqs").get_queue_url(QueueName=queue)["QueueUrl"]
+        queues = self.resources.of_type("AWS::SQS::Queue")
+        by_id = [r for r in queues if r.logical_id == queue]
+        by_name = [
+            r
+            for r in queues
+            if queue in (r.attributes.get("QueueName"), r.attributes.get("Arn"), r.attributes.get("QueueUrl"))
+        ]
+        return next((r.attributes["QueueUrl"] for r in [*by_id, *by_name]), None)
 
     def queue_depth(self, queue: str) -> dict[str, int]:
         attributes = self._clients()("sqs").get_queue_attributes(
             QueueUrl=self.queue_url(queue),
-            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"],
+            AttributeNames=[
+                "ApproximateNumberOfMessages",
+                "ApproximateNumberOfMessagesNotVisible",
+                "ApproximateNumberOfMessagesDelayed",
+            ],
         )["Attributes"]
         return {
             "visible": int(attributes.get("ApproximateNumberOfMessages", 0)),
@@ -355,7 +383,9 @@ class LocalStack:
     def queue_count(self, queue: str) -> int:
         return sum(self.queue_depth(queue).values())
 
-    def receive_all(self, queue: str, delete: bool = False, max_messages: int = 10_000) -> list[dict[str, Any]]:
+    def receive_all(
+        self, queue: str, delete: bool = False, max_messages: int = 10_000
+    ) -> list[dict[str, Any]]:
         """Every message now on ``queue`` (bodies and attributes). Messages read without
         ``delete`` stay invisible for a second (use it on DLQs, not on source queues)."""
         sqs = self._clients()("sqs")
@@ -363,41 +393,54 @@ class LocalStack:
         found: list[dict[str, Any]] = []
         while len(found) < max_messages:
             messages = sqs.receive_message(
-                QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0, VisibilityTimeout=1,
-                AttributeNames=["All"], MessageAttributeNames=["All"],
+                QueueUrl=url,
+                MaxNumberOfMessages=10,
+                WaitTimeSeconds=0,
+                VisibilityTimeout=1,
+                AttributeNames=["All"],
+                MessageAttributeNames=["All"],
             ).get("Messages", [])
             if not messages:
                 break
             found.extend(messages)
             if delete:
-                sqs.delete_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)])
+                sqs.delete_message_batch(
+                    QueueUrl=url,
+                    Entries=[
+                        {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
+                    ],
+                )
         return found
 
     def dead_letter_queues(self) -> dict[str, str]:
         """Logical id -> queue URL of every queue that receives failed work: redrive targets,
-        stream on-failure destinations, async onFailure / onError destinations."""
+        stream on-failure destinations, async onFailure / onError destinations, an EventBridge
+        rule target's dead-letter queue, SNS's own delivery failures (a subscription's redrive)."""
         assert self.resources is not None
         arns = set(self.resources.dead_letter_queue_arns())
         for function in self.config.functions.values():
-            arns.add(target_arn((function.setting("destinations") or {}).get("onFailure")) or "")
-            arns.add(target_arn(function.setting("onError")) or "")
-            for event in function.events:
-                if event.kind == "stream":
-                    spec = self.resources.resolve(event.spec)
-                    arns.add(target_arn((spec.get("destinations") or {}).get("onFailure")) or "")
-                if event.kind == "eventBridge" and event.spec.get("deadLetterQueueArn"):  # the rule target's DLQ
-                    arns.add(str(self.resources.resolve(event.spec["deadLetterQueueArn"])))
-                if event.kind == "sns":  # SNS's own delivery failures (subscription redrive policy)
-                    redrive = event.spec.get("redrivePolicy") or {}
-                    if redrive.get("deadLetterTargetRef") in self.resources.by_id:
-                        arns.add(self.resources.by_id[redrive["deadLetterTargetRef"]].attributes.get("Arn", ""))
-                    elif redrive.get("deadLetterTargetArn"):
-                        arns.add(str(self.resources.resolve(redrive["deadLetterTargetArn"])))
-        found = {}
-        for resource in self.resources.of_type("AWS::SQS::Queue"):
-            if resource.attributes.get("Arn") in arns:
-                found[resource.logical_id] = resource.attributes["QueueUrl"]
-        return found
+            arns.update(_function_dead_letter_arns(function))
+            arns.update(self._event_dead_letter_arn(event) for event in function.events)
+        return {
+            resource.logical_id: resource.attributes["QueueUrl"]
+            for resource in self.resources.of_type("AWS::SQS::Queue")
+            if resource.attributes.get("Arn") in arns
+        }
+
+    def _event_dead_letter_arn(self, event: EventSource) -> str:
+        """The queue an event's failures go to, whatever its kind: its on-failure destination, its
+        rule target's dead-letter queue, its subscription's redrive policy (by reference or ARN)."""
+        assert self.resources is not None
+        spec = self.resources.resolve(event.spec)
+        redrive = spec.get("redrivePolicy") if isinstance(spec.get("redrivePolicy"), dict) else {}
+        referenced = self.resources.by_id.get(str(redrive.get("deadLetterTargetRef")))
+        found = [
+            target_arn((spec.get("destinations") or {}).get("onFailure")),
+            spec.get("deadLetterQueueArn"),
+            referenced.attributes.get("Arn") if referenced is not None else None,
+            redrive.get("deadLetterTargetArn"),
+        ]
+        return next((str(arn) for arn in found if arn), "")
 
     def dlq_counts(self) -> dict[str, int]:
         return {logical: self.queue_count(url) for logical, url in self.dead_letter_queues().items()}
@@ -408,17 +451,10 @@ class LocalStack:
     def idle(self, quiet: float | None = None) -> bool:
         """Nothing in flight anywhere and every source queue empty."""
         quiet = self.quiet_period if quiet is None else quiet
-        components: list[Any] = [*self.pollers, *self.shard_pollers()]
-        if self.invoker is not None:
-            components.append(self.invoker)
-        if self.gateway is not None:
-            components.append(self.gateway)
-        if not all(c.idle(quiet) for c in components):
+        components = [*self.pollers, *self.shard_pollers(), self.invoker, self.gateway]
+        if not all(c.idle(quiet) for c in components if c is not None):
             return False
-        for source in [*self.sqs_sources, *self.sns_sources, *self.relays]:
-            if source.queue_url and self.queue_count(source.queue_url) > 0:
-                return False
-        return True
+        return not any(source.queue_url and self.queue_count(source.queue_url) for source in self.pollers)
 
     @property
     def quiet_period(self) -> float:
@@ -445,15 +481,119 @@ class LocalStack:
         return self.clients
 
 
+def _given_or_env(value: str | None, variable: str) -> str | None:
+    """An endpoint given to the stack, or when none is (not even None), the environment's."""
+    return (os.environ.get(variable) or None) if value is _UNSET else value
+
+
+def _function_dead_letter_arns(function: FunctionConfig) -> tuple[str, str]:
+    """The function's asynchronous on-failure destination and its ``onError`` DLQ ("" if none)."""
+    destinations = function.setting("destinations") or {}
+    return target_arn(destinations.get("onFailure")) or "", target_arn(function.setting("onError")) or ""
+
+
 def _env_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (dict, list)):
-        import json
-
         return json.dumps(value)
     return "" if value is None else str(value)
 
 
-def project_path(path: str | os.PathLike[str]) -> Path:
-    return Path(path).resolve()
+# --- delivering each source's events (``Source.delivery``) ------------------------------------------
+
+
+def _required_arn(runtime: FunctionRuntime, event: EventSource, spec: dict[str, Any]) -> str:
+    arn = target_arn(spec)
+    if not arn:
+        raise ConfigError(f"functions.{runtime.function.key}.events[{event.index}].{event.kind} needs an arn")
+    return arn
+
+
+def _queue(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec: dict[str, Any]) -> Any:
+    arn = _required_arn(runtime, event, spec)
+    assert stack.destinations is not None
+    queue_url = stack.destinations.queue_url(arn)
+    return SqsEventSource(
+        runtime, event, spec, queue_url, arn, stack._clients(), stack.timing, stack.journal, stack.region
+    )
+
+
+def _stream(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec: dict[str, Any]) -> Any:
+    arn = _required_arn(runtime, event, spec)
+    assert stack.destinations is not None
+    return StreamEventSource(
+        runtime,
+        event,
+        spec,
+        arn,
+        stack._clients(),
+        stack.destinations,
+        stack.timing,
+        stack.journal,
+        stack.region,
+        stack.ttl_deletions,
+        moto_quirks=stack.dynamodb_local is None,
+    )
+
+
+def _topic(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec: dict[str, Any]) -> Any:
+    clients = stack._clients()
+    topic = target_arn(spec) or clients("sns").create_topic(Name=str(spec.get("topicName")))["TopicArn"]
+    subscription = SnsEventSource(
+        runtime, event, spec, topic, clients, stack.invoker, stack.timing, stack.journal
+    )
+    subscription.setup()
+    return subscription
+
+
+def _relay(kind: type[QueueRelay]) -> Delivery:
+    def deliver(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec: dict[str, Any]) -> Any:
+        relay = kind(runtime, event, spec, stack._clients(), stack.invoker, stack.timing, stack.journal)
+        relay.setup()
+        return relay
+
+    return deliver
+
+
+def _rule(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec: dict[str, Any]) -> Any:
+    if "pattern" not in spec:  # a schedule: nothing sends it locally
+        stack.journal.record(
+            "event.unsupported", function=runtime.function.key, event_kind=f"{event.kind} schedule"
+        )
+        return None
+    return _relay(EventBridgeEventSource)(stack, runtime, event, spec)
+
+
+PAYLOADS = {"httpApi": "2.0", "http": "1.0"}
+"""The HTTP events the gateway serves, with their payload format (ALB and Function URLs: not served)."""
+
+
+def _route(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec: dict[str, Any]) -> Any:
+    if event.kind not in PAYLOADS:
+        return _not_emulated(stack, runtime, event, spec)
+    stack.routes.extend(routes_for(runtime, [event.spec], payload=PAYLOADS[event.kind]))
+    return None
+
+
+def _not_emulated(
+    stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec: dict[str, Any]
+) -> Any:
+    stack.journal.record("event.unsupported", function=runtime.function.key, event_kind=event.kind)
+    return None
+
+
+Delivery = Callable[[LocalStack, FunctionRuntime, EventSource, dict[str, Any]], Any]
+
+DELIVERIES: dict[str, Delivery] = {
+    "queue": _queue,
+    "stream": _stream,
+    "topic": _topic,
+    "rule": _rule,
+    "notification": _relay(S3EventSource),
+    "gateway": _route,
+}
+"""How each ``Source.delivery`` is wired: given the stack, the function's runtime, the event and its
+resolved settings, it returns what to start (None: nothing runs for it)."""
+PASSIVE = ("gateway",)
+"""Deliveries wired even without ``event_sources``: they poll nothing."""

@@ -9,13 +9,37 @@ log keys hold it in which form.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import time
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
+
+from ..extras import import_optional
+from ..serverless_config import ConfigError, open_regular
+from .terminal import printable
+
+__all__ = [
+    "TraceError",
+    "cloudwatch_lines",
+    "datadog_query",
+    "filter_pattern",
+    "functions_crossed",
+    "id_forms",
+    "insights_lines",
+    "insights_query",
+    "lines_of",
+    "matches",
+    "parse_since",
+    "parse_timestamp",
+    "read_log_file",
+    "render",
+    "short_function",
+    "xray_link",
+]
 
 
 class TraceError(Exception):
@@ -33,25 +57,53 @@ def parse_timestamp(value: Any) -> float | None:
         return None
 
 
+MAX_LINE_CHARS = 1_000_000
+"""A longer line in a log file is no function's log line (Lambda cuts lines at 256 KB): skipped."""
+
+
 def read_log_file(path: str | Path) -> Iterator[dict[str, Any]]:
-    file = Path(path)
-    if not file.exists():
-        raise TraceError(f"{file} not found: run `lambda-kit run` or `lambda-kit local` first, or pass --logs FILE")
-    with open(file, encoding="utf-8", errors="replace") as lines:
-        for text in lines:
-            text = text.strip()
-            if not text.startswith("{"):
-                continue
-            try:
-                line = json.loads(text)
-            except ValueError:
-                continue
-            if isinstance(line, dict):
-                yield line
+    """The JSON object lines of the log file at ``path`` (a regular file: a FIFO or a device is
+    refused before reading, ``TraceError``)."""
+    try:
+        binary = open_regular(path, "run `lambda-kit run` or `lambda-kit local` first, or pass --logs FILE")
+    except ConfigError as exc:
+        raise TraceError(str(exc)) from None
+    with io.TextIOWrapper(binary, encoding="utf-8", errors="replace") as lines:
+        yield from filter(None, map(_json_line, _bounded_lines(lines)))
+
+
+def _bounded_lines(file: TextIO) -> Iterator[str]:
+    while text := file.readline(MAX_LINE_CHARS):
+        if len(text) < MAX_LINE_CHARS or text.endswith("\n"):
+            yield text
+            continue
+        while text and not text.endswith("\n"):  # the rest of a line too long to be one
+            text = file.readline(MAX_LINE_CHARS)
+
+
+def _json_line(text: str) -> dict[str, Any] | None:
+    text = text.strip()
+    if not text.startswith("{"):
+        return None
+    try:
+        line = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return line if isinstance(line, dict) else None
 
 
 _XRAY_ID = re.compile(r"1-([0-9a-f]{8})-([0-9a-f]{24})")
 _W3C_ID = re.compile(r"[0-9a-fA-F]{32}")
+
+
+def _id_number(trace_id: str) -> int | None:
+    """The 128-bit number an X-Ray id or a W3C trace-id stands for."""
+    xray = _XRAY_ID.fullmatch(trace_id)
+    if xray is not None:
+        return int(xray.group(1) + xray.group(2), 16)
+    if _W3C_ID.fullmatch(trace_id) is None:
+        return None
+    return int(trace_id, 16) or None  # all zeros: W3C's invalid id
 
 
 def id_forms(trace_id: str) -> dict[str, str]:
@@ -59,77 +111,149 @@ def id_forms(trace_id: str) -> dict[str, str]:
     lambda_kit's ``trace_id`` always; for a W3C trace-id (32 hex digits) or an X-Ray id, the
     other's form and Datadog's (the low 64 bits, decimal); for a decimal up to 2**64-1, Datadog's."""
     forms = {"trace_id": trace_id}
-    xray = _XRAY_ID.fullmatch(trace_id)
-    number = None
-    if xray is not None:
-        number = int(xray.group(1) + xray.group(2), 16)
-    elif _W3C_ID.fullmatch(trace_id) and int(trace_id, 16):
-        number = int(trace_id, 16)
-    elif trace_id.isascii() and trace_id.isdigit() and 0 < int(trace_id) < 2**64:
-        forms["dd.trace_id"] = str(int(trace_id))
+    number = _id_number(trace_id)
     if number is not None:
         hex_id = f"{number:032x}"
-        forms.update({"otelTraceID": hex_id, "xray_trace_id": f"1-{hex_id[:8]}-{hex_id[8:]}", "dd.trace_id": str(number & (2**64 - 1))})
+        forms.update(
+            {
+                "otelTraceID": hex_id,
+                "xray_trace_id": f"1-{hex_id[:8]}-{hex_id[8:]}",
+                "dd.trace_id": str(number & (2**64 - 1)),
+            }
+        )
+    elif trace_id.isascii() and trace_id.isdigit() and 0 < int(trace_id) < 2**64:
+        forms["dd.trace_id"] = str(int(trace_id))
     return forms
 
 
 def matches(forms: dict[str, str], line: dict[str, Any]) -> bool:
-    """Whether ``line`` belongs to the trace: one of its keys holds the id in that key's form, or
-    its ``trace_id`` is the id in any form (a trace started by a tracer: its own id)."""
-    found = line.get("trace_id")
-    if found is not None and found in forms.values():
+    """Whether ``line`` belongs to the trace: one of its keys holds the id in that key's form, its
+    ``trace_id`` is the id in any form (a trace started by a tracer: its own id), or it is a
+    batch's line (a commit) naming the id among its ``trace_ids``."""
+    ids = [line.get("trace_id"), *_listed(line.get("trace_ids"))]
+    if any(found is not None and found in forms.values() for found in ids):
         return True
     return any(line.get(key) == value for key, value in forms.items() if key != "trace_id")
 
 
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def lines_of(trace_id: str, lines: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """The lines of ``trace_id`` (any of its forms: ``id_forms``), in time order, with every line
-    sharing a lambda_kit ``trace_id`` with them (the hops before a tracer's context appeared)."""
-    forms = id_forms(trace_id)
+    sharing a lambda_kit ``trace_id`` with them (the hops before a tracer's context appeared), and
+    the batch's own lines (no trace id: a batch's commit) of the invocations they were written in."""
     every = list(lines)
-    ids = {line.get("trace_id") for line in every if matches(forms, line)}
-    ids.discard(None)
-    found = [line for line in every if line.get("trace_id") in ids or matches(forms, line)]
+    found = _trace_lines(id_forms(trace_id), every)
+    found += _batch_lines(found, every)
     found.sort(key=lambda line: parse_timestamp(line.get("timestamp")) or 0.0)
     return found
 
 
+def _trace_lines(forms: dict[str, str], every: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    ids = {_key(line, "trace_id") for line in every if matches(forms, line)} - {None}
+    return [line for line in every if _key(line, "trace_id") in ids or matches(forms, line)]
+
+
+def _batch_lines(found: list[dict[str, Any]], every: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The lines of no trace (a batch's commit) written in the invocations of ``found``."""
+    requests = {_key(line, "request_id") for line in found} - {None}
+    chosen = {id(line) for line in found}
+    return [
+        line
+        for line in every
+        if line.get("trace_id") is None and _key(line, "request_id") in requests and id(line) not in chosen
+    ]
+
+
+def _key(line: dict[str, Any], name: str) -> str | None:
+    """The line's ``name`` field when it is text (a hostile line may hold anything there)."""
+    value = line.get(name)
+    return value if isinstance(value, str) else None
+
+
 def short_function(name: Any, prefix: str = "") -> str:
+    """A line's function name without the service's ``<service>-<stage>-``, printable."""
     text = str(name or "-")
-    return text[len(prefix) :] if prefix and text.startswith(prefix) else text
+    return printable(text[len(prefix) :] if prefix and text.startswith(prefix) else text)
+
+
+MESSAGE_WIDTH = 34
+RECORD_WIDTH = 40
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _record(value: Any) -> str:
+    """A record id as its column shows it: the start and the end of a long one (a Kinesis sequence
+    number differs at its end, a message id at its start)."""
+    text = printable(value) if isinstance(value, (str, int)) else ""
+    half = (RECORD_WIDTH - 1) // 2
+    return text if len(text) <= RECORD_WIDTH else f"{text[:half]}…{text[-(RECORD_WIDTH - 1 - half) :]}"
+
+
+def _count(line: dict[str, Any], key: str) -> int | None:
+    value = line.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _outcome(line: dict[str, Any]) -> str:
+    """The outcome (or status), its error, and for a batch's commit its records and failures."""
+    parts = [printable(line.get("outcome") or line.get("status") or "")]
+    if line.get("error_type"):
+        parts.append(f"{printable(line['error_type'])}: {printable(line.get('error', ''))}")
+    records, failed = _count(line, "records"), _count(line, "failed")
+    parts.append("" if records is None else f"{records} record{'s' * (records != 1)}")
+    parts.append(f"({failed} failed)" if failed else "")
+    return " ".join(part for part in parts if part)
+
+
+def _cells(line: dict[str, Any], start: float, prefix: str) -> list[str]:
+    """offset, function, record, level, message, duration, outcome of one line, printable."""
+    at = parse_timestamp(line.get("timestamp"))
+    duration = line.get("duration_ms")
+    return [
+        f"+{(at - start) * 1000:.0f} ms" if at is not None else "?",
+        short_function(line.get("function_name"), prefix),
+        _record(line.get("record_id")),
+        printable(line.get("level", "")),
+        _cut(printable(line.get("message", "")), MESSAGE_WIDTH),
+        f"{duration:.1f} ms" if isinstance(duration, (int, float)) and not isinstance(duration, bool) else "",
+        _outcome(line),
+    ]
+
+
+HEADINGS = ["offset", "function", "record", "level", "message", "duration", "outcome"]
 
 
 def render(trace_id: str, lines: list[dict[str, Any]], prefix: str = "", indent: str = "  ") -> str:
+    """The lines as a timeline, one row each: offset from the first, function, record id (when
+    a line has one: a batch's records), level, message, duration, outcome. Every field is printable
+    (``terminal.printable``): a log line cannot forge a row."""
     if not lines:
-        return f"{indent}no log lines with trace_id {trace_id}"
+        return printable(f"{indent}no log lines with trace_id {trace_id}")
     start = parse_timestamp(lines[0].get("timestamp")) or 0.0
-    width = max(8, *(len(short_function(line.get("function_name"), prefix)) for line in lines))
-    rows = [f"{indent}{'offset':>9}  {'function':<{width}}  {'level':<7} {'message':<34} {'duration':>9}  outcome"]
-    for line in lines:
-        at = parse_timestamp(line.get("timestamp"))
-        offset = f"+{(at - start) * 1000:.0f} ms" if at is not None else "?"
-        duration = line.get("duration_ms")
-        duration_text = f"{duration:.1f} ms" if isinstance(duration, (int, float)) else ""
-        outcome = line.get("outcome") or line.get("status") or ""
-        if line.get("error_type"):
-            outcome = f"{outcome} {line['error_type']}: {line.get('error', '')}".strip()
-        message = str(line.get("message", ""))
-        if len(message) > 34:
-            message = message[:33] + "…"
-        rows.append(
-            f"{indent}{offset:>9}  {short_function(line.get('function_name'), prefix):<{width}}  "
-            f"{str(line.get('level', '')):<7} {message:<34} {duration_text:>9}  {outcome}".rstrip()
-        )
-    return "\n".join(rows)
+    rows = [HEADINGS, *(_cells(line, start, prefix) for line in lines)]
+    function_width = max(8, *(len(row[1]) for row in rows))
+    record_width = max(len(row[2]) for row in rows[1:])
+    return "\n".join(_row(row, indent, function_width, record_width) for row in rows)
+
+
+def _row(cells: list[str], indent: str, function_width: int, record_width: int) -> str:
+    offset, function, record, level, message, duration, outcome = cells
+    record_column = f"{record:<{max(record_width, 6)}}  " if record_width else ""
+    return (
+        f"{indent}{offset:>9}  {function:<{function_width}}  {record_column}"
+        f"{level:<7} {message:<{MESSAGE_WIDTH}} {duration:>9}  {outcome}"
+    ).rstrip()
 
 
 def functions_crossed(lines: list[dict[str, Any]], prefix: str = "") -> list[str]:
-    seen: list[str] = []
-    for line in lines:
-        name = short_function(line.get("function_name"), prefix)
-        if name not in seen:
-            seen.append(name)
-    return seen
+    """The functions the lines were written by, in order of first appearance, printable."""
+    return list(dict.fromkeys(short_function(line.get("function_name"), prefix) for line in lines))
 
 
 def datadog_query(trace_id: str) -> str:
@@ -161,7 +285,8 @@ def insights_query(trace_id: str) -> str:
     forms = id_forms(trace_id)
     tests = [f'`{key}` = "{value}"' for key, value in forms.items()]
     tests += [f'trace_id = "{value}"' for key, value in forms.items() if key != "trace_id"]
-    return f"fields @timestamp, @message | filter {' or '.join(dict.fromkeys(tests))} | sort @timestamp asc | limit 10000"
+    found = " or ".join(dict.fromkeys(tests))
+    return f"fields @timestamp, @message | filter {found} | sort @timestamp asc | limit 10000"
 
 
 def parse_since(text: str) -> float:
@@ -177,9 +302,8 @@ def parse_since(text: str) -> float:
 
 
 def logs_client(region: str) -> Any:
+    boto3 = import_optional("boto3", "reading CloudWatch Logs")
     try:
-        import boto3
-
         return boto3.client("logs", region_name=region)
     except Exception as exc:  # no region / broken config
         raise TraceError(f"cannot create a CloudWatch Logs client: {exc}") from None
@@ -196,43 +320,63 @@ def _line_of(message: Any, timestamp: Any) -> dict[str, Any] | None:
     return line
 
 
+AUTH_ERRORS = frozenset(
+    {
+        "NoCredentialsError",
+        "PartialCredentialsError",
+        "UnrecognizedClientException",
+        "InvalidClientTokenId",
+        "ExpiredTokenException",
+        "AccessDeniedException",
+    }
+)
+UNREACHABLE = frozenset({"EndpointConnectionError", "ConnectTimeoutError"})
+
+
 def _missing_group(exc: Exception) -> bool:
     """True for a missing log group; raises ``TraceError`` for what the user must fix; else False."""
     code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
     name = type(exc).__name__
-    if code == "ResourceNotFoundException":
-        return True
-    if name in ("NoCredentialsError", "PartialCredentialsError") or code in ("UnrecognizedClientException", "InvalidClientTokenId", "ExpiredTokenException", "AccessDeniedException"):
-        raise TraceError(f"CloudWatch Logs refused the request ({code or name}): configure AWS credentials (AWS_PROFILE or aws configure)") from None
-    if name in ("EndpointConnectionError", "ConnectTimeoutError"):
+    if code in AUTH_ERRORS or name in AUTH_ERRORS:
+        raise TraceError(
+            f"CloudWatch Logs refused the request ({code or name}): configure AWS credentials "
+            "(AWS_PROFILE or aws configure)"
+        ) from None
+    if name in UNREACHABLE:
         raise TraceError(f"cannot reach CloudWatch Logs: {exc}") from None
-    return False
+    return code == "ResourceNotFoundException"
 
 
 NOT_DEPLOYED = "no such log group (not deployed, or no invocations yet)"
 
 
-def cloudwatch_lines(trace_id: str, log_groups: list[str], since_seconds: float, region: str, client: Any = None) -> tuple[list[dict[str, Any]], list[str]]:
+def _group_lines(client: Any, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The lines of one log group ``filter_log_events`` finds, page after page."""
+    while True:
+        page = client.filter_log_events(**request)
+        for event in page.get("events", []):
+            line = _line_of(event.get("message"), event.get("timestamp"))
+            if line is not None:
+                yield line
+        if not page.get("nextToken"):
+            return
+        request = {**request, "nextToken": page["nextToken"]}
+
+
+def cloudwatch_lines(
+    trace_id: str, log_groups: list[str], since_seconds: float, region: str, client: Any = None
+) -> tuple[list[dict[str, Any]], list[str]]:
     """Lines of ``trace_id`` from CloudWatch Logs (``filter_log_events`` per group); returns
     (lines, notes about missing groups)."""
     client = client or logs_client(region)
     start = int((time.time() - since_seconds) * 1000)
-    pattern = filter_pattern(trace_id)
     found: list[dict[str, Any]] = []
     notes: list[str] = []
     for group in log_groups:
-        request: dict[str, Any] = {"logGroupName": group, "filterPattern": pattern, "startTime": start}
         try:
-            while True:
-                page = client.filter_log_events(**request)
-                for event in page.get("events", []):
-                    line = _line_of(event.get("message"), event.get("timestamp"))
-                    if line is not None:
-                        found.append(line)
-                token = page.get("nextToken")
-                if not token:
-                    break
-                request["nextToken"] = token
+            found += _group_lines(
+                client, {"logGroupName": group, "filterPattern": filter_pattern(trace_id), "startTime": start}
+            )
         except Exception as exc:
             if not _missing_group(exc):
                 raise
@@ -243,53 +387,78 @@ def cloudwatch_lines(trace_id: str, log_groups: list[str], since_seconds: float,
 MAX_INSIGHTS_GROUPS = 50
 
 
-def insights_lines(
-    trace_id: str, log_groups: list[str], since_seconds: float, region: str, client: Any = None, timeout: float = 300.0
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """Lines of ``trace_id`` from CloudWatch Logs Insights: one query over every group that exists
-    (up to 50), for volumes ``filter_log_events`` pages through slowly; (lines, notes)."""
-    client = client or logs_client(region)
-    notes: list[str] = []
-    existing = []
-    for group in log_groups:
-        try:
-            listed = client.describe_log_groups(logGroupNamePrefix=group).get("logGroups", [])
-        except Exception as exc:
-            if not _missing_group(exc):
-                raise
-            listed = []
-        if any(item.get("logGroupName") == group for item in listed):
-            existing.append(group)
-        else:
-            notes.append(f"{group}: {NOT_DEPLOYED}")
-    if not existing:
-        return [], notes
+def _exists(client: Any, group: str) -> bool:
+    try:
+        listed = client.describe_log_groups(logGroupNamePrefix=group).get("logGroups", [])
+    except Exception as exc:
+        if not _missing_group(exc):
+            raise
+        return False
+    return any(item.get("logGroupName") == group for item in listed)
+
+
+def _existing_groups(client: Any, log_groups: list[str], notes: list[str]) -> list[str]:
+    """The groups that exist, up to Logs Insights' 50; a note for each one left out."""
+    existing = [group for group in log_groups if _exists(client, group)]
+    notes += [f"{group}: {NOT_DEPLOYED}" for group in log_groups if group not in existing]
     if len(existing) > MAX_INSIGHTS_GROUPS:
-        notes.append(f"Logs Insights queries {MAX_INSIGHTS_GROUPS} log groups at most: {len(existing) - MAX_INSIGHTS_GROUPS} not searched")
-        existing = existing[:MAX_INSIGHTS_GROUPS]
+        notes.append(
+            f"Logs Insights queries {MAX_INSIGHTS_GROUPS} log groups at most: "
+            f"{len(existing) - MAX_INSIGHTS_GROUPS} not searched"
+        )
+    return existing[:MAX_INSIGHTS_GROUPS]
+
+
+def _start_query(client: Any, groups: list[str], since_seconds: float, trace_id: str) -> str:
     now = time.time()
     try:
-        query_id = client.start_query(
-            logGroupNames=existing, startTime=int(now - since_seconds), endTime=int(now) + 1, queryString=insights_query(trace_id)
-        )["queryId"]
+        return str(
+            client.start_query(
+                logGroupNames=groups,
+                startTime=int(now - since_seconds),
+                endTime=int(now) + 1,
+                queryString=insights_query(trace_id),
+            )["queryId"]
+        )
     except Exception as exc:
         _missing_group(exc)
         raise
+
+
+def _query_results(client: Any, query_id: str, timeout: float) -> list[Any]:
+    """The rows of a finished query; ``TraceError`` if it fails or outlasts ``timeout``."""
     deadline = time.monotonic() + timeout
     while True:
         answer = client.get_query_results(queryId=query_id)
         status = answer.get("status")
         if status == "Complete":
-            break
+            return list(answer.get("results", []))
         if status in ("Failed", "Cancelled", "Timeout", "Unknown"):
             raise TraceError(f"the Logs Insights query ended {status}")
         if time.monotonic() > deadline:
             raise TraceError(f"the Logs Insights query did not finish within {timeout:.0f} s")
         time.sleep(1.0)
-    found = []
-    for row in answer.get("results", []):
-        fields = {item.get("field"): item.get("value") for item in row}
-        line = _line_of(fields.get("@message"), fields.get("@timestamp"))
-        if line is not None:
-            found.append(line)
-    return lines_of(trace_id, found), notes
+
+
+def _row_line(row: list[dict[str, Any]]) -> dict[str, Any] | None:
+    fields = {item.get("field"): item.get("value") for item in row}
+    return _line_of(fields.get("@message"), fields.get("@timestamp"))
+
+
+def insights_lines(
+    trace_id: str,
+    log_groups: list[str],
+    since_seconds: float,
+    region: str,
+    client: Any = None,
+    timeout: float = 300.0,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Lines of ``trace_id`` from CloudWatch Logs Insights: one query over every group that exists
+    (up to 50), for volumes ``filter_log_events`` pages through slowly; (lines, notes)."""
+    client = client or logs_client(region)
+    notes: list[str] = []
+    existing = _existing_groups(client, log_groups, notes)
+    if not existing:
+        return [], notes
+    rows = _query_results(client, _start_query(client, existing, since_seconds, trace_id), timeout)
+    return lines_of(trace_id, filter(None, map(_row_line, rows))), notes

@@ -17,13 +17,22 @@ from .clients import Clients
 from .poller import Journal, Poller, Timing
 from .stream_source import TtlDeletions
 
+__all__ = ["FIVE_YEARS", "TtlSweeper"]
+
 FIVE_YEARS = 5 * 365 * 24 * 3600
 
 
 class TtlSweeper(Poller):
     name = "ttl"
 
-    def __init__(self, tables: dict[str, str], clients: Clients, deletions: TtlDeletions, timing: Timing, journal: Journal) -> None:
+    def __init__(
+        self,
+        tables: dict[str, str],
+        clients: Clients,
+        deletions: TtlDeletions,
+        timing: Timing,
+        journal: Journal,
+    ) -> None:
         super().__init__(timing, journal)
         self.tables = tables  # table name -> TTL attribute
         self.clients = clients
@@ -44,9 +53,7 @@ class TtlSweeper(Poller):
         return deleted
 
     def _sweep_table(self, table: str, attribute: str) -> int:
-        dynamodb = self.clients("dynamodb")
         now = int(time.time())
-        keys = self._keys_of(table)
         request: dict[str, Any] = {
             "TableName": table,
             "FilterExpression": "#ttl < :now AND #ttl > :oldest",
@@ -55,31 +62,34 @@ class TtlSweeper(Poller):
         }
         deleted = 0
         while True:
-            page = dynamodb.scan(**request)
-            for item in page.get("Items", []):
-                expires = item.get(attribute)
-                if not expires or "N" not in expires:
-                    continue
-                key = {name: item[name] for name in keys}
-                # Register first: the stream poller may read the REMOVE before delete_item returns.
-                self.deletions.add(table, key)
-                try:
-                    dynamodb.delete_item(
-                        TableName=table,
-                        Key=key,
-                        ConditionExpression="#ttl = :expires",
-                        ExpressionAttributeNames={"#ttl": attribute},
-                        ExpressionAttributeValues={":expires": expires},
-                    )
-                except dynamodb.exceptions.ConditionalCheckFailedException:
-                    self.deletions.take(table, key)
-                    continue
-                deleted += 1
-                self.journal.record("ttl.deleted", table=table, key=key)
+            page = self.clients("dynamodb").scan(**request)
+            deleted += sum(self._expire(table, attribute, item) for item in page.get("Items", []))
             if "LastEvaluatedKey" not in page:
-                break
+                return deleted
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-        return deleted
+
+    def _expire(self, table: str, attribute: str, item: dict[str, Any]) -> bool:
+        """Delete ``item`` unless its TTL changed meanwhile (or is not a number); whether it was."""
+        expires = item.get(attribute)
+        if not expires or "N" not in expires:
+            return False
+        dynamodb = self.clients("dynamodb")
+        key = {name: item[name] for name in self._keys_of(table)}
+        # Register first: the stream poller may read the REMOVE before delete_item returns.
+        self.deletions.add(table, key)
+        try:
+            dynamodb.delete_item(
+                TableName=table,
+                Key=key,
+                ConditionExpression="#ttl = :expires",
+                ExpressionAttributeNames={"#ttl": attribute},
+                ExpressionAttributeValues={":expires": expires},
+            )
+        except dynamodb.exceptions.ConditionalCheckFailedException:
+            self.deletions.take(table, key)
+            return False
+        self.journal.record("ttl.deleted", table=table, key=key)
+        return True
 
     def poll_once(self) -> bool:
         self.sweep()

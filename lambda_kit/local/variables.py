@@ -14,6 +14,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+__all__ = ["ACCOUNT_ID", "Unresolved", "Variables"]
+
 ACCOUNT_ID = "123456789012"
 
 # An innermost variable: no "${" or "}" inside it.
@@ -21,30 +23,62 @@ _INNERMOST = re.compile(r"\$\{([^${}]*)\}")
 _MAX_PASSES = 200
 # A Serverless variable names its source: "self:", "env:", "file(" ... ("AWS::Region" does not).
 _SERVERLESS_VARIABLE = re.compile(r"\s*(?:[a-zA-Z][a-zA-Z0-9]*(?::(?!:)|\()|'|\")")
+_LEFT = "$\u200b{"
+"""A variable left in place while resolving, marked so the search does not find it again."""
 
 
 class Unresolved(Exception):
     """A variable with no local value and no fallback."""
 
 
+def _spliced(text: str, match: re.Match[str], value: Any) -> Any:
+    """``text`` with the variable ``match`` found replaced by ``value`` (the value itself when the
+    variable is the whole text: it may be a number, a list, a mapping)."""
+    if match.start() == 0 and match.end() == len(text):
+        return value
+    return text[: match.start()] + ("" if value is None else str(value)) + text[match.end() :]
+
+
+def _left(text: str, match: re.Match[str]) -> str:
+    return text[: match.start()] + _LEFT + match.group(1) + "}" + text[match.end() :]
+
+
+def _restored(value: Any) -> Any:
+    return value.replace(_LEFT, "${") if isinstance(value, str) else value
+
+
 class Variables:
-    def __init__(self, document: Mapping[str, Any], stage: str | None, region: str | None, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        document: Mapping[str, Any],
+        stage: str | None,
+        region: str | None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.document = document
         self.options = {"stage": stage, "region": region}
         self.env = os.environ if env is None else env
         self.unresolved: list[tuple[str, str]] = []  # (where, variable)
         self._resolving: set[str] = set()
-        # stage / region themselves may be variables in the provider section.
+        self._sources = {
+            "self": self._self,
+            "sls": lambda address: {"stage": self.stage, "instanceId": "local"}.get(address),
+            "opt": self.options.get,
+            "aws": lambda address: {"region": self.region, "accountId": ACCOUNT_ID, "partition": "aws"}.get(
+                address
+            ),
+            "env": self.env.get,
+        }
+        # stage / region themselves may be variables in the provider section (read with the defaults).
+        self.stage, self.region = stage or "dev", region or "us-east-1"
         self.stage = stage or self._provider_value("stage", "dev")
         self.region = region or self._provider_value("region", "us-east-1")
 
     def _provider_value(self, key: str, default: str) -> str:
         provider = self.document.get("provider")
         value = provider.get(key) if isinstance(provider, Mapping) else None
-        if value is None:
-            return default
         try:
-            resolved = self.resolve_value(value, f"provider.{key}", strict=True)
+            resolved = default if value is None else self.resolve_value(value, f"provider.{key}", strict=True)
         except Unresolved:
             return default
         return str(resolved) if resolved not in (None, "") else default
@@ -54,10 +88,7 @@ class Variables:
     def resolve(self, value: Any, where: str = "") -> Any:
         """``value`` with every resolvable variable replaced (recursively through dicts and lists)."""
         if isinstance(value, str):
-            try:
-                return self.resolve_value(value, where, strict=False)
-            except Unresolved:  # pragma: no cover - non-strict never raises
-                return value
+            return self.resolve_value(value, where, strict=False)
         if isinstance(value, dict):
             return {k: self.resolve(v, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
         if isinstance(value, list):
@@ -67,76 +98,52 @@ class Variables:
     # --- one string ---------------------------------------------------------------------------
 
     def resolve_value(self, text: str, where: str, strict: bool) -> Any:
+        """``text`` with its variables resolved, innermost first; one left unresolved raises
+        ``Unresolved`` when ``strict``, else is noted in ``unresolved`` and kept."""
         current: Any = text
         for _ in range(_MAX_PASSES):
-            if not isinstance(current, str):
-                return current
-            match = _INNERMOST.search(current)
+            match = _INNERMOST.search(current) if isinstance(current, str) else None
             if match is None:
-                return current.replace("$\u200b{", "${")
-            if not _SERVERLESS_VARIABLE.match(match.group(1)):
-                # CloudFormation's own ${AWS::Region} / ${Logical.Attr} (Fn::Sub): not ours.
-                current = current[: match.start()] + "$\u200b{" + match.group(1) + "}" + current[match.end() :]
-                continue
-            try:
-                value = self._variable(match.group(1).strip(), where, strict)
-            except Unresolved:
-                if strict:
-                    raise
-                self.unresolved.append((where, match.group(0)))
-                # Leave it, marked so the loop does not find it again.
-                current = current[: match.start()] + "$\u200b{" + match.group(1) + "}" + current[match.end() :]
-                continue
-            if match.start() == 0 and match.end() == len(current):
-                current = value
-            else:
-                current = current[: match.start()] + ("" if value is None else str(value)) + current[match.end() :]
-        if isinstance(current, str):
-            current = current.replace("$\u200b{", "${")
-        return current
+                break
+            current = self._step(current, match, where, strict)
+        return _restored(current)
 
-    def _variable(self, body: str, where: str, strict: bool) -> Any:
+    def _step(self, text: str, match: re.Match[str], where: str, strict: bool) -> Any:
+        """``text`` with the variable ``match`` found resolved, or marked as left."""
+        if not _SERVERLESS_VARIABLE.match(match.group(1)):
+            return _left(
+                text, match
+            )  # CloudFormation's own ${AWS::Region} / ${Logical.Attr} (Fn::Sub): not ours
+        try:
+            return _spliced(text, match, self._variable(match.group(1).strip()))
+        except Unresolved:
+            if strict:
+                raise
+            self.unresolved.append((where, match.group(0)))
+            return _left(text, match)
+
+    def _variable(self, body: str) -> Any:
         reference, fallback = _split_fallback(body)
-        value = self._lookup(reference.strip(), where)
-        if value is None and fallback is not None:
-            return _literal(fallback)
-        if value is None:
+        value = self._lookup(reference.strip())
+        if value is not None:
+            return value
+        if fallback is None:
             raise Unresolved(f"${{{body}}}")
-        return value
+        return _literal(fallback)
 
-    def _lookup(self, reference: str, where: str) -> Any:
-        source, _, address = reference.partition(":")
-        source = source.strip()
-        address = address.strip()
-        if not _:  # no source: a literal such as a quoted default on its own
+    def _lookup(self, reference: str) -> Any:
+        source, colon, address = reference.partition(":")
+        if not colon:  # no source: a literal such as a quoted default on its own
             return _literal(reference) if reference[:1] in ("'", '"') else None
-        if source == "self":
-            return self._self(address, where)
-        if source == "sls":
-            return {"stage": self.stage, "instanceId": "local"}.get(address)
-        if source == "opt":
-            return self.options.get(address)
-        if source == "aws":
-            return {"region": self.region, "accountId": ACCOUNT_ID, "partition": "aws"}.get(address)
-        if source == "env":
-            return self.env.get(address)
-        return None
+        lookup = self._sources.get(source.strip())
+        return None if lookup is None else lookup(address.strip())
 
-    def _self(self, address: str, where: str) -> Any:
+    def _self(self, address: str) -> Any:
+        if address in ("provider.stage", "provider.region"):
+            return self.stage if address == "provider.stage" else self.region
         if address in self._resolving:
             raise Unresolved(f"${{self:{address}}} refers to itself")
-        node: Any = self.document
-        for part in address.split(".") if address else []:
-            if isinstance(node, Mapping) and part in node:
-                node = node[part]
-            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            else:
-                return None
-        if address == "provider.stage":
-            return self.stage
-        if address == "provider.region":
-            return self.region
+        node = _node_at(self.document, address)
         self._resolving.add(address)
         try:
             return self._deep(node, address)
@@ -153,28 +160,43 @@ class Variables:
         return node
 
 
+def _node_at(document: Any, address: str) -> Any:
+    """The value at a dotted ``address`` (``custom.tableName``, ``functions.f.events.0``), or None."""
+    node = document
+    for part in address.split(".") if address else []:
+        node = _child(node, part)
+    return node
+
+
+def _child(node: Any, part: str) -> Any:
+    if isinstance(node, Mapping):
+        return node.get(part)
+    if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+        return node[int(part)]
+    return None
+
+
 def _split_fallback(body: str) -> tuple[str, str | None]:
     """``"opt:stage, 'dev'"`` -> ``("opt:stage", "'dev'")``; commas inside quotes do not split."""
     quote = None
     for index, char in enumerate(body):
-        if quote:
-            if char == quote:
-                quote = None
-        elif char in ("'", '"'):
-            quote = char
-        elif char == ",":
+        if char == "," and quote is None:
             return body[:index], body[index + 1 :].strip()
+        if char in ("'", '"'):
+            quote = None if quote == char else quote or char
     return body, None
+
+
+LITERALS = (
+    (re.compile(r"-?\d+"), int),
+    (re.compile(r"-?\d+\.\d+"), float),
+    (re.compile(r"true|false"), lambda text: text == "true"),
+)
+"""A fallback's bare text that is a number or a boolean, and what it becomes."""
 
 
 def _literal(text: str) -> Any:
     text = text.strip()
     if len(text) >= 2 and text[0] == text[-1] and text[0] in ("'", '"'):
         return text[1:-1]
-    if re.fullmatch(r"-?\d+", text):
-        return int(text)
-    if re.fullmatch(r"-?\d+\.\d+", text):
-        return float(text)
-    if text in ("true", "false"):
-        return text == "true"
-    return text
+    return next((convert(text) for pattern, convert in LITERALS if pattern.fullmatch(text)), text)

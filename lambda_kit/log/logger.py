@@ -1,142 +1,195 @@
-"""The ``logging.Logger`` face of lambda_kit's JSON lines: what ``get_logger`` returns.
+"""``get_logger``: the ``logging`` face of lambda_kit's JSON lines.
 
-Imported on the first ``get_logger()`` call (``logging`` with it), never by a decorator. A logger's
-lines take a short path when lambda_kit's handler is the only thing that would see them; anything
-a user sets on it (a handler, a filter, ``propagate``, a record factory) sends them down the
-standard ``logging`` path, which writes the same line.
+``get_logger(name)`` puts lambda_kit's handler (``JsonLogHandler``) on the standard logger
+``logging.getLogger(name)`` and returns a ``JsonLogger``: a ``logging.LoggerAdapter`` over it, the
+standard library's way to wrap a logger. The standard logger keeps its class and its methods;
+handlers, filters, levels and ``propagate`` work on it as ``logging`` documents them, through the
+adapter too.
+
+Lines reach the same builder (``line.emit``) by one of two paths:
+
+- the standard path: ``logging`` makes a ``LogRecord`` and calls the handlers; lambda_kit's writes
+  the record as a line;
+- the direct path, ``JsonLogger.log``: while lambda_kit's handler is the only thing that would see
+  a line (no other handler, no filter, ``propagate`` off, the standard ``LogRecord`` factory and
+  logger class, no ``stack_info``), the adapter writes the line itself, with no ``LogRecord`` and
+  no ``findCaller`` walking the stack: about a third of the standard path's cost (``make bench``).
+  The line is the same either way; what it leaves out is what no line carries (``funcName``,
+  ``lineno``, the thread and process fields): add a filter or a handler to have them.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
+from collections.abc import Mapping
 from typing import Any
 
-from .. import log
-from ..trace import current_record
+from . import line
+from .mask import clean, text_of
 
-_STANDARD_ATTRS = frozenset(
+__all__ = ["JsonLogHandler", "JsonLogger", "get_logger"]
+
+STANDARD_ATTRS = frozenset(
     vars(logging.LogRecord("", 0, "", 0, "", None, None)).keys() | {"message", "asctime", "taskName"}
 )
-log.refuse_extra_keys(_STANDARD_ATTRS)
-_RECORD_FACTORY = logging.getLogRecordFactory()
-_record_factory = logging.getLogRecordFactory
+"""A ``LogRecord``'s own attributes: an ``extra=`` naming one is refused by ``logging``."""
+
+_STANDARD_FACTORY = logging.getLogRecordFactory()
+LEVEL_NAMES = {logging.DEBUG: "DEBUG", logging.INFO: "INFO", logging.WARNING: "WARNING", logging.ERROR: "ERROR",
+               logging.CRITICAL: "CRITICAL"}
+
+
+def message_text(msg: Any, args: Any) -> Any:
+    """The line's message: ``msg % args`` as ``LogRecord.getMessage`` makes it; a message that
+    cannot be formatted must not cost the line (its ``msg`` then)."""
+    if isinstance(args, tuple) and len(args) == 1 and isinstance(args[0], Mapping) and args[0]:
+        args = args[0]  # as LogRecord reads log.info("%(a)s", {"a": 1})
+    try:
+        return str(msg) % args if args else text_of(msg)
+    except Exception:
+        return text_of(msg)
+
+
+def exception_of(exc_info: Any) -> BaseException | None:
+    """The exception an ``exc_info=`` argument names, as ``Logger._log`` reads it."""
+    if isinstance(exc_info, BaseException):
+        return exc_info
+    if isinstance(exc_info, tuple):
+        return exc_info[1] if len(exc_info) > 1 else None
+    return sys.exc_info()[1] if exc_info else None
+
+
+def user_line(name: str, level: str, message: Any, exception: BaseException | None, extra: Any, now: Any = None) -> None:
+    """The line of one ``logging`` call, whichever path it took."""
+    fields: dict[str, Any] = {"logger": name}
+    if exception is not None:
+        fields.update(line.error_fields(exception))
+    line.emit(level, clean(message), fields=fields, extra=extra, now=now)
 
 
 class JsonLogHandler(logging.Handler):
-    """Formats ``logging`` records as lambda_kit JSON lines (trace id included).
+    """Writes ``logging`` records as lambda_kit JSON lines. On a logger a Powertools ``Logger``
+    configured too (the same name as its service), it leaves the line to Powertools' handler: one
+    line per call, never two."""
 
-    On a logger a Powertools ``Logger`` configured too (the same name as its service), it leaves
-    the line to Powertools' handler: one line per call, never two."""
-
-    def __init__(self, logger: logging.Logger | None = None) -> None:
+    def __init__(self, logger: logging.Logger) -> None:
         super().__init__()
         self.logger = logger
 
     def emit(self, record: logging.LogRecord) -> None:
         logger = self.logger
-        if logger is not None and getattr(logger, "powertools_handler", None) in logger.handlers:
+        if getattr(logger, "powertools_handler", None) in logger.handlers:
             return
         try:
-            current = current_record()
-            fields = log.logger_fields(
-                record.name, [(k, v) for k, v in record.__dict__.items() if k not in _STANDARD_ATTRS], current
-            )
-            if record.exc_info and record.exc_info[1] is not None:
-                fields.update(log.error_fields(record.exc_info[1]))
-            log.emit(
-                record.levelname,
-                log.message_text(record.msg, record.args),
-                current.trace_id if current is not None else None,
-                fields,
-                now=record.created,
-            )
+            extra = {key: value for key, value in vars(record).items() if key not in STANDARD_ATTRS}
+            exception = record.exc_info[1] if record.exc_info else None
+            user_line(record.name, record.levelname, message_text(record.msg, record.args), exception, extra, record.created)
         except Exception:
             self.handleError(record)
 
 
-class JsonLogger(logging.Logger):
-    """The ``logging.Logger`` ``get_logger`` returns: a standard logger whose lines take a short
-    path when lambda_kit's handler is the only thing that would see them (its one handler, no
-    filters, not propagating, the standard ``LogRecord`` factory, no ``stack_info``): the line is
-    written directly, with no ``LogRecord`` and no ``findCaller`` walking the stack. Anything else
-    (a handler or filter added, ``propagate`` set ...) takes the standard ``logging`` path, which
-    writes the same line.
-
-    The level methods (``debug`` ... ``error``, made by ``_level_method``) take the short path
-    themselves: a user's line is one call into ``log.write_logger_line``. ``log()``, ``exception()``
-    and ``critical()`` reach it through ``_log``."""
-
-    def _log(  # type: ignore[override]
-        self,
-        level: int,
-        msg: Any,
-        args: Any,
-        exc_info: Any = None,
-        extra: Any = None,
-        stack_info: bool = False,
-        stacklevel: int = 1,
-    ) -> None:
-        if short_path(self, level, stack_info):
-            try:
-                if log.write_logger_line(self.name, logging.getLevelName(level), msg, args, exc_info, extra):
-                    return
-            except Exception:  # the standard path writes the line, or reports why it cannot
-                pass
-        super()._log(level, msg, args, exc_info, extra, stack_info, stacklevel + 1)
-
-
-def short_path(logger: logging.Logger, level: int, stack_info: bool) -> bool:
-    """Whether a line of ``logger`` at ``level`` can skip ``logging``'s machinery: lambda_kit's
-    handler is the only thing that would see it (an ``extra`` naming a ``LogRecord`` attribute is
-    left to the standard path by ``log.write_logger_line``)."""
+def only_lambda_kit_sees(logger: logging.Logger, level: int) -> bool:
+    """Whether lambda_kit's handler is the only thing that would see a line of ``logger``."""
     handlers = logger.handlers
     return (
         len(handlers) == 1
-        and type(handler := handlers[0]) is JsonLogHandler
-        and level >= handler.level
-        and not (logger.filters or handler.filters or logger.propagate or stack_info)
-        and _record_factory() is _RECORD_FACTORY
+        and type(handlers[0]) is JsonLogHandler
+        and level >= handlers[0].level
+        and not (logger.filters or handlers[0].filters or logger.propagate)
+        and type(logger) is logging.Logger
+        and logging.getLogRecordFactory() is _STANDARD_FACTORY
     )
 
 
-def _level_method(level: int, name: str) -> Any:
-    """``JsonLogger``'s method for ``level``: the short path (this is the hot path of a user's
-    line), else ``logging``'s own ``_log``. Its keywords are spelled out (no
-    ``**kwargs`` to pack and unpack); on the standard path it is the one frame ``findCaller`` skips."""
+def _delegated(attribute: str) -> property:
+    """An attribute of the standard logger, read and set through the adapter."""
+    return property(
+        lambda adapter: getattr(adapter.logger, attribute),
+        lambda adapter, value: setattr(adapter.logger, attribute, value),
+    )
 
-    def method(self: JsonLogger, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None,
-               stack_info: bool = False, stacklevel: int = 1) -> None:
-        if not self.isEnabledFor(level):
+
+class JsonLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """What ``get_logger`` returns: the standard logger (``.logger``) with lambda_kit's direct
+    path. Every other attribute is the standard logger's (``addHandler``, ``handlers``,
+    ``addFilter``, ``propagate``, ``level`` ...). The level methods take ``logging``'s arguments and
+    hand them on as they are (``LoggerAdapter``'s pass them through ``**kwargs``, a third of a
+    direct line's cost)."""
+
+    propagate = _delegated("propagate")
+    level = _delegated("level")
+    disabled = _delegated("disabled")
+
+    def debug(self, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None, stack_info: bool = False,
+              stacklevel: int = 1) -> None:
+        self.write(logging.DEBUG, msg, args, exc_info, extra, stack_info, stacklevel)
+
+    def info(self, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None, stack_info: bool = False,
+             stacklevel: int = 1) -> None:
+        self.write(logging.INFO, msg, args, exc_info, extra, stack_info, stacklevel)
+
+    def warning(self, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None, stack_info: bool = False,
+                stacklevel: int = 1) -> None:
+        self.write(logging.WARNING, msg, args, exc_info, extra, stack_info, stacklevel)
+
+    def error(self, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None, stack_info: bool = False,
+              stacklevel: int = 1) -> None:
+        self.write(logging.ERROR, msg, args, exc_info, extra, stack_info, stacklevel)
+
+    def exception(self, msg: Any, *args: Any, exc_info: Any = True, extra: Any = None, stack_info: bool = False,
+                  stacklevel: int = 1) -> None:
+        self.write(logging.ERROR, msg, args, exc_info, extra, stack_info, stacklevel)
+
+    def critical(self, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None, stack_info: bool = False,
+                 stacklevel: int = 1) -> None:
+        self.write(logging.CRITICAL, msg, args, exc_info, extra, stack_info, stacklevel)
+
+    def log(self, level: int, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None,  # type: ignore[override]
+            stack_info: bool = False, stacklevel: int = 1) -> None:
+        self.write(level, msg, args, exc_info, extra, stack_info, stacklevel)
+
+    def write(self, level: int, msg: Any, args: Any, exc_info: Any, extra: Any, stack_info: bool, stacklevel: int) -> None:
+        """The direct path when lambda_kit's handler alone would see the line, else ``logging``'s."""
+        logger = self.logger
+        if not logger.isEnabledFor(level):
             return
-        if short_path(self, level, stack_info):
-            try:
-                if log.write_logger_line(self.name, name, msg, args, exc_info, extra):
-                    return
-            except Exception:  # the standard path writes the line, or reports why it cannot
-                pass
-        self._log(level, msg, args, exc_info, extra, stack_info, stacklevel + 1)  # JsonLogger._log: logging's own path
+        if stack_info or not only_lambda_kit_sees(logger, level) or (extra and not STANDARD_ATTRS.isdisjoint(extra)):
+            # the standard path (it refuses an extra naming a LogRecord attribute, as logging does); the
+            # caller's frame is two above: the level method's, then this one's
+            logger.log(level, msg, *args, exc_info=exc_info, extra=extra, stack_info=stack_info, stacklevel=stacklevel + 2)
+            return
+        exception = exception_of(exc_info) if exc_info else None
+        message = msg if not args and type(msg) is str else message_text(msg, args)
+        user_line(logger.name, LEVEL_NAMES.get(level) or logging.getLevelName(level), message, exception, extra)
 
-    method.__name__ = method.__qualname__ = name.lower()
-    return method
-
-
-JsonLogger.debug = _level_method(logging.DEBUG, "DEBUG")  # type: ignore[method-assign]
-JsonLogger.info = _level_method(logging.INFO, "INFO")  # type: ignore[method-assign]
-JsonLogger.warning = _level_method(logging.WARNING, "WARNING")  # type: ignore[method-assign]
-JsonLogger.error = _level_method(logging.ERROR, "ERROR")  # type: ignore[method-assign]
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute == "logger":  # not set yet: no standard logger to ask
+            raise AttributeError(attribute)
+        return getattr(self.logger, attribute)
 
 
-def json_logger(name: str | None = None) -> logging.Logger:
-    """``log.get_logger``: the standard logger ``name`` with lambda_kit's handler on it. A logger of
-    the standard class becomes a ``JsonLogger`` (the same logger, with the short path); one of
-    another class (``logging.setLoggerClass``) keeps it and takes the standard path."""
+_loggers: dict[str | None, JsonLogger] = {}
+
+
+def _set_levels(level: int) -> None:
+    for adapter in _loggers.values():
+        adapter.logger.setLevel(level)
+
+
+line.on_level_change(_set_levels)
+
+
+def get_logger(name: str | None = None) -> JsonLogger:
+    """A logger writing lambda_kit JSON lines with the current trace id (and a ``logger`` key: its
+    name), over the standard logger ``logging.getLogger(name)``."""
     logger = logging.getLogger(name)
-    if type(logger) is logging.Logger:
-        logger.__class__ = JsonLogger
-    if not any(isinstance(h, JsonLogHandler) for h in logger.handlers):
+    if not any(isinstance(handler, JsonLogHandler) for handler in logger.handlers):
         logger.addHandler(JsonLogHandler(logger))
         logger.propagate = False
         if logger.level == logging.NOTSET:
-            logger.setLevel(log.threshold())
-        log.loggers.append(logger)
-    return logger
+            logger.setLevel(line.threshold())
+    adapter = _loggers.get(name)
+    if adapter is None or adapter.logger is not logger:
+        adapter = _loggers[name] = JsonLogger(logger)
+    return adapter

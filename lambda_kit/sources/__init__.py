@@ -9,13 +9,34 @@ a decorator loads just its own adapter (cold start). Adapters never import each 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .base import Source
 
-__all__ = ["NAMES", "Source", "all_sources", "carried_by", "describe", "for_serverless_event", "get"]
+__all__ = [
+    "NAMES",
+    "Source",
+    "all_sources",
+    "carried_by",
+    "delivered_by",
+    "describe",
+    "for_serverless_event",
+    "get",
+    "shape_of",
+]
 
-NAMES: tuple[str, ...] = ("sqs", "sns", "kinesis", "dynamodb", "api", "kafka", "eventbridge", "s3", "cloudwatch_logs")
+NAMES: tuple[str, ...] = (
+    "sqs",
+    "sns",
+    "kinesis",
+    "dynamodb",
+    "api",
+    "kafka",
+    "eventbridge",
+    "s3",
+    "cloudwatch_logs",
+)
 """Every registered source, by name; each is the module ``lambda_kit.sources.<name>``."""
 
 
@@ -34,6 +55,26 @@ def all_sources() -> list[type[Source]]:
 def for_serverless_event(key: str) -> list[type[Source]]:
     """The sources a ``serverless.yml`` event key (``sqs``, ``stream``, ``httpApi`` ...) delivers."""
     return [source for source in all_sources() if key in source.serverless_events]
+
+
+def delivered_by(key: str, spec: Mapping[str, Any], resource_type: str = "") -> list[type[Source]]:
+    """The sources a ``serverless.yml`` event delivers: those of its key, and where the key is
+    shared (a ``stream``: Kinesis or DynamoDB) the one the event declares, by its ``type``, the
+    service its ARN names, or the CloudFormation type of the resource it references
+    (``resource_type``); all of the key's when nothing tells."""
+    found = for_serverless_event(key)
+    arn = spec.get("arn")
+    arn = arn if isinstance(arn, str) else ""
+    tests: list[Callable[[type[Source]], bool]] = [
+        lambda source: spec.get("type") == source.name,
+        lambda source: f":{source.arn_service}:" in arn,
+        lambda source: resource_type in source.resource_types,
+    ]
+    for test in tests if len(found) > 1 else []:
+        narrowed = [source for source in found if test(source)]
+        if narrowed:
+            return narrowed
+    return found
 
 
 def carried_by(key: str) -> list[type[Source]]:
@@ -56,24 +97,26 @@ def describe(event: Any) -> tuple[str, str | None]:
 
 def shape_of(event: Any) -> str:
     """A short description of an event no source recognizes."""
-    if event is None:
-        return "an empty event (null)"
+    if isinstance(event, dict):
+        return _records_shape(event["Records"]) if "Records" in event else _object_shape(event)
     if isinstance(event, list):
         return "a top-level list, as EventBridge Pipes sends" if event else "an empty top-level list"
-    if not isinstance(event, dict):
-        return f"a {type(event).__name__}, not a JSON object"
-    if "Records" in event:
-        records = event["Records"]
-        if not isinstance(records, list):
-            return "an event whose Records is not a list"
-        kinds = sorted({str(r.get("eventSource") or r.get("EventSource")) for r in records if isinstance(r, dict)} - {"None"})
-        if len(kinds) > 1:
-            return f"an event mixing records of {', '.join(kinds)}"
-        if kinds:
-            return f"an event with {kinds[0]} records"
-        return "an event whose Records no source recognizes"
+    return "an empty event (null)" if event is None else f"a {type(event).__name__}, not a JSON object"
+
+
+def _records_shape(records: Any) -> str:
+    if not isinstance(records, list):
+        return "an event whose Records is not a list"
+    kinds = sorted(
+        {str(r.get("eventSource") or r.get("EventSource")) for r in records if isinstance(r, dict)} - {"None"}
+    )
+    if len(kinds) > 1:
+        return f"an event mixing records of {', '.join(kinds)}"
+    return f"an event with {kinds[0]} records" if kinds else "an event whose Records no source recognizes"
+
+
+def _object_shape(event: dict[Any, Any]) -> str:
     keys = sorted(str(key)[:40] for key in event)
     if not keys:
         return "an empty JSON object"
-    shown = ", ".join(keys[:8]) + (", ..." if len(keys) > 8 else "")
-    return f"a JSON object with keys {shown}"
+    return "a JSON object with keys " + ", ".join(keys[:8]) + (", ..." if len(keys) > 8 else "")

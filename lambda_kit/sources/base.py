@@ -78,6 +78,20 @@ class Source:
     """The record field Pipes' partial failure report names a record by, when not ``id``
     (``"eventID"`` for stream records)."""
 
+    arn_service: ClassVar[str] = ""
+    """What its ARNs look like: the service they name (``arn:aws:<arn_service>:...``), which tells
+    a stream's Kinesis ARN from a DynamoDB one."""
+
+    resource_types: ClassVar[tuple[str, ...]] = ()
+    """The CloudFormation types of the resources its events are read from (``AWS::SQS::Queue``),
+    which tell the source of an event that references one (``!GetAtt Table.StreamArn``)."""
+
+    delivery: ClassVar[str] = ""
+    """How the local stack delivers its events (``lambda_kit.local.stack``): ``"queue"`` (an SQS
+    poller), ``"stream"`` (a poller per shard), ``"topic"`` (an SNS subscription, invoked
+    asynchronously), ``"rule"`` / ``"notification"`` (EventBridge rules, S3 notifications, relayed
+    through a queue), ``"gateway"`` (the HTTP gateway); empty: not emulated locally."""
+
     carried_by: ClassVar[tuple[str, ...]] = ()
     """The ``serverless.yml`` event keys of other sources whose events can carry this source's
     (S3 notifications in SQS messages, SNS messages, EventBridge events). There the carrier's

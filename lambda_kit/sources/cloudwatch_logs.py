@@ -20,6 +20,8 @@ class CloudWatchLogsSource(Source):
     label = "a CloudWatch Logs subscription event"
     decorator = "cloudwatch_logs_handler"
     serverless_events = ("cloudwatchLog",)
+    arn_service = "logs"
+    resource_types = ("AWS::Logs::LogGroup",)
     asynchronous = True
 
     @classmethod

@@ -74,6 +74,9 @@ class DynamoDBSource(Windowed, Source):
     event_source = "aws:dynamodb"
     record_marker = "dynamodb"
     serverless_events = ("stream",)
+    arn_service = "dynamodb"
+    resource_types = ("AWS::DynamoDB::Table",)
+    delivery = "stream"
     reports_batch_failures = True
     ordered = True
     stop_at_first_failure = True

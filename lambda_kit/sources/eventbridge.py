@@ -21,6 +21,9 @@ class EventBridgeSource(Source):
     label = "an EventBridge event"
     decorator = "eventbridge_handler"
     serverless_events = ("eventBridge",)
+    arn_service = "events"
+    resource_types = ("AWS::Events::EventBus",)
+    delivery = "rule"
     asynchronous = True
 
     @classmethod

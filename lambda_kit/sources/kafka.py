@@ -43,6 +43,8 @@ class KafkaSource(Source):
     label = "a Kafka event"
     decorator = "kafka_handler"
     serverless_events = ("msk", "kafka")
+    arn_service = "kafka"
+    resource_types = ("AWS::MSK::Cluster",)
     ordered = True
 
     def __init__(self, json: bool = True, on_failure: str = "raise") -> None:

@@ -51,6 +51,9 @@ class KinesisSource(Windowed, Source):
     event_source = "aws:kinesis"
     record_marker = "kinesis"
     serverless_events = ("stream",)
+    arn_service = "kinesis"
+    resource_types = ("AWS::Kinesis::Stream",)
+    delivery = "stream"
     reports_batch_failures = True
     ordered = True
     pipes = "Kinesis records"

@@ -163,6 +163,9 @@ class S3Source(Source):
     event_source = "aws:s3"
     record_marker = "s3"
     serverless_events = ("s3",)
+    arn_service = "s3"
+    resource_types = ("AWS::S3::Bucket",)
+    delivery = "notification"
     carried_by = ("sqs", "sns", "eventBridge")
     asynchronous = True
 

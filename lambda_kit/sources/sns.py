@@ -19,6 +19,9 @@ class SnsSource(Source):
     event_source = "aws:sns"
     record_marker = "Sns"
     serverless_events = ("sns",)
+    arn_service = "sns"
+    resource_types = ("AWS::SNS::Topic",)
+    delivery = "topic"
     asynchronous = True
 
     def __init__(self, json: bool = True) -> None:

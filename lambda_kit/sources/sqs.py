@@ -42,6 +42,9 @@ class SqsSource(Source):
     event_source = "aws:sqs"
     record_marker = "messageId"
     serverless_events = ("sqs",)
+    arn_service = "sqs"
+    resource_types = ("AWS::SQS::Queue",)
+    delivery = "queue"
     reports_batch_failures = True
     pipes = "SQS messages"
 

@@ -313,6 +313,11 @@ class Windowed:
         kept or undone record by record."""
         return _window.get() is not None
 
+    def wrap(self, function: Callable[[Any, Any], Any], asynchronous: bool) -> Callable[[Any, Any], Any]:
+        """``function`` as the decorator calls it: each record's changes to the window state kept
+        or undone (``guarded``)."""
+        return guarded(function, asynchronous)
+
     def response(self, event: Any, outcome: Outcome) -> Any:
         reported = super().response(event, outcome)  # type: ignore[misc]
         window = _window.get()

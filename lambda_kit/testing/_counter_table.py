@@ -17,12 +17,14 @@ import os
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..counters import Counter
 from ..extras import import_optional
 from ..local.dynamodb_local import DynamoDBLocal, DynamoDBLocalUnavailable, find_installation
-from ..local.endpoint import Endpoint
+
+if TYPE_CHECKING:
+    from ..local.endpoint import Endpoint
 
 DEFAULT_REGION = "us-east-1"
 DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
@@ -55,6 +57,8 @@ def _delete_table(client: Any, name: str) -> None:
 
 def _moto_server(reason: str) -> Endpoint:
     import_optional("moto", f"a counter table without DynamoDB Local ({reason})")  # one line naming the extra
+    from ..local.endpoint import Endpoint  # imports moto (the local extra), needed only here
+
     return Endpoint(dynamodb=True).start()
 
 

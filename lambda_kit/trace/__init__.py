@@ -7,6 +7,11 @@ import re
 from contextvars import ContextVar
 from typing import Any
 
+__all__ = [
+    "current_record", "current_trace_id", "is_valid_id", "new_id", "record_in_scope", "reset_current_record",
+    "set_current_record", "stable_id",
+]
+
 _VALID_ID = re.compile(r"[A-Za-z0-9\-_.:=;/+]{1,128}")
 
 _record: ContextVar[Any] = ContextVar("lambda_kit_record", default=None)

@@ -1,0 +1,933 @@
+"""``lambda-kit check [serverless.yml]``: the deployment mistakes that lose or repeat work.
+
+Reads ``serverless.yml`` and imports each function's handler module (the project directory is put
+first on ``sys.path``; the function's environment variables are set while it imports), then
+reports, one line each::
+
+    error: counter: add functionResponseType: ReportBatchItemFailures to its sqs event ...
+    warning: ViewsQueue: VisibilityTimeout 30 s is under 6 x the counter timeout ...
+
+What it looks for: a handler path that does not import; a handler that is not a lambda_kit
+decorator (warning: its sources cannot be checked); a decorator that cannot process the
+function's events; a decorator that reports partial batch failures on an event without
+``ReportBatchItemFailures`` (Lambda would ignore the reported failures and treat failed records as
+processed); an asynchronously invoked function (SNS, EventBridge, S3) without an on-failure
+destination, an SNS event without a redrive policy, an EventBridge event without a dead-letter
+queue, with an input transformation the decorator cannot read, or (for an ``s3_handler``) with a
+pattern that lets through more than S3 object created/deleted events; an ordered stream event
+without an on-failure destination or retry limit; a stream, msk or kafka event starting at
+``LATEST`` (an error on a function that counts with ``lambda_kit.counters``); an msk / kafka
+event without an on-failure destination, or with a ``kafka_handler(on_failure="report")`` that
+Lambda would not read; an SQS queue without a redrive policy that is not itself a dead-letter
+queue; a queue whose visibility timeout is shorter than its consumer's timeout allows; an ``alb``
+event without ``multiValueHeaders: true`` (repeated query parameters and headers lose all but
+their last value); a Function URL (``url:``) streaming its responses, which a Python function
+cannot. Tumbling windows: ``tumblingWindowInSeconds`` outside Lambda's 0-900 s, a handler reading
+``current_window()`` with no window on its streams, a windowed handler without ``on_window_end``
+(warning), ``on_failure='requeue'`` moving records to later windows (warning). CloudWatch Logs
+subscriptions: a function subscribed to its own log group (an endless loop), more than 2
+subscription filters on a log group, ``stream_handler(json=False)`` on a stream a subscription filter
+fills (warning). What each source needs comes from the source registry (``lambda_kit.sources``).
+Exit status: 0 clean or
+warnings only, 1 errors, 2 no usable serverless.yml.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import importlib
+import os
+import re
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .. import sources
+from ..local.config import EventSource, FunctionConfig, ServiceConfig, read_service
+from ..local.intrinsics import target
+from ..local.terminal import printable
+from ..serverless_config import ConfigError
+
+__all__ = ["Finding", "check", "main"]
+
+RBIF = "ReportBatchItemFailures"
+DEFAULT_VISIBILITY_TIMEOUT = 30  # SQS default, seconds
+QUEUE = "AWS::SQS::Queue"
+SUBSCRIPTION_FILTER = "AWS::Logs::SubscriptionFilter"
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: str  # "error" | "warning"
+    subject: str  # function name or resource logical id
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.level}: {self.subject}: {self.message}"
+
+
+# ------------------------------------------------------------------ importing handlers
+
+
+def _string_env(environment: dict[str, Any]) -> dict[str, str]:
+    """Environment values as the function would see them; unresolved ones get a placeholder."""
+    return {
+        str(key): value if isinstance(value, str) and "${" not in value else f"lambda-kit-check-{key}"
+        for key, value in environment.items()
+        if not isinstance(value, (bool, type(None)))
+    }
+
+
+def _own(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def _forget(package: str) -> dict[str, Any]:
+    """Take ``package`` and its submodules out of ``sys.modules``; returns them."""
+    found = {name: module for name, module in sys.modules.items() if _own(name, package)}
+    for name in found:
+        del sys.modules[name]
+    return found
+
+
+@contextlib.contextmanager
+def _importing_from(project_dir: str, environment: dict[str, str], package: str) -> Iterator[None]:
+    """Import ``package`` from ``project_dir`` with ``environment`` set; put everything back after."""
+    saved_path = list(sys.path)
+    saved_env = dict(os.environ)
+    shadowed = _forget(package)
+    sys.path.insert(0, project_dir)
+    os.environ.update(environment)
+    importlib.invalidate_caches()
+    try:
+        yield
+    finally:
+        sys.path[:] = saved_path
+        os.environ.clear()
+        os.environ.update(saved_env)
+        _forget(package)
+        sys.modules.update(shadowed)
+
+
+def _module_tree(module: Any) -> ast.Module | None:
+    """The handler module's source, parsed (None when it has no readable ``.py`` file)."""
+    path = getattr(module, "__file__", None)
+    if not path or not path.endswith(".py"):
+        return None
+    try:
+        with open(path, encoding="utf-8") as file:
+            return ast.parse(file.read(), path)
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return None
+
+
+COUNTERS = "lambda_kit.counters"
+
+
+def _holds_counters(value: Any) -> bool:
+    origin = (
+        getattr(value, "__name__", "") if isinstance(value, type(sys)) else getattr(value, "__module__", "")
+    )
+    return isinstance(origin, str) and origin.startswith(COUNTERS)
+
+
+def _imports_counters(node: ast.AST) -> bool:
+    if isinstance(node, ast.Import):
+        return any(alias.name.startswith(COUNTERS) for alias in node.names)
+    return isinstance(node, ast.ImportFrom) and _from_counters(
+        node.module or "", [alias.name for alias in node.names]
+    )
+
+
+def _from_counters(module: str, names: list[str]) -> bool:
+    return module.startswith(COUNTERS) or (module == "lambda_kit" and "counters" in names)
+
+
+def _uses_counters(module: Any) -> bool:
+    """Whether the handler module imports ``lambda_kit.counters`` (or holds anything from it)."""
+    if any(_holds_counters(value) for value in vars(module).values()):
+        return True
+    tree = _module_tree(module)
+    return tree is not None and any(_imports_counters(node) for node in ast.walk(tree))
+
+
+def _is_current_window(value: Any) -> bool:
+    return (getattr(value, "__module__", None), getattr(value, "__name__", None)) == (
+        "lambda_kit.sources.window",
+        "current_window",
+    )
+
+
+def _reads_window(module: Any) -> bool:
+    """Whether the handler module uses ``current_window()`` (imported, or ``lambda_kit.current_window``)."""
+    if any(_is_current_window(value) for value in vars(module).values()):
+        return True
+    tree = _module_tree(module)
+    return tree is not None and any(
+        isinstance(node, ast.Attribute) and node.attr == "current_window" for node in ast.walk(tree)
+    )
+
+
+@dataclass
+class _Handler:
+    marks: dict[str, Any] | None = None
+    uses_counters: bool = False
+    reads_window: bool = False
+    returns: tuple[str, ...] = ()  # what the function's return statements return that is a mistake
+
+
+def _returns(function: Any) -> tuple[str, ...]:
+    """What the decorated function's ``return`` statements hold that lambda_kit refuses at run time,
+    as far as its source shows it: ``"batch response"`` (a dict literal with ``batchItemFailures``),
+    ``"status first"`` (a tuple whose first item is an HTTP status number)."""
+    code = getattr(getattr(function, "__wrapped__", None), "__code__", None)
+    tree = _function_tree(code)
+    found = set()
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Dict):
+            if any(isinstance(key, ast.Constant) and key.value == "batchItemFailures" for key in node.value.keys):
+                found.add("batch response")
+        elif isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and node.value.elts:
+            first = node.value.elts[0]
+            if isinstance(first, ast.Constant) and type(first.value) is int and 100 <= first.value <= 599:
+                found.add("status first")
+    return tuple(sorted(found))
+
+
+def _function_tree(code: Any) -> ast.AST | None:
+    """The function of ``code`` parsed from its file (None when that cannot be read)."""
+    path = getattr(code, "co_filename", None)
+    try:
+        with open(path, encoding="utf-8") as file:  # type: ignore[arg-type]
+            tree = ast.parse(file.read(), path)
+    except (OSError, SyntaxError, TypeError, UnicodeDecodeError, ValueError):
+        return None
+    return next((node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                 and min(item.lineno for item in (node, *node.decorator_list)) == code.co_firstlineno), None)
+
+
+def _import_error(function: FunctionConfig, module_name: str, exc: BaseException) -> str:
+    """The finding for a handler module that does not import."""
+    path = function.handler.rpartition(".")[0]
+    missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+    if missing and _own(module_name, missing):
+        return f"handler {function.handler!r} names {path}.py, which does not exist: fix the handler path"
+    reason = f"{type(exc).__name__}: {exc}".strip().splitlines()[0]
+    return f"handler module {path}.py does not import ({reason}): fix the module"
+
+
+def _import_handler(
+    function: FunctionConfig, config: ServiceConfig, findings: list[Finding]
+) -> _Handler | None:
+    """The function's handler, imported with the function's environment; None (and a finding)
+    when it cannot be."""
+    raw = function.setting("handler")
+    if not isinstance(raw, str) or "." not in raw:
+        findings.append(
+            Finding("error", function.key, f"handler {raw!r} is not of the form path/to/module.function")
+        )
+        return None
+    module_name = function.module.strip(".")
+    environment = _string_env(function.environment)
+    environment.setdefault("AWS_REGION", os.environ.get("AWS_REGION", config.region))
+    environment.setdefault("AWS_DEFAULT_REGION", os.environ.get("AWS_DEFAULT_REGION", config.region))
+    with _importing_from(str(config.project_dir), environment, module_name.partition(".")[0]):
+        try:
+            module = importlib.import_module(module_name)
+        except (Exception, SystemExit) as exc:  # anything the module raises on import is the finding
+            findings.append(Finding("error", function.key, _import_error(function, module_name, exc)))
+            return None
+        fn = getattr(module, function.attribute, None)
+        if not callable(fn):
+            missing = f"handler module {module_name} has no function {function.attribute!r}"
+            findings.append(Finding("error", function.key, f"{missing}: fix the handler path {raw!r}"))
+            return None
+        marks = getattr(fn, "__lambda_kit__", None)
+        return _Handler(
+            marks if isinstance(marks, dict) else None, _uses_counters(module), _reads_window(module), _returns(fn)
+        )
+
+
+# ------------------------------------------------------------------ one function
+
+
+@dataclass
+class _Subject:
+    """One function being checked, its handler as imported (None: it does not import), the service."""
+
+    function: FunctionConfig
+    handler: _Handler | None
+    config: ServiceConfig
+    findings: list[Finding]
+
+    @property
+    def name(self) -> str:
+        return self.function.key
+
+    @property
+    def marks(self) -> dict[str, Any]:
+        return self.handler.marks if self.handler is not None and self.handler.marks else {}
+
+    @property
+    def decorator(self) -> str | None:
+        return self.marks.get("decorator")
+
+    @property
+    def counts(self) -> bool:
+        return self.handler is not None and self.handler.uses_counters
+
+    @property
+    def reads_window(self) -> bool:
+        return self.handler is not None and self.handler.reads_window
+
+    def add(self, level: str, message: str, subject: str | None = None) -> None:
+        self.findings.append(Finding(level, subject or self.name, message))
+
+
+Check = Callable[[_Subject, EventSource], None]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One mistake an event can hold: when ``broken`` says it does, a finding of ``level`` with
+    ``message`` (its ``{kind}`` and ``{decorator}`` filled in)."""
+
+    level: str
+    broken: Callable[[_Subject, EventSource], bool]
+    message: str
+
+    def __call__(self, subject: _Subject, event: EventSource) -> None:
+        if self.broken(subject, event):
+            subject.add(self.level, self.message.format(kind=event.kind, decorator=subject.decorator))
+
+
+def _check_function(subject: _Subject) -> None:
+    events = subject.function.events
+    delivered = {event.kind: sources.for_serverless_event(event.kind) for event in events}
+    processed = _processed(subject, delivered)
+    _check_marks(subject, delivered)
+    _check_fit(subject, delivered, processed)
+    for event in events:
+        _check_reporting(subject, event, delivered[event.kind], bool(processed[event.kind]))
+        for check in EVENT_CHECKS.get(event.kind, ()):
+            check(subject, event)
+    _check_window_use(subject)
+    _check_async_destination(subject, delivered)
+    _check_returns(subject)
+
+
+RETURN_MISTAKES = {
+    "batch response": ("a per-record function returns {{\"batchItemFailures\": ...}}: {decorator} builds the batch "
+                       "response itself and fails the record; raise to fail this record"),
+    "status first": ("returns (status, body): {decorator} reads a tuple as (body, status[, headers]); put the body "
+                     "first, or return {{\"statusCode\": ..., \"body\": ...}}"),
+}
+
+
+def _check_returns(subject: _Subject) -> None:
+    if subject.handler is None or not subject.decorator:
+        return
+    api = subject.decorator == "api_handler"
+    for mistake in subject.handler.returns:
+        if (mistake == "status first") == api:
+            subject.add("error", RETURN_MISTAKES[mistake].format(decorator=subject.decorator))
+
+
+def _processed(subject: _Subject, delivered: dict[str, list[Any]]) -> dict[str, set[str]]:
+    """What the handler processes of each event: the sources it delivers, or carries (S3
+    notifications in SQS messages); the delivering source's traits apply to both."""
+    handled = set(subject.marks.get("sources") or ())
+    return {
+        kind: handled & {s.name for s in [*found, *sources.carried_by(kind)]}
+        for kind, found in delivered.items()
+    }
+
+
+def _check_marks(subject: _Subject, delivered: dict[str, list[Any]]) -> None:
+    if subject.handler is not None and not subject.marks and any(delivered.values()):
+        subject.add(
+            "warning",
+            "handler is not a lambda_kit decorator (no __lambda_kit__), so its partial-failure wiring "
+            "cannot be checked",
+        )
+
+
+WHAT_DELIVERS = {"url": ("a Function URL (url:)", "remove url")}
+"""How a mismatch names an event kind and its fix, where not ``<kind> events`` / ``move the event``."""
+
+
+def _check_fit(subject: _Subject, delivered: dict[str, list[Any]], processed: dict[str, set[str]]) -> None:
+    """The decorator processes every kind of event the function has."""
+    unfit = (
+        sorted(kind for kind, found in delivered.items() if found and not processed[kind])
+        if subject.decorator
+        else []
+    )
+    for kind in unfit:
+        fits = " or ".join(dict.fromkeys(s.decorator for s in delivered[kind]))
+        what, fix = WHAT_DELIVERS.get(kind, (f"{kind} events", "move the event"))
+        subject.add(
+            "error", f"handler is a {subject.decorator} but the function has {what}: use {fits} or {fix}"
+        )
+
+
+def _check_reporting(subject: _Subject, event: EventSource, found: list[Any], processed: bool) -> None:
+    reports = processed and any(s.reports_batch_failures for s in found)
+    if reports and event.spec.get("functionResponseType") != RBIF:
+        subject.add(
+            "error",
+            f"add functionResponseType: {RBIF} to its {event.kind} event: without it Lambda ignores the "
+            "failures "
+            f"the {subject.decorator} reports and treats failed records as processed",
+        )
+
+
+def _check_async_destination(subject: _Subject, delivered: dict[str, list[Any]]) -> None:
+    kinds = sorted(kind for kind, found in delivered.items() if any(s.asynchronous for s in found))
+    destinations = _mapping(subject.function.setting("destinations"))
+    if kinds and not (destinations.get("onFailure") or subject.function.setting("onError")):
+        subject.add(
+            "error",
+            f"add destinations.onFailure (or onError) to the function: its {', '.join(kinds)} events "
+            "invoke it "
+            "asynchronously and failed invocations are dropped after Lambda's retries",
+        )
+
+
+def _latest(subject: _Subject, event: EventSource) -> bool:
+    return event.spec.get("startingPosition") == "LATEST"
+
+
+STARTING_POSITION = (
+    Rule(
+        "error",
+        lambda subject, event: _latest(subject, event) and subject.counts,
+        "its {kind} event starts at LATEST but the handler counts with lambda_kit.counters: records "
+        "written before the mapping starts are never counted; use TRIM_HORIZON",
+    ),
+    Rule(
+        "warning",
+        lambda subject, event: _latest(subject, event) and not subject.counts,
+        "its {kind} event starts at LATEST: records written before the mapping starts are skipped; use "
+        "TRIM_HORIZON unless that is intended",
+    ),
+)
+
+
+# --- streams and Kafka ---
+
+
+def _unlimited_retries(spec: dict[str, Any]) -> bool:
+    return spec.get("maximumRetryAttempts", -1) == -1 and spec.get("maximumRecordAgeInSeconds", -1) == -1
+
+
+def _requeues_dynamodb(subject: _Subject, event: EventSource) -> bool:
+    names = [source.name for source in subject.config.sources_of(event)]
+    return subject.marks.get("on_failure") == "requeue" and names == ["dynamodb"]
+
+
+STREAM_RULES = (
+    Rule(
+        "error",
+        lambda subject, event: not _mapping(event.spec.get("destinations")).get("onFailure"),
+        "add destinations.onFailure (an SQS queue or SNS topic) to its stream event: records that exhaust "
+        "their retries are dropped without a trace",
+    ),
+    Rule(
+        "warning",
+        lambda subject, event: _unlimited_retries(event.spec),
+        "set maximumRetryAttempts on its stream event: retries are unlimited by default, so one failing "
+        "record blocks its shard until it expires",
+    ),
+    *STARTING_POSITION,
+    Rule(
+        "error",
+        _requeues_dynamodb,
+        "on_failure='requeue' only works on Kinesis streams: use on_failure='stop' for its DynamoDB "
+        "stream event",
+    ),
+)
+
+
+def _check_kafka(subject: _Subject, event: EventSource) -> None:
+    """An ``msk`` / ``kafka`` event: the framework's own settings, plus what
+    ``resources.extensions.<its event source mapping>.Properties`` adds (the framework has no
+    setting for FunctionResponseTypes, and none for an msk event's on-failure destination)."""
+    kind, spec = event.kind, event.spec
+    logical_id = _kafka_mapping_id(subject.name, kind, spec)
+    extension = _mapping(subject.config.extensions.get(logical_id or "", {}).get("Properties"))
+    where = f"resources.extensions.{logical_id or '<its event source mapping>'}.Properties"
+    if not _kafka_destination(kind, spec, extension):
+        setting = (
+            "onFailureDestination"
+            if kind == "kafka"
+            else f"{where}.DestinationConfig.OnFailure.Destination (the msk event has no setting for it)"
+        )
+        subject.add(
+            "error",
+            f"add an on-failure destination to its {kind} event ({setting}): a batch that keeps failing "
+            "blocks its partitions until its records expire, and is then dropped",
+        )
+    if subject.marks.get("on_failure") == "report" and not _provisioned_reporting(spec, extension):
+        subject.add(
+            "error",
+            "kafka_handler(on_failure='report') returns batchItemFailures, which Lambda reads only in "
+            f"provisioned mode with {RBIF}: add provisionedPollerConfig to its {kind} event and "
+            f"FunctionResponseTypes: [{RBIF}] to {where}, or use on_failure='raise'; without them Lambda "
+            "treats failed records as processed",
+        )
+    for rule in STARTING_POSITION:
+        rule(subject, event)
+
+
+def _kafka_destination(kind: str, spec: dict[str, Any], extension: dict[str, Any]) -> Any:
+    if kind == "kafka" and spec.get("onFailureDestination"):
+        return spec["onFailureDestination"]
+    return _mapping(_mapping(extension.get("DestinationConfig")).get("OnFailure")).get("Destination")
+
+
+def _provisioned_reporting(spec: dict[str, Any], extension: dict[str, Any]) -> bool:
+    types = extension.get("FunctionResponseTypes")
+    provisioned = spec.get("provisionedPollerConfig") or extension.get("ProvisionedPollerConfig")
+    return bool(isinstance(types, list) and RBIF in types and provisioned)
+
+
+def _kafka_mapping_id(function: str, kind: str, spec: dict[str, Any]) -> str | None:
+    """The logical id the framework gives the event source mapping of an msk / kafka event."""
+    topic = spec.get("topic")
+    if not isinstance(topic, str):
+        return None
+    prefix = _alphanumeric_name(function.replace("-", "Dash").replace("_", "Underscore"), keep=True)
+    if kind == "kafka":
+        return f"{prefix}EventSourceMappingKafka{_alphanumeric_name(topic)[:158]}"
+    cluster = _msk_cluster(spec.get("arn"))
+    if not isinstance(cluster, str):
+        return None
+    return f"{prefix}EventSourceMappingMSK{_alphanumeric_name(cluster)[:79]}{_alphanumeric_name(topic)[:79]}"
+
+
+def _msk_cluster(arn: Any) -> Any:
+    if isinstance(arn, dict):
+        return arn.get("Ref", arn.get("Fn::ImportValue"))
+    return arn.split("/")[1] if isinstance(arn, str) and "/" in arn else None
+
+
+def _alphanumeric_name(name: str, keep: bool = False) -> str:
+    """The framework's name normalization: first letter upper-cased (``keep``: other characters
+    kept; else only letters and digits)."""
+    name = name if keep else re.sub(r"[^0-9A-Za-z]", "", name)
+    return name[:1].upper() + name[1:]
+
+
+# --- EventBridge, SNS, SQS and HTTP ---
+
+S3_OBJECT_EVENTS = {"Object Created", "Object Deleted"}
+TRANSFORMATIONS = ("input", "inputPath", "inputTransformer")
+
+
+def _check_transformation(subject: _Subject, event: EventSource) -> None:
+    """An EventBridge rule with an input transformation hands the function something else than
+    the EventBridge event, which its decorator refuses."""
+    changed = [key for key in TRANSFORMATIONS if event.spec.get(key) is not None]
+    if changed and subject.decorator in ("eventbridge_handler", "s3_handler"):
+        subject.add(
+            "error",
+            f"its eventBridge event sets {changed[0]}, so the function receives that instead of the "
+            f"EventBridge event and the {subject.decorator} refuses every invocation: remove {changed[0]}",
+        )
+
+
+def _wider_than_s3_objects(subject: _Subject, event: EventSource) -> bool:
+    pattern = _mapping(event.spec.get("pattern"))
+    detail_type = pattern.get("detail-type")
+    narrow = isinstance(detail_type, list) and bool(detail_type) and set(detail_type) <= S3_OBJECT_EVENTS
+    return subject.decorator == "s3_handler" and not (pattern.get("source") == ["aws.s3"] and narrow)
+
+
+EVENTBRIDGE_RULES: tuple[Check, ...] = (
+    # A rule invokes the function asynchronously (a failure is kept by the function's on-failure
+    # destination); the rule's own dead-letter queue keeps what it could not hand to Lambda at all.
+    Rule(
+        "warning",
+        lambda subject, event: not event.spec.get("deadLetterQueueArn"),
+        "add deadLetterQueueArn to its eventBridge event: events EventBridge cannot hand to the function "
+        "(function deleted, permission missing) are dropped after its retries (24 h by default)",
+    ),
+    _check_transformation,
+    Rule(
+        "error",
+        _wider_than_s3_objects,
+        "its eventBridge pattern lets through events the s3_handler refuses: match source: [aws.s3] and "
+        "detail-type: [Object Created] and/or [Object Deleted]",
+    ),
+)
+
+
+def _check_visibility(subject: _Subject, event: EventSource) -> None:
+    queues = subject.config.of_type(QUEUE)
+    queue = _queue_of(event.spec.get("arn"), queues)
+    visibility = (
+        _mapping(queues[queue].get("Properties")).get("VisibilityTimeout", DEFAULT_VISIBILITY_TIMEOUT)
+        if queue
+        else None
+    )
+    timeout = subject.function.timeout
+    if not _whole(visibility) or timeout is None or visibility >= 6 * timeout:
+        return
+    if visibility < timeout:
+        subject.add(
+            "error",
+            f"VisibilityTimeout {visibility} s is shorter than the {subject.name} timeout ({timeout:g} "
+            f"s): Lambda rejects the event source; set it to at least {6 * timeout:g}",
+            queue,
+        )
+    else:
+        subject.add(
+            "warning",
+            f"VisibilityTimeout {visibility} s is under 6 x the {subject.name} timeout ({timeout:g} s): "
+            "throttled batches may be received again while still in flight; set it to at least "
+            f"{6 * timeout:g}",
+            queue,
+        )
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# --- tumbling windows and CloudWatch Logs data on a stream ---
+
+MAX_TUMBLING_WINDOW = 900  # seconds: Lambda's range is 0 (no window) to 900
+
+
+def _window_seconds(spec: dict[str, Any]) -> Any:
+    return spec.get("tumblingWindowInSeconds", 0)
+
+
+def _windowed(event: EventSource) -> bool:
+    seconds = _window_seconds(event.spec)
+    return _whole(seconds) and 0 < seconds <= MAX_TUMBLING_WINDOW
+
+
+def _check_window(subject: _Subject, event: EventSource) -> None:
+    seconds = _window_seconds(event.spec)
+    if isinstance(seconds, str) and "${" in seconds:  # a variable: the framework's to check
+        return
+    if not _whole(seconds) or not 0 <= seconds <= MAX_TUMBLING_WINDOW:
+        subject.add(
+            "error",
+            f"tumblingWindowInSeconds {seconds!r} on its stream event is not a whole number of seconds "
+            f"from 0 to {MAX_TUMBLING_WINDOW}: Lambda rejects the event source",
+        )
+        return
+    for rule in WINDOW_RULES:
+        rule(subject, event)
+
+
+def _state_without_end(subject: _Subject, event: EventSource) -> bool:
+    marks = subject.marks
+    return (
+        _windowed(event)
+        and subject.reads_window
+        and subject.decorator == "stream_handler"
+        and not marks.get("on_window_end")
+    )
+
+
+WINDOW_RULES = (
+    Rule(
+        "warning",
+        lambda subject, event: _windowed(event) and subject.marks.get("on_failure") == "requeue",
+        "on_failure='requeue' with a tumbling window: a requeued record comes back in a later window and "
+        "is counted there; use on_failure='stop' to keep each record in its own window",
+    ),
+    Rule(
+        "warning",
+        _state_without_end,
+        "the handler keeps a window state but has no on_window_end: the window's last invocation may "
+        "carry no records, and after it Lambda drops the state; pass stream_handler(on_window_end=...) to "
+        "act on the final state",
+    ),
+)
+
+
+def _check_window_use(subject: _Subject) -> None:
+    if subject.reads_window and not any(_window_seconds(event.spec) for event in subject.function.events):
+        subject.add(
+            "error",
+            "the handler reads current_window() but no stream event of the function sets "
+            "tumblingWindowInSeconds: current_window() is None and every record fails; set "
+            "tumblingWindowInSeconds or drop the window",
+        )
+
+
+def _check_log_stream(subject: _Subject, event: EventSource) -> None:
+    """A stream a subscription filter fills holds gzip-compressed log data: ``json=False`` hands
+    the function those bytes instead of one call per log event."""
+    stream = target(event.spec.get("arn"))
+    raw = subject.decorator == "stream_handler" and not subject.marks.get("json", True)
+    if (
+        raw
+        and stream
+        and stream in {target(f.get("DestinationArn")) for f in _subscription_filters(subject.config)}
+    ):
+        subject.add(
+            "warning",
+            f"a subscription filter puts CloudWatch Logs data on {stream}, but the handler is "
+            "stream_handler(json=False): it gets the gzip-compressed messages; leave json on for one "
+            "call per log event",
+        )
+
+
+EVENT_CHECKS: dict[str, tuple[Check, ...]] = {
+    "sqs": (_check_visibility,),
+    "stream": (*STREAM_RULES, _check_window, _check_log_stream),
+    "msk": (_check_kafka,),
+    "kafka": (_check_kafka,),
+    "sns": (
+        Rule(
+            "warning",
+            lambda subject, event: not isinstance(event.spec.get("redrivePolicy"), dict),
+            "add redrivePolicy (a dead-letter queue) to its sns event: messages SNS cannot deliver to the "
+            "function are dropped",
+        ),
+    ),
+    "eventBridge": EVENTBRIDGE_RULES,
+    "alb": (
+        Rule(
+            "warning",
+            lambda subject, event: event.spec.get("multiValueHeaders") is not True,
+            "set multiValueHeaders: true on its alb event: without it the load balancer passes only the "
+            "last value of a repeated query parameter or header (request.query_all holds one value each)",
+        ),
+    ),
+    "url": (
+        Rule(
+            "error",
+            lambda subject, event: str(event.spec.get("invokeMode", "")).upper() == "RESPONSE_STREAM",
+            "its url has invokeMode: RESPONSE_STREAM, but Lambda streams responses only from Node.js and "
+            "custom runtimes: the response api_handler returns (statusCode, headers, body) would not be "
+            "read as an HTTP response; remove invokeMode (BUFFERED is the default)",
+        ),
+    ),
+}
+"""The checks of one kind of event, in the order their findings print, beyond what every event
+gets from the registry's traits (partial batch responses, asynchronous invocation, the decorator
+that fits)."""
+
+
+# ------------------------------------------------------------------ the service
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+MAX_SUBSCRIPTION_FILTERS = 2  # per log group, a CloudWatch Logs quota that cannot be raised
+
+
+def _subscription_filters(config: ServiceConfig) -> list[dict[str, Any]]:
+    return [_mapping(resource.get("Properties")) for resource in config.of_type(SUBSCRIPTION_FILTER).values()]
+
+
+def _delivers(event: EventSource, source: str) -> bool:
+    return any(found.name == source for found in sources.for_serverless_event(event.kind))
+
+
+def _subscribed_groups(function: FunctionConfig) -> list[str]:
+    """The log groups the function's ``cloudwatchLog`` events subscribe it to."""
+    groups = [
+        event.spec.get("logGroup", event.spec.get("arn"))
+        for event in function.events
+        if _delivers(event, "cloudwatch_logs")
+    ]
+    return [group for group in groups if isinstance(group, str)]
+
+
+def _log_subscription_findings(config: ServiceConfig) -> list[Finding]:
+    """A function subscribed to its own log group; more subscription filters on a log group than
+    CloudWatch Logs allows (the functions' and those declared as resources)."""
+    functions = config.functions.values()
+    findings = [
+        Finding(
+            "error",
+            function.key,
+            f"its cloudwatchLog event subscribes it to its own log group {group}: every invocation writes "
+            "lines that invoke it again, without end; subscribe another function",
+        )
+        for function in functions
+        for group in _subscribed_groups(function)
+        if _normalized(group, config) in _own_log_groups(function, config)
+    ]
+    filters = Counter(group for function in functions for group in _subscribed_groups(function)) + Counter(
+        _filtered_groups(config)
+    )
+    return findings + [
+        Finding(
+            "error",
+            group,
+            f"{count} subscription filters on this log group: CloudWatch Logs allows "
+            f"{MAX_SUBSCRIPTION_FILTERS} per log group, so the deploy fails; merge the consumers or "
+            "subscribe a stream they share",
+        )
+        for group, count in filters.items()
+        if count > MAX_SUBSCRIPTION_FILTERS
+    ]
+
+
+def _filtered_groups(config: ServiceConfig) -> list[str]:
+    """The log group of each subscription filter declared as a resource (a Ref to a log group
+    declared with its name counts as that name)."""
+    groups = []
+    for properties in _subscription_filters(config):
+        group = properties.get("LogGroupName")
+        referenced = target(group)
+        if referenced is not None:
+            group = _mapping(config.resources.get(referenced, {}).get("Properties")).get("LogGroupName")
+        if isinstance(group, str):
+            groups.append(group)
+    return groups
+
+
+def _own_log_groups(function: FunctionConfig, config: ServiceConfig) -> set[str]:
+    """The log group names the function writes to, normalized (``_normalized``): ``/aws/lambda/``
+    and its deployed name, ``name:`` or the framework's ``<service>-<stage>-<key>``."""
+    if isinstance(function.setting("name"), str):
+        return {_normalized(f"/aws/lambda/{function.setting('name')}", config)}
+    stages = {str(config.provider.get("stage") or "dev"), "${sls:stage}"}
+    return {_normalized(f"/aws/lambda/{config.service}-{stage}-{function.key}", config) for stage in stages}
+
+
+def _normalized(text: str, config: ServiceConfig) -> str:
+    """``text`` with the service's name for ``${self:service}`` and one placeholder for any stage
+    variable (``${sls:stage}``, ``${opt:stage, 'dev'}``, ``${self:provider.stage}`` ...)."""
+    text = re.sub(r"\$\{self:service(\.name)?\}", lambda _: config.service, text)
+    return re.sub(r"\$\{[^}]*stage[^}]*\}", "<stage>", text)
+
+
+def _queue_of(value: Any, queues: dict[str, dict[str, Any]]) -> str | None:
+    """The queue (logical id) an ARN-ish value names: a reference, its logical id, or an ARN or a
+    name ending in its queue name (``{"arn": ...}``: the same of that)."""
+    if isinstance(value, dict) and "arn" in value:
+        return _queue_of(value["arn"], queues)
+    named = value if isinstance(value, str) else target(value)
+    if named in queues:
+        return named
+    return next((logical_id for logical_id, queue in queues.items() if _names_queue(value, queue)), None)
+
+
+def _names_queue(value: Any, queue: dict[str, Any]) -> bool:
+    name = _mapping(queue.get("Properties")).get("QueueName")
+    return isinstance(value, str) and isinstance(name, str) and (value.endswith(":" + name) or value == name)
+
+
+DEAD_LETTER_KEYS = ("deadLetterTargetArn", "TargetArn", "Destination")
+"""Keys anywhere in the resources that name a queue receiving failures."""
+
+
+def _targets_in(value: Any) -> Iterator[Any]:
+    """Every ``deadLetterTargetArn`` / ``TargetArn`` / ``Destination`` value inside ``value``."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        if key in DEAD_LETTER_KEYS:
+            yield item
+        yield from _targets_in(item)
+
+
+def _function_targets(function: FunctionConfig) -> Iterator[Any]:
+    """The function's on-failure destinations, and those of its events."""
+    yield _mapping(function.setting("destinations")).get("onFailure")
+    yield function.setting("onError")
+    for event in function.events:
+        redrive = _mapping(event.spec.get("redrivePolicy"))
+        yield redrive.get("deadLetterTargetArn")
+        yield redrive.get("deadLetterTargetRef")
+        yield _mapping(event.spec.get("destinations")).get("onFailure")
+        yield event.spec.get("deadLetterQueueArn")  # an eventBridge rule target's DLQ
+
+
+def _dead_letter_queues(config: ServiceConfig, queues: dict[str, dict[str, Any]]) -> set[str]:
+    """Queues that receive failures: they need no redrive policy of their own."""
+    targets = [*_targets_in(config.resources)]
+    targets += [found for function in config.functions.values() for found in _function_targets(function)]
+    return {q for q in (_queue_of(t, queues) for t in targets if t) if q is not None}
+
+
+def _consumed_queues(config: ServiceConfig, queues: dict[str, dict[str, Any]]) -> set[str | None]:
+    events = [event for function in config.functions.values() for event in function.events]
+    return {_queue_of(event.spec.get("arn"), queues) for event in events if _delivers(event, "sqs")}
+
+
+def _queue_findings(config: ServiceConfig) -> list[Finding]:
+    """Each queue without a redrive policy that is no dead-letter queue: an error when a function
+    consumes it, a warning otherwise."""
+    queues = config.of_type(QUEUE)
+    guarded = _dead_letter_queues(config, queues) | {
+        name for name, q in queues.items() if _mapping(q.get("Properties")).get("RedrivePolicy")
+    }
+    consumed = _consumed_queues(config, queues)
+    return [_unguarded(name, name in consumed) for name in queues if name not in guarded]
+
+
+def _unguarded(name: str, consumed: bool) -> Finding:
+    if consumed:
+        return Finding(
+            "error",
+            name,
+            "add a RedrivePolicy (deadLetterTargetArn + maxReceiveCount) to the queue: a message that "
+            "always fails is retried until it expires",
+        )
+    return Finding(
+        "warning",
+        name,
+        "queue has no RedrivePolicy and is no function's dead-letter target: add one, or point a redrive "
+        "policy / destination at it",
+    )
+
+
+def check(path: str | os.PathLike[str] = "serverless.yml") -> list[Finding]:
+    """The findings for the service at ``path``; raises ``ConfigError`` if it cannot be read."""
+    return _check(path)[0]
+
+
+def _check(path: str | os.PathLike[str]) -> tuple[list[Finding], int]:
+    config = read_service(path)
+    if not config.functions:
+        raise ConfigError(f"{os.fspath(path)} declares no functions: nothing to check")
+    if not config.service:
+        raise ConfigError(
+            f"{os.fspath(path)} names no service: add service: <name> (the framework requires it)"
+        )
+    findings: list[Finding] = []
+    for function in config.functions.values():
+        handler = _import_handler(function, config, findings)
+        _check_function(_Subject(function, handler, config, findings))
+    return findings + _log_subscription_findings(config) + _queue_findings(config), len(config.functions)
+
+
+def main(argv: list[str]) -> int:
+    """``lambda-kit check PATH``: the findings, one line each, then the verdict. Exit status: 0
+    clean or warnings only, 1 errors, 2 no usable serverless.yml."""
+    [path] = argv
+    try:
+        findings, functions = _check(path)
+    except ConfigError as exc:
+        print(f"error: {printable(exc)}", file=sys.stderr)
+        return 2
+    for finding in findings:
+        print(printable(finding))
+    errors = sum(f.level == "error" for f in findings)
+    print(
+        printable(
+            f"lambda-kit check {'failed' if errors else 'ok'}: {path}: {functions} functions, "
+            f"{_count(errors, 'error')}, {_count(len(findings) - errors, 'warning')}"
+        )
+    )
+    return 1 if errors else 0
+
+
+def _count(number: int, what: str) -> str:
+    return f"{number} {what}{'s' * (number != 1)}"

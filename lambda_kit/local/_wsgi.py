@@ -1,0 +1,109 @@
+"""A WSGI application served by waitress on a loopback port, from a thread of its own: moto's
+server (``endpoint.py``) and the HTTP API (``gateway.py``).
+
+waitress reads requests on one thread (an ``asyncore`` loop) and hands each complete one to a pool
+of ``threads`` worker threads: a slow or half-sent request holds no worker, only a connection,
+which is closed after ``idle_timeout`` seconds without traffic. ``stop()`` closes the listening
+socket and every connection from the loop's own thread (as waitress does on Ctrl-C), then waits
+for the workers. For the HTTP API's events, waitress's request parser is extended (``_Parser``)
+to keep the header lines as sent.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import waitress
+from waitress import wasyncore
+from waitress.channel import HTTPChannel
+from waitress.parser import HTTPRequestParser, get_header_lines
+
+BACKLOG = 1024
+"""Connections the kernel queues before they are accepted (capped by ``net.core.somaxconn``): a
+burst of clients connecting at once waits to be accepted instead of being refused or reset."""
+
+# waitress warns on its own logger whenever a request waits for a free worker thread ("Task queue
+# depth is 1"): under a burst of clients that is what the queue is for, not a problem to report.
+logging.getLogger("waitress.queue").setLevel(logging.ERROR)
+
+
+class WsgiServer:
+    """``app`` on ``host:port`` (0: a free port); ``url`` once made. With ``header_lines``, the
+    environment also holds the request's header lines as sent (``HEADER_LINES``: a list of
+    ``(name, value)`` with the names' case, the order and the repeats a WSGI environment merges)."""
+
+    HEADER_LINES = "HTTP_lambda_kit.headers"
+    """No client header lands there: waitress names those in capitals."""
+
+    def __init__(
+        self,
+        app: Callable[..., Any],
+        host: str,
+        port: int,
+        *,
+        name: str,
+        threads: int,
+        idle_timeout: int = 120,
+        max_body: int = 1 << 30,
+        header_lines: bool = False,
+    ) -> None:
+        self._map: dict[int, Any] = {}
+        self._server = waitress.create_server(
+            app,
+            map=self._map,
+            host=host,
+            port=port,
+            threads=threads,
+            backlog=BACKLOG,
+            connection_limit=1000,
+            channel_timeout=idle_timeout,
+            cleanup_interval=min(30, idle_timeout),
+            # waitress answers 413 from this size on: bodies up to max_body bytes are taken
+            max_request_body_size=max_body + 1,
+            asyncore_use_poll=True,
+            ident=name,
+        )
+        if header_lines:
+            self._server.channel_class = _Channel  # type: ignore[union-attr]
+        self.name = name
+        self.host = str(self._server.effective_host)
+        self.port = int(self._server.effective_port)
+        self.url = f"http://{self.host}:{self.port}"
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._server.run, name=f"lambda-kit {self.name}", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop listening, close every connection, and wait (up to 5 s) for the requests being served."""
+        if self._thread is None:
+            wasyncore.close_all(self._map)
+        else:
+            self._server.trigger.pull_trigger(self._close_all)  # type: ignore[union-attr]
+            self._thread.join(5)
+        self._server.task_dispatcher.shutdown()
+
+    def _close_all(self) -> None:
+        wasyncore.close_all(self._map, ignore_all=True)
+
+
+def _header(line: bytes) -> tuple[str, str]:
+    name, _, value = line.partition(b":")
+    return name.decode("latin-1"), value.strip(b" \t").decode("latin-1")
+
+
+class _Parser(HTTPRequestParser):
+    """waitress's request parser, which also keeps the header lines as sent."""
+
+    def parse_header(self, header_plus: bytes) -> None:
+        super().parse_header(header_plus)  # raises on anything malformed: nothing is kept then
+        lines = get_header_lines(header_plus.split(b"\r\n", 1)[1])
+        self.headers[WsgiServer.HEADER_LINES.removeprefix("HTTP_")] = [_header(line) for line in lines]
+
+
+class _Channel(HTTPChannel):
+    parser_class = _Parser

@@ -1,0 +1,327 @@
+"""The one per-record path: the steps every record takes, whatever its source and its function.
+
+``RecordPath.run_record`` is the path, written once: enter the record's scope (it becomes
+``current_record()``), its span, the trace warnings and the logger's correlation id, the
+``received`` line, the call, then ``processed`` (or held for the batch's commit) or ``failed``
+(routed as the source retries: reported, requeued, or stopping an ordered batch). Every error of
+those steps is the record's own failure, with its one ERROR line; it never ends the invocation
+or touches another record.
+
+The path is a coroutine, so one text serves both kinds of function. A plain function's records
+are driven to their end right here (``run_now``: nothing in their path suspends, and an awaitable
+the function hands back is run on this thread's loop); an ``async def``'s run on the event loop
+(``lambda_kit.loop.concurrent``), several at once. The API's request is one record on the same
+path (``lambda_kit.loop.request``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable, Coroutine
+from time import perf_counter
+from typing import Any, TypeVar
+
+from .. import log
+from ..errors import BatchResponseReturned, CommitFailed, GroupHeldBack, InvalidPayload, UndecodableRecord
+from ..record import Outcome, Record
+from ..trace import reset_current_record, set_current_record
+from .options import Options
+
+__all__ = ["RecordPath", "run_now"]
+
+T = TypeVar("T")
+INFO = log.LEVELS["INFO"]
+
+
+def run_now(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine that never suspends (a plain function's record path) to its end, here."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    coroutine.close()
+    raise RuntimeError("a plain function's record path waited on the event loop")
+
+
+async def resolve_now(awaitable: Awaitable[T]) -> T:
+    """An awaitable a plain function (or commit) handed back, run to its end on this thread's loop."""
+    from .event_loop import awaited  # asyncio costs 30+ ms to import: only for functions that need it
+
+    return awaited(awaitable)
+
+
+def is_own_error(error: BaseException) -> bool:
+    """Whether ``error`` is a record's failure (an ``Exception``); anything else ends the invocation."""
+    return isinstance(error, Exception)
+
+
+def record_spans() -> Any:
+    """The invocation's span maker (``lambda_kit.trace.otel``), or None without OpenTelemetry
+    configured; looked for only in a process that loaded OpenTelemetry's API."""
+    if "opentelemetry.trace" not in sys.modules:
+        return None
+    from ..trace import otel  # the otel extra's module: loaded only where OpenTelemetry is
+
+    return otel.record_spans()
+
+
+def correlation(logger: Any) -> Callable[[str], None] | None:
+    """How a Powertools ``logger=`` is told each record's trace id (None without one): its
+    task-local keys when it has them (Powertools 3), else its shared ones."""
+    if logger is None:
+        return None
+    task_local = getattr(logger, "thread_safe_append_keys", None)
+
+    def correlate(trace_id: str) -> None:
+        if task_local is not None:
+            task_local(correlation_id=trace_id, trace_id=trace_id)
+        else:
+            logger.set_correlation_id(trace_id)
+            logger.append_keys(trace_id=trace_id)
+
+    return correlate
+
+
+def duration_ms(started: float) -> float:
+    return round((perf_counter() - started) * 1000, 3)
+
+
+class RecordPath:
+    """One invocation's records and what they share, run by ``run_record``."""
+
+    received_message = "record received"
+    processed_message = "record processed"
+
+    def __init__(
+        self,
+        function: Callable[[Any, Any], Any],
+        context: Any,
+        options: Options,
+        adapter: Any,
+        size: int,
+    ) -> None:
+        self.function = function
+        self.context = context
+        self.options = options
+        self.adapter = adapter
+        self.size = size
+        # how what the function hands back is awaited, and which errors are a record's own failure:
+        # a plain function's (``lambda_kit.loop.concurrent.awaiting`` sets an async def's)
+        self.resolve: Callable[[Awaitable[Any]], Awaitable[Any]] = resolve_now
+        self.owns: Callable[[BaseException], bool] = is_own_error
+        self.outcome = Outcome()
+        self.pending: list[tuple[Record, Any, float]] = []
+        self.failed_groups: set[Any] = set()
+        self.stop_at = size  # no record after this batch position is started
+        self.skipped: list[int] = []
+        self.spans = record_spans()
+        self.correlate = correlation(options.logger)
+        self.log_event = options.log_event and log.enabled(INFO)
+        self.log_result = options.log_result and log.enabled(INFO)
+
+    # --- the path ----------------------------------------------------------------------------------
+
+    async def run_record(self, record: Record, index: int) -> None:
+        """The steps of one record (the module's docstring says what they are)."""
+        if record.group is not None and record.group in self.failed_groups:
+            self.hold_back(record)
+            return
+        token = set_current_record(record)
+        span = self.spans.start(record, self.size) if self.spans is not None else None
+        started = perf_counter()
+        error = None
+        try:
+            self.enter(record)
+            result = self.call(record)
+            if result is not None and hasattr(type(result), "__await__"):  # a coroutine, a future
+                result = await self.resolve(result)
+            self.returned(record, result, started)
+        except BaseException as exc:
+            if not self.owns(exc):
+                raise
+            error = exc
+            self.failed(record, exc, started, index)
+        finally:
+            if span is not None:
+                self.spans.end(span, error, self.span_outcome(error))
+            reset_current_record(token)
+
+    def enter(self, record: Record) -> None:
+        """The record's trace warnings, the logger's correlation id, the retry count, ``received``."""
+        if record.rejected_trace_id is not None:
+            log.emit("WARNING", "ignored an invalid trace id; using the fallback id", fields={
+                "source": record.source, "rejected_trace_id": log.brief(record.rejected_trace_id),
+            })
+        if self.correlate is not None:
+            self.correlate(record.trace_id)
+        if record.attempt:
+            self.outcome.retried += 1
+        if self.log_event and record.error is None:
+            log.emit("INFO", self.received_message, fields=self.received_fields(record))
+
+    def received_fields(self, record: Record) -> dict[str, Any]:
+        return {"source": record.source, "payload": log.clean(record.payload)}
+
+    def call(self, record: Record) -> Any:
+        """The function called with the record's payload (validated, with ``model=``); what it
+        hands back, awaitable or not."""
+        if record.error is not None:
+            raise UndecodableRecord(record.error)
+        payload = record.payload
+        validate = self.options.validate
+        if validate is not None:
+            payload = self.adapter.typed(payload, validate)
+        return self.function(payload, self.context)
+
+    def returned(self, record: Record, result: Any, started: float) -> None:
+        """The function returned: the record waits for the batch's commit, or is processed."""
+        if isinstance(result, dict) and "batchItemFailures" in result:
+            raise BatchResponseReturned()
+        duration = round((perf_counter() - started) * 1000, 3)
+        if self.options.commit is not None:
+            self.pending.append((record, result, duration))
+            return
+        self.processed(record, result, duration)
+
+    def processed(self, record: Record, result: Any, duration: float) -> None:
+        """The record is done once its line is written (a line that cannot be written fails it)."""
+        if self.log_result:
+            log.emit("INFO", self.processed_message, fields={
+                "source": record.source, "outcome": "ok", "duration_ms": duration, "result": log.clean(result),
+            })
+        self.outcome.processed += 1
+
+    def span_outcome(self, error: BaseException | None) -> str | None:
+        return None  # the span says ok or failed by its error
+
+    # --- a failed record -------------------------------------------------------------------------
+
+    def failed(self, record: Record, error: BaseException, started: float, index: int) -> None:
+        """Route a failed record (requeue it, or count it as the batch's failure), then write its
+        one ERROR line."""
+        routed, routing_error = self.route(record, error)
+        if routed == "failed":
+            self.outcome.failures.append((record, error))
+            if record.group is not None:
+                self.failed_groups.add(record.group)
+            if self.adapter.stop_at_first_failure:
+                self.stop_at = min(self.stop_at, index)
+        fields = {"source": record.source, "outcome": routed, "attempt": record.attempt + 1,
+                  "duration_ms": duration_ms(started), **failure_fields(record, error)}
+        if routing_error is not None:
+            fields["requeue_error"] = log.clean(routing_error)
+        log.emit("ERROR", failure_message(record, error), fields=fields)
+
+    def route(self, record: Record, error: BaseException) -> tuple[str, str | None]:
+        """("failed" or where the adapter put the record instead, why requeueing failed)."""
+        if not (self.adapter.requeueing and record.id):
+            return "failed", None
+        try:
+            return self.adapter.requeue(record, error), None
+        except Exception as exc:  # reported as a failure of the batch, on the same line
+            return "failed", f"{type(exc).__name__}: {log.safe_str(exc)}"
+
+    def hold_back(self, record: Record) -> None:
+        """An earlier record of this record's ordering group failed: it fails unprocessed."""
+        held = GroupHeldBack(f"an earlier message of group {record.group!r} failed in this batch")
+        self.outcome.failures.append((record, held))
+        token = set_current_record(record)
+        try:
+            log.emit("WARNING", "not processed: an earlier record of its group failed; it is retried in order",
+                     fields={"source": record.source, "group": log.clean(record.group)})
+        finally:
+            reset_current_record(token)
+
+    # --- the end of the batch ------------------------------------------------------------------------
+
+    async def finish(self, records: list[Record]) -> Outcome:
+        """After every record ran: the commit, then failures and skipped records in batch order."""
+        if self.pending:
+            await self.commit(records)
+        if self.skipped:
+            self.stopped(records[self.stop_at], [records[index] for index in sorted(self.skipped)])
+        if len(self.outcome.failures) > 1:
+            position = {id(record): index for index, record in enumerate(records)}
+            self.outcome.failures.sort(key=lambda failure: position[id(failure[0])])
+        return self.outcome
+
+    def stopped(self, record: Record, skipped: list[Record]) -> None:
+        """The adapter keeps order: after ``record`` failed, ``skipped`` are not processed this time."""
+        self.outcome.skipped = skipped
+        log.emit("WARNING", "stopped the batch at the failed record; Lambda retries from it, in order",
+                 record.trace_id, {"source": record.source, "record_id": log.clean(record.id), "not_processed": len(skipped)})
+
+    async def commit(self, records: list[Record]) -> None:
+        """Run the batch's commit over every record the function accepted, in batch order; write
+        its own line; then each record's outcome (``settle``)."""
+        position = {id(record): index for index, record in enumerate(records)}
+        self.pending.sort(key=lambda item: position[id(item[0])])
+        started = perf_counter()
+        failed_ids: set[Any] = set()
+        error: BaseException | None = None
+        try:
+            reported = self.options.commit([(record, result) for record, result, _ in self.pending])  # type: ignore[misc]
+            if reported is not None and hasattr(type(reported), "__await__"):
+                reported = await self.resolve(reported)
+            failed_ids = reported_ids(reported)
+        except Exception as exc:
+            error = exc
+        failed = len(self.pending) if error else sum(record.id in failed_ids for record, _, _ in self.pending)
+        fields = {"records": len(self.pending), "failed": failed, "duration_ms": duration_ms(started),
+                  "trace_ids": list(dict.fromkeys(record.trace_id for record, _, _ in self.pending))}
+        if error is not None:
+            fields.update(error_type=type(error).__name__, error=log.clean(log.safe_str(error)))
+        log.emit("WARNING" if failed else "INFO", "batch committed", fields=fields)
+        self.settle(failed_ids, error)
+
+    def settle(self, failed_ids: set[Any], error: BaseException | None) -> None:
+        """Each accepted record's outcome after the commit: a commit that raised fails all of them
+        (their source retries them); one that returned records (or record ids) fails just those."""
+        for record, result, duration in self.pending:
+            token = set_current_record(record)
+            try:
+                if error is None and record.id not in failed_ids:
+                    self.processed(record, result, duration)
+                    continue
+                record_error = error or CommitFailed("the batch commit reported this record as failed")
+                log.emit("ERROR", "record failed at commit", fields={
+                    "source": record.source, "outcome": "failed", "duration_ms": duration, "attempt": record.attempt + 1,
+                    **log.error_fields(record_error),
+                })
+                self.outcome.failures.append((record, record_error))
+            finally:
+                reset_current_record(token)
+
+
+def reported_ids(reported: Any) -> set[Any]:
+    """The ids of the records a commit reported as failed: records or record ids, or nothing."""
+    if reported is None:
+        return set()
+    if isinstance(reported, str | bytes | dict) or not hasattr(reported, "__iter__"):
+        raise TypeError(
+            f"the commit returned a value of type {type(reported).__name__}: return the records (or record ids) "
+            "that failed, or None, or raise to fail them all"
+        )
+    return {getattr(item, "id", item) for item in reported}
+
+
+def failure_message(record: Record, error: BaseException) -> str:
+    if record.error is not None:
+        return "record could not be decoded"
+    if type(error) is InvalidPayload:
+        return "record failed validation"
+    return "record failed"
+
+
+def failure_fields(record: Record, error: BaseException) -> dict[str, Any]:
+    """What the ERROR line says of the failure: the raw part an unreadable record could not be
+    decoded from, the fields a payload that does not fit the model got wrong (never a value), or
+    the exception and its traceback."""
+    fields = log.error_fields(error)
+    if record.error is not None:
+        fields["payload"] = log.clean(record.payload)
+        del fields["traceback"]
+    elif type(error) is InvalidPayload:
+        fields["invalid"] = log.clean(error.problems)
+        del fields["traceback"]
+    return fields
