@@ -122,8 +122,12 @@ def test_a_counter_table_without_dynamodb_local_or_moto_names_the_extra_in_one_l
     assert result.stderr.count("Traceback") == 1, result.stderr
 
 
-def test_importing_lambda_kit_testing_does_not_import_pytest():
-    code = "import sys, lambda_kit.testing\nassert 'pytest' not in sys.modules, 'pytest imported'"
+def test_importing_lambda_kit_testing_imports_neither_pytest_nor_an_extra():
+    code = (
+        "import sys, lambda_kit.testing\n"
+        "loaded = [m for m in ('pytest', 'moto', 'boto3', 'botocore', 'waitress') if m in sys.modules]\n"
+        "assert not loaded, loaded"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
