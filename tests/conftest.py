@@ -21,6 +21,7 @@ import pytest  # noqa: E402
 
 from lambda_kit.local.dynamodb_local import DynamoDBLocal, DynamoDBLocalUnavailable, find_installation  # noqa: E402
 from lambda_kit.local.endpoint import Endpoint, aws_environment  # noqa: E402
+from lambda_kit.testing import create_counter_table  # noqa: E402
 
 _ids = itertools.count()
 
@@ -99,20 +100,7 @@ def unique_name():
 
 def make_counter_table(dynamodb, name: str) -> str:
     """A single-table-design table (PK/SK, stream, TTL on ``ttl``) named ``name``."""
-    dynamodb.create_table(
-        TableName=name,
-        AttributeDefinitions=[
-            {"AttributeName": "PK", "AttributeType": "S"},
-            {"AttributeName": "SK", "AttributeType": "S"},
-        ],
-        KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
-        BillingMode="PAY_PER_REQUEST",
-        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-    )
-    dynamodb.update_time_to_live(
-        TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": "ttl"}
-    )
-    return name
+    return create_counter_table(dynamodb, name)
 
 
 @pytest.fixture

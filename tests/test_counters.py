@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import zlib
 from collections import Counter as Tally
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,6 +38,7 @@ from lambda_kit.counters import (
     key_of,
     month_key,
 )
+from lambda_kit.extras import MissingExtra
 from lambda_kit.local.endpoint import fast_transactions
 from lambda_kit.trace import reset_current_record, set_current_record
 
@@ -609,6 +611,73 @@ def test_counter_item_carries_the_trace_id_of_its_last_change(counter_table, dyn
     assert item["count"]["N"] == "2" and item["trace_id"]["S"] == "T-2"
 
 
+def test_a_key_cannot_add_to_another_counters_shard(counter_table, dynamodb):
+    # The report: `K#SHARD#1` counted on a plain counter was added to the sharded counter `K` (40 -> 45).
+    sharded = Counter(counter_table, client=dynamodb, shards=4, backoff=no_wait())
+    sharded.increment_many([("K", f"e{i}") for i in range(40)])
+    plain = Counter(counter_table, client=dynamodb, backoff=no_wait())
+    for shard in range(1, 4):
+        refused = rf"^counter key 'K#SHARD#{shard}' must not end in '#SHARD#' and a"
+        with pytest.raises(InvalidKeyError, match=refused):
+            plain.increment(f"K#SHARD#{shard}", "intruder", amount=5)
+        with pytest.raises(InvalidKeyError, match="where a shard of counter 'K' is stored"):
+            plain.get(f"K#SHARD#{shard}")
+    assert sharded.get("K", consistent=True) == 40
+    # a `#SHARD#` that is not a numbered suffix is part of an ordinary key, with items of its own
+    ordinary = [("K#SHARD#", "x", 2), ("K#SHARD#b", "x", 3), ("K#SHARD#1#DAY", "x", 4)]
+    assert plain.increment_many(ordinary).duplicates == []
+    assert plain.get_many(["K#SHARD#", "K#SHARD#b", "K#SHARD#1#DAY"], consistent=True) == {
+        "K#SHARD#": 2, "K#SHARD#b": 3, "K#SHARD#1#DAY": 4,
+    }
+    assert sharded.get("K", consistent=True) == 40
+
+
+def test_a_key_cannot_reach_another_counters_markers(counter_table, dynamodb):
+    """Before keys ending in a shard suffix were refused, `K#SHARD#n` shared its markers with shard n
+    of `K`: an event counted on one was a duplicate on the other, and one of them lost it."""
+    sharded = Counter(counter_table, client=dynamodb, shards=2, backoff=no_wait())
+    plain = Counter(counter_table, client=dynamodb, backoff=no_wait())
+    event_id = next(f"e{i}" for i in itertools.count() if zlib.crc32(f"e{i}".encode()) % 2 == 1)  # on shard 1
+    with pytest.raises(InvalidKeyError):
+        plain.increment("K#SHARD#1", event_id)
+    assert sharded.increment("K", event_id) is True  # its marker was not taken
+    with pytest.raises(InvalidKeyError):
+        plain.increment_many([("other", "e"), ("K#SHARD#1", event_id)])  # refused whole, before any request
+    assert plain.get("other", consistent=True) == 0
+    # names that look like markers or counter items are keys and event ids like any other
+    odd = [("EVENT#e1", "COUNT"), ("COUNT", "EVENT#e1"), ("K", "COUNT"), ("K#EVENT#e1", "e1")]
+    assert plain.increment_many(odd).counted == odd
+    assert plain.get_many(["EVENT#e1", "COUNT", "K", "K#EVENT#e1"], consistent=True) == {
+        "EVENT#e1": 1, "COUNT": 1, "K": 1, "K#EVENT#e1": 1,
+    }
+    assert sharded.get("K", consistent=True) == 2  # the marker-named event added to K's shard 0 only
+    scanned = dynamodb.scan(TableName=counter_table, ConsistentRead=True)["Items"]
+    items = {(i["PK"]["S"], i["SK"]["S"]) for i in scanned}
+    assert items == {
+        ("K", "COUNT"), ("K", "EVENT#COUNT"), ("K#SHARD#1", "COUNT"), ("K#SHARD#1", f"EVENT#{event_id}"),
+        ("EVENT#e1", "COUNT"), ("EVENT#e1", "EVENT#COUNT"), ("COUNT", "COUNT"), ("COUNT", "EVENT#EVENT#e1"),
+        ("K#EVENT#e1", "COUNT"), ("K#EVENT#e1", "EVENT#e1"),
+    }
+
+
+def test_a_key_cannot_reach_a_shard_of_a_day_bucket(counter_table, dynamodb):
+    viewed_at = datetime(2022, 3, 28, 13, 17, tzinfo=UTC)
+    day = bucket_keys("URL#a", viewed_at)[0]
+    assert day == "URL#a#DAY#2022-03-28"
+    sharded = Counter(counter_table, client=dynamodb, shards=3, backoff=no_wait())
+    sharded.increment_many([(key, f"v{i}") for i in range(30) for key in ("URL#a", day)])
+    plain = Counter(counter_table, client=dynamodb, backoff=no_wait())
+    for shard in (1, 2):
+        with pytest.raises(InvalidKeyError):
+            plain.increment(f"{day}#SHARD#{shard}", "intruder")
+    # a bucket of a key that looks like a shard is a counter of its own: neither `URL#a` nor its day
+    buckets = bucket_keys("URL#a#SHARD#1", viewed_at, ("DAY", "HOUR"))
+    assert plain.increment_many([(key, "x") for key in buckets]).counted
+    assert sharded.get_many(["URL#a", day], consistent=True) == {"URL#a": 30, day: 30}
+    # a bucket is named by its key: counting that key counts the bucket (the docs read buckets this way)
+    assert sharded.increment(day, "v-direct") is True and sharded.get(day, consistent=True) == 31
+
+
 def test_raising_shards_later_keeps_the_count(counter_table, dynamodb):
     Counter(counter_table, client=dynamodb).increment_many([("k", f"e{i}") for i in range(5)])
     sharded = Counter(counter_table, client=dynamodb, shards=8)
@@ -759,6 +828,29 @@ def test_importing_counters_does_not_import_boto3():
         "assert not loaded, loaded"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_counter_without_boto3_says_which_extra_installs_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "boto3", None)  # as if boto3 were not installed
+    with pytest.raises(MissingExtra) as raised:
+        Counter("ViewStats").increment("URL#a", "view-1")
+    assert str(raised.value) == "lambda_kit.counters.Counter needs boto3: pip install 'lambda-event-kit[local]'"
+
+
+def test_a_counter_without_boto3_names_the_extra_in_one_line():
+    code = (
+        "import sys\n"
+        "sys.modules['boto3'] = None  # as if boto3 were not installed\n"
+        "from lambda_kit.counters import Counter\n"
+        "Counter('ViewStats').increment('URL#a', 'view-1')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        "lambda_kit.extras.MissingExtra: lambda_kit.counters.Counter needs boto3:"
+        " pip install 'lambda-event-kit[local]'"
+    ), result.stderr
+    assert result.stderr.count("Traceback") == 1, result.stderr  # no chained traceback before it
 
 
 # -- property: any sequence of batches counts like a set -------------------------------------------

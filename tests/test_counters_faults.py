@@ -20,6 +20,7 @@ from types import SimpleNamespace
 
 import pytest
 import test_counters
+from botocore.exceptions import ClientError
 from test_counters import fake_error, hook, item, requests_sent
 
 from lambda_kit.counters import (
@@ -225,6 +226,18 @@ def test_a_cancellation_by_a_conflict_alone_reads_nothing(table, dynamodb):
     ) as read:
         assert len(counter.increment_many([("k", f"e{i}") for i in range(150)]).counted) == 150
     assert read == [] and sleeps == [0.05]
+
+
+def test_conflicts_on_every_try_propagate_the_cancellation_after_the_last(table, dynamodb):
+    sleeps: list[float] = []
+    counter = counter_on(table, dynamodb, sleeps)
+    conflict = cancelled({"Code": "TransactionConflict"})
+    with scripted(dynamodb, "TransactWriteItems", *[conflict] * 4) as calls:
+        with pytest.raises(ClientError) as raised:
+            counter.increment_many([("k", "e1"), ("k", "e2")])
+    assert raised.value.response["Error"]["Code"] == "TransactionCanceledException"
+    assert len(calls) == 4 and sleeps == [0.05, 0.1, 0.2]
+    assert counter.get("k") == 0
 
 
 # -- what a cancelled transaction's reasons turn into ------------------------------------------------

@@ -8,16 +8,21 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lambda_kit.counters import (
     MAX_KEY_BYTES,
     Backoff,
     InvalidKeyError,
     bucket,
+    bucket_keys,
     check_key,
     day_key,
     hour_key,
     key_of,
+    marker_sk,
+    shard_pk,
     to_utc,
 )
 from lambda_kit.counters.duplicates import DuplicateShare
@@ -66,9 +71,10 @@ def test_buckets_are_utc_whatever_the_local_time_zone(new_york_local_time):
     assert day_key("2022-03-28T21:30:00-04:00") == "DAY#2022-03-29"
 
 
-def test_to_utc_makes_naive_times_aware_utc():
-    moment = to_utc(datetime(2022, 3, 28, 13, 5))
-    assert moment == datetime(2022, 3, 28, 13, 5, tzinfo=UTC) and moment.tzinfo is UTC
+def test_to_utc_makes_naive_times_aware_utc(new_york_local_time):
+    for naive in (datetime(2022, 3, 28, 13, 5), "2022-03-28T13:05:00"):  # UTC, not the local time zone
+        moment = to_utc(naive)
+        assert moment == datetime(2022, 3, 28, 13, 5, tzinfo=UTC) and moment.tzinfo is UTC
 
 
 def test_bucket_refusals_say_what_to_give():
@@ -106,6 +112,54 @@ def test_check_key_messages_name_the_key_and_the_fix():
     with pytest.raises(InvalidKeyError) as raised:
         check_key(longest + "x")
     assert str(raised.value) == f"counter key {'é' * 60!r}... is longer than {MAX_KEY_BYTES} bytes"
+
+
+# Keys made of the pieces item keys are built from, so that collisions are likely if they can happen.
+PIECES = ["#", "SHARD", "#SHARD#", "1", "01", "0", "12", "\u00b2", "DAY", "#DAY#2022-03-28"]
+PIECES += ["EVENT#", "COUNT"]
+SUFFIXES = ["", "#SHARD#1", "#SHARD#2", "#SHARD#12", "#SHARD#", "#SHARD#1#SHARD#2", "#DAY#2022-03-28"]
+bases = st.lists(st.sampled_from([*PIECES, "a"]), min_size=1, max_size=4).map("".join)
+keys = st.builds("".join, st.tuples(bases, st.sampled_from(SUFFIXES)))
+
+
+def accepted(key: str) -> bool:
+    try:
+        check_key(key)
+    except InvalidKeyError:
+        return False
+    return True
+
+
+@settings(max_examples=500)
+@given(keys, st.integers(0, 12), keys, st.integers(0, 12))
+def test_no_two_counter_items_share_a_partition_key(key, shard, other, other_shard):
+    if not (accepted(key) and accepted(other)):
+        return
+    assert key_of(shard_pk(key, shard)) == key
+    if (key, shard) != (other, other_shard):
+        assert shard_pk(key, shard) != shard_pk(other, other_shard)
+
+
+@given(keys, keys, keys)
+def test_markers_are_one_to_one_and_never_a_counter_item(event_id, other, key):
+    assert marker_sk(event_id) != "COUNT"
+    assert (marker_sk(event_id) == marker_sk(other)) == (event_id == other)
+    if accepted(key):  # a time bucket of an accepted key is accepted: it never looks like a shard
+        assert all(accepted(bucketed) for bucketed in bucket_keys(key, 0, ("HOUR", "DAY", "MONTH")))
+
+
+def test_a_key_that_ends_like_a_shard_is_refused_naming_the_counter_it_would_reach():
+    with pytest.raises(InvalidKeyError) as raised:
+        check_key("URL#a#SHARD#3")
+    assert str(raised.value) == (
+        "counter key 'URL#a#SHARD#3' must not end in '#SHARD#' and a number: that is where a shard of"
+        " counter 'URL#a' is stored"
+    )
+    for key in ("URL#a#SHARD#0", "URL#a#SHARD#01", "#SHARD#1", "URL#a#SHARD#b#SHARD#12"):
+        with pytest.raises(InvalidKeyError):
+            check_key(key)
+    for key in ("URL#a#SHARD#", "URL#a#SHARD#b", "URL#a#SHARD#1#DAY#2022-03-28", "URL#a#SHARD1", "SHARD#1"):
+        assert check_key(key) == key
 
 
 # -- packing -----------------------------------------------------------------------------------

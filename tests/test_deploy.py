@@ -145,7 +145,7 @@ def test_artifact_holds_what_the_functions_import_and_nothing_else(packaged):
     # Compiled wheels are Lambda's (CPython 3.12, x86_64 Linux), whatever machine packaged them.
     assert [n for n in names if re.fullmatch(rf"orjson/orjson\.cpython-{RUNTIME_VERSION.replace('.', '')}-x86_64-linux-gnu\.so", n)]
     # lambda_kit without the local stack, the CLI and the test helpers
-    for unwanted in ("lambda_kit/local/", "lambda_kit/cli/", "lambda_kit/serverless_config.py", "lambda_kit/testing.py"):
+    for unwanted in ("lambda_kit/local/", "lambda_kit/cli/", "lambda_kit/serverless_config.py", "lambda_kit/testing/"):
         assert not [n for n in names if n.startswith(unwanted)], unwanted
     assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", ".pyi", ".dist-info/RECORD"))]
 

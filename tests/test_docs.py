@@ -29,6 +29,8 @@ from _docs import (
     screen,
 )
 
+from lambda_kit.testing import create_counter_table
+
 README_LIMIT = 15_000  # bytes
 DOCS_PORT = 3000  # the port the pages show `lambda-kit local` on: its default
 BLOCK_TIMEOUT = 300  # seconds for one block; `make run` takes ~40 s on 2 busy cores
@@ -161,14 +163,7 @@ def use_table(page_run: PageRun, args: list[str]) -> None:
     client = page_run.request.getfixturevalue("dynamodb")
     if name in client.list_tables()["TableNames"]:
         client.delete_table(TableName=name)
-    client.create_table(
-        TableName=name,
-        AttributeDefinitions=[{"AttributeName": "PK", "AttributeType": "S"}, {"AttributeName": "SK", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
-        BillingMode="PAY_PER_REQUEST",
-        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-    )
-    client.update_time_to_live(TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": "ttl"})
+    create_counter_table(client, name)
 
 
 FIXTURES: dict[str, Callable[[PageRun, list[str]], None]] = {"local-stack": use_local_stack, "table": use_table}

@@ -14,6 +14,18 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Literal
 
+__all__ = [
+    "GRANULARITIES",
+    "Granularity",
+    "Timestamp",
+    "bucket",
+    "bucket_keys",
+    "day_key",
+    "hour_key",
+    "month_key",
+    "to_utc",
+]
+
 Timestamp = datetime | str | int | float
 """A datetime (naive means UTC), an ISO-8601 string, or epoch seconds."""
 
@@ -27,20 +39,26 @@ def to_utc(ts: Timestamp) -> datetime:
     if isinstance(ts, datetime):
         moment = ts
     elif isinstance(ts, str):
-        try:
-            moment = datetime.fromisoformat(ts.strip())
-        except ValueError:
-            raise ValueError(f"timestamp {ts!r} is not an ISO-8601 date or time") from None
+        moment = _from_iso(ts)
     elif isinstance(ts, int | float) and not isinstance(ts, bool):
-        try:
-            return datetime.fromtimestamp(ts, UTC)
-        except (OverflowError, OSError, ValueError):
-            raise ValueError(f"timestamp {ts!r} is out of range for epoch seconds (milliseconds?)") from None
+        return _from_epoch(ts)
     else:
         raise TypeError(f"timestamp {ts!r} must be a datetime, an ISO-8601 string or epoch seconds")
-    if moment.tzinfo is None:
-        return moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _from_iso(text: str) -> datetime:
+    try:
+        return datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(f"timestamp {text!r} is not an ISO-8601 date or time") from None
+
+
+def _from_epoch(seconds: int | float) -> datetime:
+    try:
+        return datetime.fromtimestamp(seconds, UTC)
+    except (OverflowError, OSError, ValueError):
+        raise ValueError(f"timestamp {seconds!r} is out of range for epoch seconds (milliseconds?)") from None
 
 
 def bucket(granularity: Granularity, ts: Timestamp) -> str:

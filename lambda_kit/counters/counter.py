@@ -18,10 +18,10 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 from lambda_kit.counters.duplicates import DuplicateShare
 from lambda_kit.counters.errors import CounterError, InvalidKeyError
@@ -37,13 +37,18 @@ from lambda_kit.counters.layout import (
 )
 from lambda_kit.counters.packing import MAX_ACTIONS, CounterGroup, pack_transaction
 from lambda_kit.counters.retry import (
+    NEEDS_BOTO3,
     TRANSIENT_CANCELLATION_REASONS,
     Backoff,
+    Tries,
     error_code,
     is_transient,
     outcome_unknown,
 )
+from lambda_kit.extras import import_optional
 from lambda_kit.trace import current_trace_id
+
+__all__ = ["BATCH_GET_KEYS", "Counter", "EventRef", "Increment", "IncrementRequest", "IncrementResult"]
 
 EventRef = tuple[str, str]
 """``(key, event_id)``."""
@@ -92,6 +97,20 @@ class _Pending:
     trace_id: str | None
 
 
+_Groups = list[CounterGroup[_Pending]]
+"""One transaction's events, grouped by the counter item they change."""
+
+_Subject = _Pending | str
+"""What a transaction's action writes: an event's marker, or a counter key's update."""
+
+
+class _Read(NamedTuple):
+    """What one ``BatchGetItem`` found, and the keys it left unprocessed."""
+
+    items: list[dict[str, Any]]
+    unprocessed: list[dict[str, Any]]
+
+
 @dataclass(frozen=True, slots=True)
 class _Stamp:
     """What every marker of one call carries."""
@@ -104,15 +123,142 @@ def _trace_id(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _checked_trace_id(key: str, value: object) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise InvalidKeyError(f"trace id {value!r} for counter key {key!r} must be a str or None")
+    return _trace_id(value)
+
+
+def _parse(event: object) -> tuple[str, str, int, str | None]:
+    """``(key, event_id, amount, trace_id)`` of one increment, checked."""
+    if not isinstance(event, tuple | list) or not 2 <= len(event) <= 4:
+        raise InvalidKeyError(
+            f"increment {event!r} must be (key, event_id), (key, event_id, amount) or an Increment"
+        )
+    key = check_key(event[0])
+    event_id = check_event_id(key, event[1])
+    amount = check_amount(key, event[2]) if len(event) >= 3 else 1
+    return key, event_id, amount, _checked_trace_id(key, event[3] if len(event) == 4 else None)
+
+
+def _events(groups: _Groups) -> list[_Pending]:
+    return [event for group in groups for event in group.events]
+
+
+def _new_token() -> str:
+    return str(uuid.uuid4())
+
+
+def _marker_put(table: str, event: _Pending, stamp: _Stamp) -> dict[str, Any]:
+    """The action that puts ``event``'s marker, on condition that it does not exist yet."""
+    item: dict[str, Any] = {
+        "PK": {"S": shard_pk(event.key, event.shard)},
+        "SK": {"S": marker_sk(event.event_id)},
+        "ttl": {"N": str(stamp.ttl)},
+        "amount": {"N": str(event.amount)},
+        "counted_at": {"S": stamp.counted_at},
+    }
+    if event.trace_id is not None:
+        item["trace_id"] = {"S": event.trace_id}
+    return {"Put": {"TableName": table, "Item": item, "ConditionExpression": "attribute_not_exists(PK)"}}
+
+
+def _counter_update(table: str, group: CounterGroup[_Pending]) -> dict[str, Any]:
+    """The action that adds ``group``'s summed amount to its counter item."""
+    update: dict[str, Any] = {
+        "TableName": table,
+        "Key": {"PK": {"S": shard_pk(group.key, group.shard)}, "SK": {"S": COUNTER_SK}},
+        "UpdateExpression": "ADD #count :amount",
+        "ExpressionAttributeNames": {"#count": COUNT_ATTRIBUTE},
+        "ExpressionAttributeValues": {":amount": {"N": str(group.amount)}},
+    }
+    last_trace_id = group.events[-1].trace_id
+    if last_trace_id is not None:
+        # The counter's own stream record then carries a trace id too (milestones log under it).
+        update["UpdateExpression"] += " SET #trace = :trace"
+        update["ExpressionAttributeNames"]["#trace"] = "trace_id"
+        update["ExpressionAttributeValues"][":trace"] = {"S": last_trace_id}
+    return {"Update": update}
+
+
+def _reason_kind(subject: _Subject, reason: dict[str, Any]) -> str | None:
+    """What one action's ``CancellationReasons`` entry says: duplicate, transient, refused, or None
+    (no objection to that action)."""
+    code = reason.get("Code") or "None"
+    if code == "ConditionalCheckFailed" and isinstance(subject, _Pending):
+        return "duplicate"
+    if code in TRANSIENT_CANCELLATION_REASONS:
+        return "transient"
+    return None if code == "None" else "refused"
+
+
+def _refusal(subject: _Subject, reason: dict[str, Any]) -> CounterError:
+    """The one-line error for an action DynamoDB refused (a user fixes the key or the item)."""
+    key = subject if isinstance(subject, str) else subject.key
+    code, message = reason.get("Code"), reason.get("Message", "")
+    if code == "ValidationError":
+        return InvalidKeyError(f"DynamoDB rejected the increment of counter key {key!r}: {message}")
+    return CounterError(f"DynamoDB cancelled the increment of counter key {key!r}: {code} {message}")
+
+
+def _denied(table: str, error: Exception) -> CounterError:
+    operation = getattr(error, "operation_name", "") or "the request"
+    needs = f"dynamodb:{operation}"
+    if operation == "TransactWriteItems":  # IAM has no such action: it authorises each item's action
+        needs = "dynamodb:PutItem and dynamodb:UpdateItem, which IAM checks for a transaction's items"
+    return CounterError(
+        f"DynamoDB denied {operation} on table {table!r}: the role needs {needs}"
+        " (Counter reads with BatchGetItem and writes with PutItem and UpdateItem)"
+    )
+
+
+def _rejected(error: Exception, keys: list[str]) -> InvalidKeyError:
+    shown = ", ".join(repr(k) for k in dict.fromkeys(keys[:5]))
+    more = " ..." if len(set(keys)) > 5 else ""
+    message = getattr(error, "response", {}).get("Error", {}).get("Message", "")
+    return InvalidKeyError(f"DynamoDB rejected the request for counter keys {shown}{more}: {message}")
+
+
+def _explain(table: str, error: Exception, keys: list[str]) -> CounterError | None:
+    """A one-line :class:`CounterError` for errors a user fixes (table, role, request), else None."""
+    code = error_code(error)
+    if code == "ResourceNotFoundException":
+        return CounterError(f"DynamoDB table {table!r} not found: create it or fix the table name")
+    if code == "AccessDeniedException":
+        return _denied(table, error)
+    if code == "ValidationException":
+        return _rejected(error, keys)
+    return None
+
+
 def _default_client() -> Any:
     """A DynamoDB client with botocore's own retries off (:class:`Backoff` is the one retry policy)
     and without botocore's parameter validation: every request is built here from checked keys,
     ids and amounts, and DynamoDB validates it again. The validation walks each of a transaction's
     100 actions: about a third of the client's CPU for the call."""
-    import boto3
-    from botocore.config import Config
+    boto3 = import_optional("boto3", NEEDS_BOTO3)
+    config = import_optional("botocore.config", NEEDS_BOTO3)
+    return boto3.client(
+        "dynamodb", config=config.Config(retries={"total_max_attempts": 1}, parameter_validation=False)
+    )
 
-    return boto3.client("dynamodb", config=Config(retries={"total_max_attempts": 1}, parameter_validation=False))
+
+def _table_name(table: object) -> str:
+    if not isinstance(table, str) or not table:
+        raise CounterError(f"table name {table!r} must be a non-empty str")
+    return table
+
+
+def _shard_count(shards: object) -> int:
+    if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:
+        raise CounterError(f"shards={shards!r} must be an int of at least 1")
+    return shards
+
+
+def _positive_ttl(marker_ttl: object) -> timedelta:
+    if not isinstance(marker_ttl, timedelta) or marker_ttl <= timedelta(0):
+        raise CounterError(f"marker_ttl={marker_ttl!r} must be a positive timedelta")
+    return marker_ttl
 
 
 class Counter:
@@ -138,15 +284,9 @@ class Counter:
         backoff: Backoff | None = None,
         read_first: bool | None = None,
     ) -> None:
-        if not isinstance(table, str) or not table:
-            raise CounterError(f"table name {table!r} must be a non-empty str")
-        if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:
-            raise CounterError(f"shards={shards!r} must be an int of at least 1")
-        if not isinstance(marker_ttl, timedelta) or marker_ttl <= timedelta(0):
-            raise CounterError(f"marker_ttl={marker_ttl!r} must be a positive timedelta")
-        self.table = table
-        self.marker_ttl = marker_ttl
-        self.shards = shards
+        self.table = _table_name(table)
+        self.shards = _shard_count(shards)
+        self.marker_ttl = _positive_ttl(marker_ttl)
         self.backoff = backoff or Backoff()
         self.read_first = read_first
         self.duplicate_share = DuplicateShare()
@@ -186,45 +326,36 @@ class Counter:
         transaction is sent again with a new token and the markers decide, so what the earlier send
         counted comes back as duplicates.
         """
-        refs: list[EventRef] = []
-        counted_now: list[bool] = []
-        first_seen: set[EventRef] = set()
-        pending: list[_Pending] = []
-        default_trace_id = _trace_id(current_trace_id())
-        for index, event in enumerate(events):
-            key, event_id, amount, trace_id = self._parse(event)
-            refs.append((key, event_id))
-            counted_now.append(False)
-            if (key, event_id) in first_seen:
-                continue  # a repeat within this call: a duplicate, whatever the first one turns out to be
-            first_seen.add((key, event_id))
-            shard = shard_for(event_id, self.shards)
-            pending.append(_Pending(index, key, event_id, amount, shard, trace_id or default_trace_id))
-        if pending:
-            seen = self._counted_before(pending) if self._should_read(pending) else set()
-            unseen = [event for event in pending if event not in seen]
-            written = self._write(unseen, self._stamp()) if unseen else []
-            for event in written:
-                counted_now[event.index] = True
-            self.duplicate_share.observe(len(pending), len(pending) - len(written))
+        refs, pending = self._pending(events)
+        counted = {event.index for event in self._count(pending)}
         result = IncrementResult()
-        for ref, counted in zip(refs, counted_now, strict=True):
-            (result.counted if counted else result.duplicates).append(ref)
+        for index, ref in enumerate(refs):
+            (result.counted if index in counted else result.duplicates).append(ref)
         return result
 
-    @staticmethod
-    def _parse(event: object) -> tuple[str, str, int, str | None]:
-        if not isinstance(event, tuple | list) or not 2 <= len(event) <= 4:
-            raise InvalidKeyError(
-                f"increment {event!r} must be (key, event_id), (key, event_id, amount) or an Increment"
-            )
-        key = check_key(event[0])
-        event_id = check_event_id(key, event[1])
-        amount = check_amount(key, event[2]) if len(event) >= 3 else 1
-        trace_id = event[3] if len(event) == 4 else None
-        if trace_id is not None and not isinstance(trace_id, str):
-            raise InvalidKeyError(f"trace id {trace_id!r} for counter key {key!r} must be a str or None")
-        return key, event_id, amount, _trace_id(trace_id)
+    def _pending(self, events: Iterable[IncrementRequest]) -> tuple[list[EventRef], list[_Pending]]:
+        """Every increment's ``(key, event_id)``, and the first of each pair to count; all checked
+        before any request is sent."""
+        refs: list[EventRef] = []
+        pending: dict[EventRef, _Pending] = {}
+        default_trace_id = _trace_id(current_trace_id())
+        for index, event in enumerate(events):
+            key, event_id, amount, trace_id = _parse(event)
+            refs.append((key, event_id))
+            if (key, event_id) not in pending:  # a repeat within this call is a duplicate, whatever the first
+                shard = shard_for(event_id, self.shards)
+                trace_id = trace_id or default_trace_id
+                pending[key, event_id] = _Pending(index, key, event_id, amount, shard, trace_id)
+        return refs, list(pending.values())
+
+    def _count(self, pending: list[_Pending]) -> list[_Pending]:
+        """Count ``pending``: the events counted now (the rest were counted before)."""
+        if not pending:
+            return []
+        unseen = self._not_counted_before(pending) if self._should_read(pending) else pending
+        written = self._write(unseen, self._stamp())
+        self.duplicate_share.observe(len(pending), len(pending) - len(written))
+        return written
 
     def _should_read(self, pending: list[_Pending]) -> bool:
         if self.read_first is not None:
@@ -234,34 +365,42 @@ class Counter:
         per_transaction = min(1.0, MAX_ACTIONS / actions)
         return self.duplicate_share.read_first(events * per_transaction, actions * per_transaction)
 
-    def _counted_before(self, pending: list[_Pending]) -> set[_Pending]:
-        """The events whose marker exists: a strongly consistent ``BatchGetItem`` of their markers,
-        100 at a time. Markers left unread (throttled, unprocessed) are written; their condition decides."""
+    def _not_counted_before(self, pending: list[_Pending]) -> list[_Pending]:
+        """The events whose marker a strongly consistent ``BatchGetItem`` (100 markers at a time) does
+        not find. Markers left unread (throttled, unprocessed) are written; their condition decides."""
         by_marker = {(shard_pk(e.key, e.shard), marker_sk(e.event_id)): e for e in pending}
         markers = list(by_marker)
         found: set[_Pending] = set()
         for at in range(0, len(markers), BATCH_GET_KEYS):
             chunk = markers[at : at + BATCH_GET_KEYS]
-            request = {
-                self.table: {
-                    "Keys": [{"PK": {"S": pk}, "SK": {"S": sk}} for pk, sk in chunk],
-                    "ProjectionExpression": "#pk, #sk",
-                    "ExpressionAttributeNames": {"#pk": "PK", "#sk": "SK"},
-                    "ConsistentRead": True,
-                }
-            }
-            try:
-                response = self.client.batch_get_item(RequestItems=request)
-            except Exception as error:
-                if is_transient(error):
-                    continue
-                explained = self._explain(error, [pk for pk, _sk in chunk])
-                if explained is None:
-                    raise
-                raise explained from error
-            for item in response.get("Responses", {}).get(self.table, []):
-                found.add(by_marker[(item["PK"]["S"], item["SK"]["S"])])
-        return found
+            found.update(by_marker[marker] for marker in self._markers_found(chunk))
+        return [event for event in pending if event not in found]
+
+    def _markers_found(self, markers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Which of ``markers`` (``(PK, SK)``, 100 at most) exist; none when the read fails transiently."""
+        keys = [{"PK": {"S": pk}, "SK": {"S": sk}} for pk, sk in markers]
+        try:
+            items = self._batch_get(keys, ("PK", "SK"), consistent=True).items
+        except Exception as error:
+            if is_transient(error):
+                return []
+            self._raise_explained(error, [pk for pk, _sk in markers])
+        return [(item["PK"]["S"], item["SK"]["S"]) for item in items]
+
+    def _batch_get(self, keys: list[dict[str, Any]], attributes: tuple[str, ...], consistent: bool) -> _Read:
+        """One ``BatchGetItem`` of ``keys``, reading ``attributes`` only."""
+        names = {f"#{index}": attribute for index, attribute in enumerate(attributes)}  # COUNT is reserved
+        request = {
+            "Keys": keys,
+            "ProjectionExpression": ", ".join(names),
+            "ExpressionAttributeNames": names,
+            "ConsistentRead": consistent,
+        }
+        response = self.client.batch_get_item(RequestItems={self.table: request})
+        return _Read(
+            items=response.get("Responses", {}).get(self.table, []),
+            unprocessed=response.get("UnprocessedKeys", {}).get(self.table, {}).get("Keys", []),
+        )
 
     def _stamp(self) -> _Stamp:
         now = time.time()
@@ -273,147 +412,98 @@ class Counter:
     def _write(self, pending: list[_Pending], stamp: _Stamp) -> list[_Pending]:
         """Send ``pending`` in transactions; return the events counted (the rest were duplicates)."""
         counted: list[_Pending] = []
-        failures = 0
-        groups: list[CounterGroup[_Pending]] = []
-        token = ""
-        while groups or pending:
-            if not groups:
-                groups, pending = pack_transaction(pending)
-                token = str(uuid.uuid4())
+        tries = Tries(self.backoff)
+        while pending:
+            groups, pending = pack_transaction(pending)
             actions, subjects = self._actions(groups, stamp)
+            cancellation = self._send(actions, groups, tries)
+            if cancellation is None:
+                counted.extend(_events(groups))
+            else:
+                pending = self._after_cancellation(cancellation, subjects, groups, pending, tries)
+        return counted
+
+    def _send(self, actions: list[dict[str, Any]], groups: _Groups, tries: Tries) -> Exception | None:
+        """Send one transaction until DynamoDB commits it (None) or cancels it (the cancellation)."""
+        token = _new_token()
+        while True:
             try:
                 # The token makes a resend after a lost response succeed without writing twice
                 # (DynamoDB honours it for 10 minutes; the markers make it safe either way).
                 self.client.transact_write_items(TransactItems=actions, ClientRequestToken=token)
             except Exception as error:
-                code = error_code(error)
-                if code == "TransactionCanceledException":
-                    duplicates, transient = self._read_cancellation(error, subjects)
-                    retry = [e for group in groups for e in group.events if e not in duplicates]
-                    if duplicates and self.read_first is not False:
-                        # Someone counted this call's events before: a redelivered batch, or another
-                        # invocation given the same events right now. The rest may be counted too,
-                        # and a read costs less than cancelling the next transaction whole.
-                        seen = self._counted_before(pending)
-                        pending = [e for e in pending if e not in seen]
-                    pending = retry + pending
-                    groups = []
-                    if duplicates and not transient:
-                        failures = 0
-                        continue  # progress: resend the rest at once
-                elif code == "IdempotentParameterMismatchException":
-                    token = str(uuid.uuid4())  # the token is spoilt: the markers decide what the last send did
-                elif not is_transient(error):
-                    explained = self._explain(error, [e.key for group in groups for e in group.events])
-                    if explained is None:
-                        raise
-                    raise explained from error
-                elif not outcome_unknown(error):
-                    token = str(uuid.uuid4())
-                failures += 1
-                if failures >= self.backoff.attempts:
-                    raise
-                self.backoff.wait(failures)
-                continue
-            counted.extend(e for group in groups for e in group.events)
-            groups = []
-            failures = 0
-        return counted
+                if error_code(error) == "TransactionCanceledException":
+                    return error
+                token = self._resend_token(error, token, groups)
+                tries.failed(error)
+            else:
+                tries.succeeded()
+                return None
 
-    def _actions(
-        self, groups: Sequence[CounterGroup[_Pending]], stamp: _Stamp
-    ) -> tuple[list[dict[str, Any]], list[_Pending | str]]:
+    def _resend_token(self, error: Exception, token: str, groups: _Groups) -> str:
+        """The token to send the transaction again with after ``error``; raises what no try gets past."""
+        if error_code(error) == "IdempotentParameterMismatchException":
+            return _new_token()  # the token is spoilt: the markers decide what the last send did
+        if not is_transient(error):
+            self._raise_explained(error, [event.key for event in _events(groups)])
+        return token if outcome_unknown(error) else _new_token()
+
+    def _after_cancellation(
+        self,
+        error: Exception,
+        subjects: list[_Subject],
+        groups: _Groups,
+        pending: list[_Pending],
+        tries: Tries,
+    ) -> list[_Pending]:
+        """What is left to send after DynamoDB cancelled a transaction: its events not counted
+        before, then the rest of the call."""
+        duplicates, transient = self._read_cancellation(error, subjects)
+        if duplicates and self.read_first is not False:
+            # Someone counted this call's events before: a redelivered batch, or another
+            # invocation given the same events right now. The rest may be counted too,
+            # and a read costs less than cancelling the next transaction whole.
+            pending = self._not_counted_before(pending)
+        if duplicates and not transient:
+            tries.succeeded()  # progress: resend the rest at once
+        else:
+            tries.failed(error)
+        return [event for event in _events(groups) if event not in duplicates] + pending
+
+    def _actions(self, groups: _Groups, stamp: _Stamp) -> tuple[list[dict[str, Any]], list[_Subject]]:
         """The transaction's actions, and for each the event (marker) or key (counter update) it writes."""
         actions: list[dict[str, Any]] = []
-        subjects: list[_Pending | str] = []
+        subjects: list[_Subject] = []
         for group in groups:
-            for event in group.events:
-                item: dict[str, Any] = {
-                    "PK": {"S": shard_pk(event.key, event.shard)},
-                    "SK": {"S": marker_sk(event.event_id)},
-                    "ttl": {"N": str(stamp.ttl)},
-                    "amount": {"N": str(event.amount)},
-                    "counted_at": {"S": stamp.counted_at},
-                }
-                if event.trace_id is not None:
-                    item["trace_id"] = {"S": event.trace_id}
-                actions.append(
-                    {
-                        "Put": {
-                            "TableName": self.table,
-                            "Item": item,
-                            "ConditionExpression": "attribute_not_exists(PK)",
-                        }
-                    }
-                )
-                subjects.append(event)
-            update: dict[str, Any] = {
-                "TableName": self.table,
-                "Key": {"PK": {"S": shard_pk(group.key, group.shard)}, "SK": {"S": COUNTER_SK}},
-                "UpdateExpression": "ADD #count :amount",
-                "ExpressionAttributeNames": {"#count": COUNT_ATTRIBUTE},
-                "ExpressionAttributeValues": {":amount": {"N": str(group.amount)}},
-            }
-            last_trace_id = group.events[-1].trace_id
-            if last_trace_id is not None:
-                # The counter's own stream record then carries a trace id too (milestones log under it).
-                update["UpdateExpression"] += " SET #trace = :trace"
-                update["ExpressionAttributeNames"]["#trace"] = "trace_id"
-                update["ExpressionAttributeValues"][":trace"] = {"S": last_trace_id}
-            actions.append({"Update": update})
-            subjects.append(group.key)
+            actions += [_marker_put(self.table, event, stamp) for event in group.events]
+            actions.append(_counter_update(self.table, group))
+            subjects += [*group.events, group.key]
         return actions, subjects
 
-    def _read_cancellation(
-        self, error: Exception, subjects: list[_Pending | str]
-    ) -> tuple[set[_Pending], bool]:
+    def _read_cancellation(self, error: Exception, subjects: list[_Subject]) -> tuple[set[_Pending], bool]:
         """From ``CancellationReasons``: the events whose marker existed, and whether to back off."""
         reasons = getattr(error, "response", {}).get("CancellationReasons") or []
         duplicates: set[_Pending] = set()
         transient = False
         for subject, reason in zip(subjects, reasons, strict=False):
-            code = reason.get("Code") or "None"
-            key = subject if isinstance(subject, str) else subject.key
-            if code == "None":
-                continue
-            if code == "ConditionalCheckFailed" and not isinstance(subject, str):
-                duplicates.add(subject)
-            elif code in TRANSIENT_CANCELLATION_REASONS:
-                transient = True
-            elif code == "ValidationError":
-                raise InvalidKeyError(
-                    f"DynamoDB rejected the increment of counter key {key!r}: {reason.get('Message', '')}"
-                ) from error
-            else:
-                raise CounterError(
-                    f"DynamoDB cancelled the increment of counter key {key!r}: {code} {reason.get('Message', '')}"
-                ) from error
+            kind = _reason_kind(subject, reason)
+            if kind == "refused":
+                raise _refusal(subject, reason) from error
+            if kind == "duplicate":
+                duplicates.add(subject)  # type: ignore[arg-type]  # only markers are duplicates
+            transient = transient or kind == "transient"
         if not duplicates and not transient:
             raise CounterError(
                 f"DynamoDB cancelled a transaction on table {self.table!r} without a usable reason: {error}"
             ) from error
         return duplicates, transient
 
-    def _explain(self, error: Exception, keys: list[str]) -> CounterError | None:
-        """A one-line :class:`CounterError` for errors a user fixes (table, request), else None."""
-        code = error_code(error)
-        if code == "ResourceNotFoundException":
-            return CounterError(f"DynamoDB table {self.table!r} not found: create it or fix the table name")
-        if code == "AccessDeniedException":
-            operation = getattr(error, "operation_name", "") or "the request"
-            needs = f"dynamodb:{operation}"
-            if operation == "TransactWriteItems":  # IAM has no such action: it authorises each item's action
-                needs = "dynamodb:PutItem and dynamodb:UpdateItem, which IAM checks for a transaction's items"
-            return CounterError(
-                f"DynamoDB denied {operation} on table {self.table!r}: the role needs {needs}"
-                " (Counter reads with BatchGetItem and writes with PutItem and UpdateItem)"
-            )
-        if code == "ValidationException":
-            shown = ", ".join(repr(k) for k in dict.fromkeys(keys[:5]))
-            more = " ..." if len(set(keys)) > 5 else ""
-            message = getattr(error, "response", {}).get("Error", {}).get("Message", "")
-            return InvalidKeyError(f"DynamoDB rejected the request for counter keys {shown}{more}: {message}")
-        return None
+    def _raise_explained(self, error: Exception, keys: list[str]) -> NoReturn:
+        """Raise the one-line error a user fixes for ``error``, or ``error`` itself."""
+        explained = _explain(self.table, error, keys)
+        if explained is None:
+            raise error
+        raise explained from error
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -430,43 +520,32 @@ class Counter:
         totals = {check_key(key): 0 for key in keys}
         key_by_pk = {shard_pk(key, shard): key for key in totals for shard in range(self.shards)}
         queue = [{"PK": {"S": pk}, "SK": {"S": COUNTER_SK}} for pk in key_by_pk]
-        failures = 0
+        tries = Tries(self.backoff)
         while queue:
             chunk, queue = queue[:BATCH_GET_KEYS], queue[BATCH_GET_KEYS:]
-            request = {
-                self.table: {
-                    "Keys": chunk,
-                    "ProjectionExpression": "#pk, #count",
-                    "ExpressionAttributeNames": {"#pk": "PK", "#count": COUNT_ATTRIBUTE},
-                    "ConsistentRead": consistent,
-                }
-            }
-            try:
-                response = self.client.batch_get_item(RequestItems=request)
-            except Exception as error:
-                if not is_transient(error):
-                    explained = self._explain(error, [k["PK"]["S"] for k in chunk])
-                    if explained is None:
-                        raise
-                    raise explained from error
-                failures += 1
-                if failures >= self.backoff.attempts:
-                    raise
-                queue = chunk + queue
-                self.backoff.wait(failures)
-                continue
-            for item in response.get("Responses", {}).get(self.table, []):
+            read = self._read_counts(chunk, consistent, tries)
+            for item in read.items:
                 totals[key_by_pk[item["PK"]["S"]]] += int(item.get(COUNT_ATTRIBUTE, {}).get("N", "0"))
-            unprocessed = response.get("UnprocessedKeys", {}).get(self.table, {}).get("Keys", [])
-            if not unprocessed:
-                failures = 0
-                continue
-            failures += 1
-            if failures >= self.backoff.attempts:
-                raise CounterError(
-                    f"DynamoDB left {len(unprocessed)} counter items of table {self.table!r} unread after "
-                    f"{failures} tries (throttled), first key {unprocessed[0]['PK']['S']!r}"
-                )
-            queue = unprocessed + queue
-            self.backoff.wait(failures)
+            queue = read.unprocessed + queue
         return totals
+
+    def _read_counts(self, keys: list[dict[str, Any]], consistent: bool, tries: Tries) -> _Read:
+        """One read of counter items: the items found, and the keys to ask for again (all of them
+        after a transient error, the unprocessed ones otherwise), after a backoff."""
+        try:
+            read = self._batch_get(keys, ("PK", COUNT_ATTRIBUTE), consistent)
+        except Exception as error:
+            if not is_transient(error):
+                self._raise_explained(error, [key["PK"]["S"] for key in keys])
+            tries.failed(error)
+            return _Read(items=[], unprocessed=keys)
+        if not read.unprocessed:
+            tries.succeeded()
+            return read
+        tries.failed(
+            CounterError(
+                f"DynamoDB left {len(read.unprocessed)} counter items of table {self.table!r} unread after "
+                f"{tries.backoff.attempts} tries (throttled), first key {read.unprocessed[0]['PK']['S']!r}"
+            )
+        )
+        return read

@@ -13,6 +13,12 @@ that many partitions instead of meeting DynamoDB's per-partition limit. Shard 0 
 means raising ``shards`` later keeps every count readable. A stream consumer recognises a new marker
 by ``SK`` beginning with :data:`MARKER_PREFIX`; :func:`key_of` turns its ``PK`` back into the counter
 key that changed.
+
+No key names another counter's item: a key that ends like a shard suffix (``K#SHARD#1``, which is
+where shard 1 of ``K`` lives) is refused by :func:`check_key`, so ``(key, shard) -> PK`` is one to one
+and ``key_of(shard_pk(key, n)) == key`` for every key the counters accept. Markers cannot meet
+counter items (``SK`` ``EVENT#...`` against ``COUNT``), and a time bucket (``K#DAY#2022-03-28``) is
+a counter key of its own, so naming it reads or counts that bucket.
 """
 
 from __future__ import annotations
@@ -20,6 +26,25 @@ from __future__ import annotations
 import zlib
 
 from lambda_kit.counters.errors import InvalidKeyError
+
+__all__ = [
+    "COUNTER_SK",
+    "COUNT_ATTRIBUTE",
+    "MARKER_PREFIX",
+    "MAX_AMOUNT",
+    "MAX_EVENT_ID_BYTES",
+    "MAX_KEY_BYTES",
+    "MAX_PK_BYTES",
+    "MAX_SK_BYTES",
+    "SHARD_SEPARATOR",
+    "check_amount",
+    "check_event_id",
+    "check_key",
+    "key_of",
+    "marker_sk",
+    "shard_for",
+    "shard_pk",
+]
 
 MARKER_PREFIX = "EVENT#"
 """Sort-key prefix of event markers (filter a stream on ``SK`` begins_with this)."""
@@ -74,6 +99,12 @@ def check_key(key: object) -> str:
         raise InvalidKeyError("counter key '' must not be empty")
     if len(key.encode("utf-8")) > MAX_KEY_BYTES:
         raise InvalidKeyError(f"counter key {key[:60]!r}... is longer than {MAX_KEY_BYTES} bytes")
+    owner = key_of(key)
+    if owner != key:
+        raise InvalidKeyError(
+            f"counter key {key!r} must not end in {SHARD_SEPARATOR!r} and a number:"
+            f" that is where a shard of counter {owner!r} is stored"
+        )
     return key
 
 

@@ -6,6 +6,23 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import ModuleType
+
+from lambda_kit.extras import import_optional
+
+__all__ = [
+    "NEEDS_BOTO3",
+    "TRANSIENT_CANCELLATION_REASONS",
+    "TRANSIENT_ERROR_CODES",
+    "Backoff",
+    "Tries",
+    "error_code",
+    "is_transient",
+    "outcome_unknown",
+]
+
+NEEDS_BOTO3 = "lambda_kit.counters.Counter"
+"""What the one-line error of a missing boto3 (an extra) names as needing it."""
 
 TRANSIENT_ERROR_CODES = frozenset(
     {
@@ -58,6 +75,30 @@ class Backoff:
         self.sleep(self.delay(failures))
 
 
+class Tries:
+    """Consecutive failures of one call under a :class:`Backoff`: wait after each, give up after the last."""
+
+    def __init__(self, backoff: Backoff) -> None:
+        self.backoff = backoff
+        self.failures = 0
+
+    def failed(self, error: BaseException) -> None:
+        """One more failure: wait before the next try, or raise ``error`` when it was the last."""
+        self.failures += 1
+        if self.failures >= self.backoff.attempts:
+            raise error
+        self.backoff.wait(self.failures)
+
+    def succeeded(self) -> None:
+        """Progress: the next failure is the first again."""
+        self.failures = 0
+
+
+def _botocore_exceptions() -> ModuleType:
+    """``botocore.exceptions``, imported when an error is looked at (botocore comes with boto3, an extra)."""
+    return import_optional("botocore.exceptions", NEEDS_BOTO3)
+
+
 def error_code(error: BaseException) -> str | None:
     """The AWS error code of a botocore ``ClientError``, else None."""
     response = getattr(error, "response", None)
@@ -75,9 +116,8 @@ def _status(error: BaseException) -> int:
 
 def is_transient(error: BaseException) -> bool:
     """True for throttling, conflicts, 5xx and network errors: worth another try after a wait."""
-    from botocore.exceptions import ConnectionError, HTTPClientError
-
-    if isinstance(error, ConnectionError | HTTPClientError):
+    exceptions = _botocore_exceptions()
+    if isinstance(error, exceptions.ConnectionError | exceptions.HTTPClientError):
         return True
     return error_code(error) in TRANSIENT_ERROR_CODES or _status(error) >= 500
 
@@ -85,8 +125,6 @@ def is_transient(error: BaseException) -> bool:
 def outcome_unknown(error: BaseException) -> bool:
     """True when the request may have been carried out although it failed (timeouts, 5xx, or the
     same transaction still in progress): resend it with the same ``ClientRequestToken``."""
-    from botocore.exceptions import HTTPClientError
-
-    if isinstance(error, HTTPClientError) or _status(error) >= 500:
+    if isinstance(error, _botocore_exceptions().HTTPClientError) or _status(error) >= 500:
         return True
     return error_code(error) == "TransactionInProgressException"

@@ -10,26 +10,52 @@ not ``str``/``bytes`` are JSON-encoded for you.
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import itertools
 import json as _json
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
+from urllib.parse import quote_plus
 
-from . import sources
+from .. import sources
+from ..extras import import_optional
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
+SOURCE_IP = "192.0.2.1"
+SNS_HOST = "https://sns.us-east-1.amazonaws.com"
+SNS_CERTIFICATE = f"{SNS_HOST}/SimpleNotificationService-0000000000000000000000.pem"
+SNS_UNSUBSCRIBE = f"{SNS_HOST}/?Action=Unsubscribe"
+KINESIS_SEQUENCE_PREFIX = "49590338271490256608559692538361571095921575989136588"
 _sequence = itertools.count(1)
 
 
-def _text(payload: Any) -> str:
+def payload_text(payload: Any) -> str:
+    """``payload`` as the text an event carries: ``str`` as is, ``bytes`` decoded, anything else JSON."""
     if isinstance(payload, bytes):
         return payload.decode("utf-8")
     return payload if isinstance(payload, str) else _json.dumps(payload)
+
+
+def _payload_bytes(payload: Any) -> bytes:
+    return payload if isinstance(payload, bytes) else payload_text(payload).encode()
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def _md5(text: str) -> str:
+    return hashlib.md5(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _iso_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
 
 
 def _per_record(value: Any, count: int) -> list[Any]:
@@ -44,7 +70,9 @@ def _per_record(value: Any, count: int) -> list[Any]:
 class LambdaContext:
     """A stand-in for the Lambda context object (``function_name``, ``aws_request_id``, ...)."""
 
-    def __init__(self, function_name: str = "test-function", timeout: float = 30.0, memory_mb: int = 128) -> None:
+    def __init__(
+        self, function_name: str = "test-function", timeout: float = 30.0, memory_mb: int = 128
+    ) -> None:
         self.function_name = function_name
         self.function_version = "$LATEST"
         self.invoked_function_arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{function_name}"
@@ -78,7 +106,12 @@ def example(source: str) -> Callable[[Example], Example]:
 
 
 def event(
-    source: str, payload: Any = None, *, trace_id: str | None = None, source_arn: str | None = None, **options: Any
+    source: str,
+    payload: Any = None,
+    *,
+    trace_id: str | None = None,
+    source_arn: str | None = None,
+    **options: Any,
 ) -> dict[str, Any]:
     """One event of ``source`` (a name of ``lambda_kit.sources.NAMES``: ``"sqs"``, ``"api"`` ...)
     carrying ``payload`` with ``trace_id`` where that source's producers put it, from
@@ -102,14 +135,14 @@ def sqs_record(
     receive_count: int = 1,
     message_attributes: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    text = _text(body)
+    text = payload_text(body)
     attributes = dict(message_attributes or {})
     if trace_id is not None:
         attributes["trace_id"] = trace_id
     now = str(int(time.time() * 1000))
     return {
         "messageId": message_id or str(uuid.uuid4()),
-        "receiptHandle": base64.b64encode(uuid.uuid4().bytes * 4).decode(),
+        "receiptHandle": _b64(uuid.uuid4().bytes * 4),
         "body": text,
         "attributes": {
             "ApproximateReceiveCount": str(receive_count),
@@ -128,33 +161,41 @@ def sqs_record(
     }
 
 
-def sqs_event(*bodies: Any, trace_id: str | Sequence[str | None] | None = None, **options: Any) -> dict[str, Any]:
+TraceIds = str | Sequence[str | None] | None
+"""One trace id for every record, or one per record (None: no trace id)."""
+
+
+def sqs_event(*bodies: Any, trace_id: TraceIds = None, **options: Any) -> dict[str, Any]:
     """An SQS event with one record per body. ``trace_id``: one for all, or one per record."""
     trace_ids = _per_record(trace_id, len(bodies))
-    return {"Records": [sqs_record(body, trace_id=tid, **options) for body, tid in zip(bodies, trace_ids, strict=True)]}
+    return {"Records": [sqs_record(b, trace_id=t, **options) for b, t in zip(bodies, trace_ids, strict=True)]}
 
 
 @example("sqs")
-def _sqs_example(payload: Any, *, trace_id: str | None, source_arn: str | None, **options: Any) -> dict[str, Any]:
+def _sqs_example(
+    payload: Any, *, trace_id: str | None, source_arn: str | None, **options: Any
+) -> dict[str, Any]:
     built = sqs_event({} if payload is None else payload, trace_id=trace_id, **options)
     if source_arn:
         built["Records"][0]["eventSourceARN"] = source_arn
     return built
 
 
-def sns_envelope(message: Any, *, trace_id: str | None = None, topic: str = "milestones", subject: str | None = None) -> str:
+def sns_envelope(
+    message: Any, *, trace_id: str | None = None, topic: str = "milestones", subject: str | None = None
+) -> str:
     """The SQS body of an SNS notification delivered without raw message delivery."""
     envelope: dict[str, Any] = {
         "Type": "Notification",
         "MessageId": str(uuid.uuid4()),
         "TopicArn": f"arn:aws:sns:{REGION}:{ACCOUNT}:{topic}",
         "Subject": subject,
-        "Message": _text(message),
-        "Timestamp": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
+        "Message": payload_text(message),
+        "Timestamp": _iso_now(),
         "SignatureVersion": "1",
         "Signature": "EXAMPLE",
-        "SigningCertURL": "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-0000000000000000000000.pem",
-        "UnsubscribeURL": "https://sns.us-east-1.amazonaws.com/?Action=Unsubscribe",
+        "SigningCertURL": SNS_CERTIFICATE,
+        "UnsubscribeURL": SNS_UNSUBSCRIBE,
     }
     if trace_id is not None:
         envelope["MessageAttributes"] = {"trace_id": {"Type": "String", "Value": trace_id}}
@@ -179,28 +220,31 @@ def sns_record(
         "EventSource": "aws:sns",
         "Sns": {
             "SignatureVersion": "1",
-            "Timestamp": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
+            "Timestamp": _iso_now(),
             "Signature": "EXAMPLE",
-            "SigningCertUrl": "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-0000000000000000000000.pem",
+            "SigningCertUrl": SNS_CERTIFICATE,
             "MessageId": message_id or str(uuid.uuid4()),
-            "Message": _text(message),
+            "Message": payload_text(message),
             "MessageAttributes": attributes,
             "Type": "Notification",
-            "UnsubscribeUrl": "https://sns.us-east-1.amazonaws.com/?Action=Unsubscribe",
+            "UnsubscribeUrl": SNS_UNSUBSCRIBE,
             "TopicArn": topic_arn,
             "Subject": subject,
         },
     }
 
 
-def sns_event(*messages: Any, trace_id: str | Sequence[str | None] | None = None, **options: Any) -> dict[str, Any]:
+def sns_event(*messages: Any, trace_id: TraceIds = None, **options: Any) -> dict[str, Any]:
     """An SNS event (Lambda delivers one record per invocation; more are allowed here)."""
     trace_ids = _per_record(trace_id, len(messages))
-    return {"Records": [sns_record(m, trace_id=t, **options) for m, t in zip(messages, trace_ids, strict=True)]}
+    pairs = zip(messages, trace_ids, strict=True)
+    return {"Records": [sns_record(message, trace_id=t, **options) for message, t in pairs]}
 
 
 @example("sns")
-def _sns_example(payload: Any, *, trace_id: str | None, source_arn: str | None, **options: Any) -> dict[str, Any]:
+def _sns_example(
+    payload: Any, *, trace_id: str | None, source_arn: str | None, **options: Any
+) -> dict[str, Any]:
     built = sns_event({} if payload is None else payload, trace_id=trace_id, **options)
     if source_arn:
         built["Records"][0]["Sns"]["TopicArn"] = source_arn
@@ -218,16 +262,13 @@ def kinesis_record(
     raw_data: str | None = None,
 ) -> dict[str, Any]:
     """``raw_data`` (already base64 or deliberately broken) overrides the encoded payload."""
-    sequence_number = sequence_number or f"49590338271490256608559692538361571095921575989136588{next(_sequence):04d}"
-    data = raw_data if raw_data is not None else base64.b64encode(
-        payload if isinstance(payload, bytes) else _text(payload).encode()
-    ).decode()
+    sequence_number = sequence_number or f"{KINESIS_SEQUENCE_PREFIX}{next(_sequence):04d}"
     return {
         "kinesis": {
             "kinesisSchemaVersion": "1.0",
             "partitionKey": partition_key or uuid.uuid4().hex,
             "sequenceNumber": sequence_number,
-            "data": data,
+            "data": _b64(_payload_bytes(payload)) if raw_data is None else raw_data,
             "approximateArrivalTimestamp": time.time(),
         },
         "eventSource": "aws:kinesis",
@@ -246,7 +287,9 @@ def kinesis_event(*payloads: Any, **options: Any) -> dict[str, Any]:
 
 
 @example("kinesis")
-def _kinesis_example(payload: Any, *, trace_id: str | None, source_arn: str | None, **options: Any) -> dict[str, Any]:
+def _kinesis_example(
+    payload: Any, *, trace_id: str | None, source_arn: str | None, **options: Any
+) -> dict[str, Any]:
     body = {} if payload is None else payload
     if trace_id and isinstance(body, dict):
         body = {**body, "trace_id": trace_id}  # Kinesis producers put the trace id in the payload
@@ -258,30 +301,48 @@ def _kinesis_example(payload: Any, *, trace_id: str | None, source_arn: str | No
 
 # --- DynamoDB Streams -----------------------------------------------------------------------
 
+def _set_attribute(value: set[Any] | frozenset[Any]) -> dict[str, Any]:
+    items = list(value)
+    if all(isinstance(i, str) for i in items):
+        return {"SS": items}
+    if all(isinstance(i, bytes) for i in items):
+        return {"BS": [_b64(i) for i in items]}
+    return {"NS": [str(i) for i in items]}
+
+
+_ATTRIBUTES: tuple[tuple[Any, Callable[[Any], dict[str, Any]]], ...] = (
+    (type(None), lambda _value: {"NULL": True}),
+    (bool, lambda value: {"BOOL": value}),
+    (int | float | Decimal, lambda value: {"N": str(value)}),
+    (str, lambda value: {"S": value}),
+    (bytes, lambda value: {"B": _b64(value)}),
+    (set | frozenset, _set_attribute),
+    (dict, lambda value: {"M": _image(value)}),
+    (Iterable, lambda value: {"L": [to_dynamodb(v) for v in value]}),
+)
+"""How each kind of value is written; the first kind that matches wins (a bool is an int, a str iterable)."""
+
+
 def to_dynamodb(value: Any) -> dict[str, Any]:
     """A plain Python value as a DynamoDB attribute value (``{"S": ...}``, ``{"N": ...}``, ...)."""
-    if value is None:
-        return {"NULL": True}
-    if isinstance(value, bool):
-        return {"BOOL": value}
-    if isinstance(value, int | float | Decimal):
-        return {"N": str(value)}
-    if isinstance(value, str):
-        return {"S": value}
-    if isinstance(value, bytes):
-        return {"B": base64.b64encode(value).decode()}
-    if isinstance(value, set | frozenset):
-        items = list(value)
-        if all(isinstance(i, str) for i in items):
-            return {"SS": items}
-        if all(isinstance(i, bytes) for i in items):
-            return {"BS": [base64.b64encode(i).decode() for i in items]}
-        return {"NS": [str(i) for i in items]}
-    if isinstance(value, dict):
-        return {"M": {k: to_dynamodb(v) for k, v in value.items()}}
-    if isinstance(value, Iterable):
-        return {"L": [to_dynamodb(v) for v in value]}
+    for kind, write in _ATTRIBUTES:
+        if isinstance(value, kind):
+            return write(value)
     raise TypeError(f"cannot represent {type(value).__name__} as a DynamoDB attribute")
+
+
+def _image(values: dict[str, Any]) -> dict[str, Any]:
+    return {name: to_dynamodb(value) for name, value in values.items()}
+
+
+def _record_keys(
+    keys: dict[str, Any] | None, new_image: dict[str, Any] | None, old_image: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The keys given, else the ``PK`` and ``SK`` of the record's image."""
+    if keys is not None:
+        return keys
+    image = new_image or old_image or {}
+    return {name: value for name, value in image.items() if name in ("PK", "SK")}
 
 
 def dynamodb_record(
@@ -293,18 +354,15 @@ def dynamodb_record(
     table: str = "ViewStats",
     sequence_number: str | None = None,
 ) -> dict[str, Any]:
-    keys = keys if keys is not None else {k: v for k, v in (new_image or old_image or {}).items() if k in ("PK", "SK")}
+    images = {"NewImage": new_image, "OldImage": old_image}
     change: dict[str, Any] = {
         "ApproximateCreationDateTime": int(time.time()),
-        "Keys": {k: to_dynamodb(v) for k, v in keys.items()},
+        "Keys": _image(_record_keys(keys, new_image, old_image)),
         "SequenceNumber": sequence_number or f"{next(_sequence):021d}",
         "SizeBytes": 26,
         "StreamViewType": "NEW_AND_OLD_IMAGES",
+        **{field: _image(image) for field, image in images.items() if image is not None},
     }
-    if new_image is not None:
-        change["NewImage"] = {k: to_dynamodb(v) for k, v in new_image.items()}
-    if old_image is not None:
-        change["OldImage"] = {k: to_dynamodb(v) for k, v in old_image.items()}
     return {
         "eventID": uuid.uuid4().hex,
         "eventName": event_name,
@@ -322,203 +380,36 @@ def dynamodb_stream_event(*records: dict[str, Any]) -> dict[str, Any]:
     return {"Records": built}
 
 
+_STREAM_FIELDS = ("event_name", "keys", "new_image", "old_image")
+
+
 @example("dynamodb")
-def _dynamodb_example(payload: Any, *, trace_id: str | None, source_arn: str | None, **options: Any) -> dict[str, Any]:
+def _dynamodb_example(
+    payload: Any, *, trace_id: str | None, source_arn: str | None, **options: Any
+) -> dict[str, Any]:
     """``payload``: the new image of an INSERT, or ``{event_name, keys, new_image, old_image}``."""
     payload = {} if payload is None else payload
     if not isinstance(payload, dict):
-        raise ValueError("a DynamoDB Streams payload is a JSON object: the new image, or {event_name, keys, new_image, old_image}")
-    if set(payload) & {"event_name", "keys", "new_image", "old_image"}:
-        record = dynamodb_record(
-            payload.get("event_name", "INSERT"), payload.get("keys"), payload.get("new_image"), payload.get("old_image"), **options
+        raise ValueError(
+            "a DynamoDB Streams payload is a JSON object: the new image, or"
+            " {event_name, keys, new_image, old_image}"
         )
+    if set(payload) & set(_STREAM_FIELDS):
+        fields = [payload.get("event_name", "INSERT"), *(payload.get(field) for field in _STREAM_FIELDS[1:])]
+        record = dynamodb_record(*fields, **options)
     else:
-        record = dynamodb_record("INSERT", None, {**payload, "trace_id": trace_id} if trace_id else payload, **options)
+        new_image = {**payload, "trace_id": trace_id} if trace_id else payload
+        record = dynamodb_record("INSERT", None, new_image, **options)
     if source_arn:
         record["eventSourceARN"] = source_arn
     return dynamodb_stream_event(record)
 
 
-# --- HTTP: API Gateway REST and HTTP APIs, Function URLs, ALB --------------------------------
-
-API_VERSIONS = ("v2", "v1", "http-v1", "url", "alb")
-"""``api_event`` shapes: HTTP API payload 2.0, REST API, HTTP API payload 1.0, Function URL, ALB."""
-
-
-def _query_pairs(query: dict[str, Any] | None) -> list[tuple[str, str]]:
-    pairs: list[tuple[str, str]] = []
-    for name, value in (query or {}).items():
-        values = value if isinstance(value, list | tuple) else [value]
-        pairs.extend((str(name), str(v)) for v in values)
-    return pairs
-
-
-def _grouped_values(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
-    grouped: dict[str, list[str]] = {}
-    for name, value in pairs:
-        grouped.setdefault(name, []).append(value)
-    return grouped
-
-
-def api_event(
-    method: str = "GET",
-    path: str = "/",
-    *,
-    body: Any = None,
-    headers: dict[str, str] | None = None,
-    query: dict[str, str | list[str]] | None = None,
-    path_params: dict[str, str] | None = None,
-    version: str = "v2",
-    base64_body: bool = False,
-    multi_value_headers: dict[str, list[str]] | None = None,
-    route: str | None = None,
-    cookies: dict[str, str] | None = None,
-    multi_value: bool = False,
-) -> dict[str, Any]:
-    """An HTTP request event as Lambda receives it, in the fields AWS documents for ``version``:
-
-    ``"v2"`` an HTTP API (payload format 2.0), ``"v1"`` a REST API, ``"http-v1"`` an HTTP API with
-    payload format 1.0, ``"url"`` a Function URL, ``"alb"`` an Application Load Balancer target
-    (``multi_value=True``: its target group has multi-value headers on). ``query`` values may be
-    lists (a repeated parameter); a ``bytes`` body (or ``base64_body=True``) is sent base64-encoded.
-    """
-    from urllib.parse import quote, urlencode
-
-    if version not in API_VERSIONS:
-        raise ValueError(f"version must be one of {', '.join(API_VERSIONS)}, not {version!r}")
-    method = method.upper()
-    is_base64 = base64_body or isinstance(body, bytes)
-    text = None
-    if body is not None:
-        raw = body if isinstance(body, bytes) else _text(body).encode("utf-8", "surrogatepass")
-        text = base64.b64encode(raw).decode() if is_base64 else _text(body)
-    pairs = _query_pairs(query)
-    grouped = _grouped_values(pairs)
-    raw_query = urlencode(pairs, quote_via=quote)
-    request_id = uuid.uuid4().hex[:20]
-    now = time.time()
-    clock = time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now))
-    cookie_list = [f"{name}={value}" for name, value in (cookies or {}).items()]
-
-    if version in ("v2", "url"):
-        header_map = {"content-type": "application/json", "user-agent": "lambda-kit-tests",
-                      **{k.lower(): v for k, v in (headers or {}).items()}}
-        url = version == "url"
-        route_key = "$default" if url else route or f"{method} {path}"
-        domain_prefix = "a1b2c3d4e5f6g7h8i9j0k1l2m3n4o5p6" if url else "api-id"
-        built: dict[str, Any] = {
-            "version": "2.0",
-            "routeKey": route_key,
-            "rawPath": path,
-            "rawQueryString": raw_query,
-        }
-        if cookie_list:
-            built["cookies"] = cookie_list
-        built["headers"] = header_map
-        if grouped:  # repeated names are joined with commas, as API Gateway and Function URLs do
-            built["queryStringParameters"] = {name: ",".join(values) for name, values in grouped.items()}
-        built["requestContext"] = {
-            "accountId": ACCOUNT,
-            "apiId": domain_prefix,
-            **({"authentication": None, "authorizer": None} if url else {}),
-            "domainName": f"{domain_prefix}.lambda-url.{REGION}.on.aws" if url else f"api-id.execute-api.{REGION}.amazonaws.com",
-            "domainPrefix": domain_prefix,
-            "http": {
-                "method": method,
-                "path": path,
-                "protocol": "HTTP/1.1",
-                "sourceIp": "192.0.2.1",
-                "userAgent": header_map.get("user-agent", ""),
-            },
-            "requestId": request_id,
-            "routeKey": route_key,
-            "stage": "$default",
-            "time": clock,
-            "timeEpoch": int(now * 1000),
-        }
-        if text is not None:
-            built["body"] = text
-        built["pathParameters"] = None if url else path_params
-        built["isBase64Encoded"] = is_base64
-        built["stageVariables"] = None
-        return built
-
-    if version == "alb":
-        header_map = {"host": "lambda-kit-alb-123456789.us-east-1.elb.amazonaws.com", "user-agent": "lambda-kit-tests",
-                      "x-amzn-trace-id": f"Root=1-{int(now):08x}-{uuid.uuid4().hex[:24]}",
-                      "x-forwarded-for": "192.0.2.1", "x-forwarded-port": "443", "x-forwarded-proto": "https",
-                      **{k.lower(): v for k, v in (headers or {}).items()}}
-        if cookie_list:
-            header_map.setdefault("cookie", "; ".join(cookie_list))
-        if text is not None:
-            header_map.setdefault("content-type", "application/json")
-        sent = {quote(name): [quote(v) for v in values] for name, values in grouped.items()}  # not decoded by the ALB
-        multi = multi_value or multi_value_headers is not None
-        built = {
-            "requestContext": {"elb": {"targetGroupArn": f"arn:aws:elasticloadbalancing:{REGION}:{ACCOUNT}:targetgroup/lambda-kit/6d0ecf831eec9f09"}},
-            "httpMethod": method,
-            "path": path,
-        }
-        if multi:
-            built["multiValueQueryStringParameters"] = sent
-            built["multiValueHeaders"] = multi_value_headers if multi_value_headers is not None else {k: [v] for k, v in header_map.items()}
-        else:
-            built["queryStringParameters"] = {name: values[-1] for name, values in sent.items()}
-            built["headers"] = header_map
-        built["body"] = "" if text is None else text
-        built["isBase64Encoded"] = is_base64
-        return built
-
-    header_map = {"Content-Type": "application/json", "User-Agent": "lambda-kit-tests", **(headers or {})}
-    if cookie_list:
-        header_map.setdefault("Cookie", "; ".join(cookie_list))
-    http_api = version == "http-v1"
-    stage = "$default" if http_api else "prod"
-    built = {}
-    if http_api:
-        built["version"] = "1.0"
-    built.update({
-        "resource": route or path,
-        "path": path,
-        "httpMethod": method,
-        "headers": header_map if multi_value_headers is None else None,
-        "multiValueHeaders": multi_value_headers or {k: [v] for k, v in header_map.items()},
-        "queryStringParameters": {name: values[-1] for name, values in grouped.items()} if grouped else None,
-        "multiValueQueryStringParameters": grouped or None,
-        "requestContext": {
-            "accountId": ACCOUNT,
-            "apiId": "api-id",
-            "domainName": f"api-id.execute-api.{REGION}.amazonaws.com",
-            "domainPrefix": "api-id",
-            "extendedRequestId": uuid.uuid4().hex[:16],
-            "httpMethod": method,
-            "identity": {"sourceIp": "192.0.2.1", "userAgent": "lambda-kit-tests"},
-            "path": path if http_api else f"/{stage}{path}",
-            "protocol": "HTTP/1.1",
-            "requestId": request_id,
-            "requestTime": clock,
-            "requestTimeEpoch": int(now * 1000),
-            "resourceId": None if http_api else "abc123",
-            "resourcePath": route or path,
-            "stage": stage,
-        },
-        "pathParameters": path_params,
-        "stageVariables": None,
-        "body": text,
-        "isBase64Encoded": is_base64,
-    })
-    return built
-
-
-@example("api")
-def _api_example(
-    payload: Any, *, trace_id: str | None, source_arn: str | None, method: str = "GET", path: str = "/", **options: Any
-) -> dict[str, Any]:
-    headers = {**options.pop("headers", {}), **({"X-Trace-Id": trace_id} if trace_id else {})}
-    return api_event(method, path, body=payload, headers=headers or None, **options)
-
-
 # --- Kafka (Amazon MSK, self-managed) ---------------------------------------------------------
+
+def _b64_or_none(value: Any) -> str | None:
+    return None if value is None else _b64(_payload_bytes(value))
+
 
 def kafka_record(
     value: Any,
@@ -540,11 +431,9 @@ def kafka_record(
         "offset": next(_sequence) if offset is None else offset,
         "timestamp": int(time.time() * 1000),
         "timestampType": "CREATE_TIME",
-        "key": None if key is None else base64.b64encode(key if isinstance(key, bytes) else key.encode()).decode(),
-        "value": None if value is None else base64.b64encode(
-            value if isinstance(value, bytes) else _text(value).encode()
-        ).decode(),
-        "headers": [{name: list(v if isinstance(v, bytes) else v.encode())} for name, v in found.items()],
+        "key": _b64_or_none(key),
+        "value": _b64_or_none(value),
+        "headers": [{name: list(_payload_bytes(v))} for name, v in found.items()],
     }
 
 
@@ -574,7 +463,9 @@ def kafka_event(
 
 
 @example("kafka")
-def _kafka_example(payload: Any, *, trace_id: str | None, source_arn: str | None, **options: Any) -> dict[str, Any]:
+def _kafka_example(
+    payload: Any, *, trace_id: str | None, source_arn: str | None, **options: Any
+) -> dict[str, Any]:
     built = kafka_event({} if payload is None else payload, trace_id=trace_id, **options)
     if source_arn:
         built["eventSourceArn"] = source_arn
@@ -597,19 +488,20 @@ def pipes_batch(event: dict[str, Any]) -> list[dict[str, Any]]:
 
 # --- KPL-aggregated Kinesis records -------------------------------------------------------------
 
-def kinesis_kpl_record(*payloads: Any, partition_keys: Sequence[str] | None = None, **options: Any) -> dict[str, Any]:
+def kinesis_kpl_record(
+    *payloads: Any, partition_keys: Sequence[str] | None = None, **options: Any
+) -> dict[str, Any]:
     """One Kinesis record holding ``payloads`` aggregated as the KPL does, built with
     aws-kinesis-agg's own aggregator (``pip install 'lambda-event-kit[kpl]'``); ``options`` as for
     ``kinesis_record``."""
-    from aws_kinesis_agg.aggregator import RecordAggregator
-
+    aggregation = import_optional("aws_kinesis_agg.aggregator", "kinesis_kpl_record")
     keys = list(partition_keys) if partition_keys is not None else [uuid.uuid4().hex for _ in payloads]
-    aggregator = RecordAggregator()
+    aggregator = aggregation.RecordAggregator()
     for payload, key in zip(payloads, keys, strict=True):
-        if aggregator.add_user_record(key, payload if isinstance(payload, bytes) else _text(payload).encode()) is not None:
+        if aggregator.add_user_record(key, _payload_bytes(payload)) is not None:
             raise ValueError("these payloads do not fit in one aggregated record (1 MB)")
     partition_key, _, data = aggregator.clear_and_get().get_contents()
-    return kinesis_record(None, partition_key=partition_key, raw_data=base64.b64encode(data).decode(), **options)
+    return kinesis_record(None, partition_key=partition_key, raw_data=_b64(data), **options)
 
 
 # --- EventBridge ----------------------------------------------------------------------------
@@ -645,14 +537,30 @@ def eventbridge_event(
 
 
 @example("eventbridge")
-def _eventbridge_example(payload: Any, *, trace_id: str | None, source_arn: str | None, **options: Any) -> dict[str, Any]:
-    return eventbridge_event(payload, trace_id=trace_id, resources=[source_arn] if source_arn else (), **options)
+def _eventbridge_example(
+    payload: Any, *, trace_id: str | None, source_arn: str | None, **options: Any
+) -> dict[str, Any]:
+    resources = [source_arn] if source_arn else ()
+    return eventbridge_event(payload, trace_id=trace_id, resources=resources, **options)
 
 
 # --- S3 -------------------------------------------------------------------------------------
 
-S3_ENVELOPES = ("direct", "sqs", "sns", "eventbridge")
 _S3_FIELDS = ("bucket", "key", "size", "etag", "version_id", "event_name")
+
+
+def _s3_object(
+    key: str, size: int | None, etag: str | None, version_id: str | None, sequencer: str | None
+) -> dict[str, Any]:
+    """The ``object`` of an S3 notification record; the key URL-encoded as S3 encodes it."""
+    obj: dict[str, Any] = {"key": quote_plus(key)}
+    if size is not None:
+        obj["size"] = size
+    obj["eTag"] = etag or _md5(key)
+    if version_id is not None:
+        obj["versionId"] = version_id
+    obj["sequencer"] = sequencer or f"{next(_sequence):018X}"
+    return obj
 
 
 def s3_record(
@@ -668,31 +576,27 @@ def s3_record(
 ) -> dict[str, Any]:
     """One record of an S3 event notification (event structure 2.1); the key is URL-encoded as S3
     encodes it (``"red flower.jpg"`` -> ``"red+flower.jpg"``)."""
-    from urllib.parse import quote_plus
-
-    obj: dict[str, Any] = {"key": quote_plus(key)}
-    if size is not None:
-        obj["size"] = size
-    obj["eTag"] = etag or hashlib.md5(key.encode("utf-8", "surrogatepass")).hexdigest()
-    if version_id is not None:
-        obj["versionId"] = version_id
-    obj["sequencer"] = sequencer or f"{next(_sequence):018X}"
+    obj = _s3_object(key, size, etag, version_id, sequencer)
     return {
         "eventVersion": "2.1",
         "eventSource": "aws:s3",
         "awsRegion": REGION,
-        "eventTime": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
+        "eventTime": _iso_now(),
         "eventName": event_name,
         "userIdentity": {"principalId": "AWS:AIDAINPONIXQXHT3IKHL2"},
-        "requestParameters": {"sourceIPAddress": "192.0.2.1"},
+        "requestParameters": {"sourceIPAddress": SOURCE_IP},
         "responseElements": {
             "x-amz-request-id": request_id or uuid.uuid4().hex[:16].upper(),
-            "x-amz-id-2": base64.b64encode(uuid.uuid4().bytes * 3).decode(),
+            "x-amz-id-2": _b64(uuid.uuid4().bytes * 3),
         },
         "s3": {
             "s3SchemaVersion": "1.0",
             "configurationId": "lambda-kit-tests",
-            "bucket": {"name": bucket, "ownerIdentity": {"principalId": "A3I5XTEXAMAI3E"}, "arn": f"arn:aws:s3:::{bucket}"},
+            "bucket": {
+                "name": bucket,
+                "ownerIdentity": {"principalId": "A3I5XTEXAMAI3E"},
+                "arn": f"arn:aws:s3:::{bucket}",
+            },
             "object": obj,
         },
     }
@@ -709,11 +613,29 @@ def s3_test_message(bucket: str = "uploads") -> dict[str, Any]:
     return {
         "Service": "Amazon S3",
         "Event": "s3:TestEvent",
-        "Time": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
+        "Time": _iso_now(),
         "Bucket": bucket,
         "RequestId": uuid.uuid4().hex[:16].upper(),
-        "HostId": base64.b64encode(uuid.uuid4().bytes * 3).decode(),
+        "HostId": _b64(uuid.uuid4().bytes * 3),
     }
+
+
+# What EventBridge's S3 events of each detail type carry by default
+_S3_DETAIL_TYPES: dict[str, dict[str, str]] = {
+    "Object Created": {"reason": "PutObject"},
+    "Object Deleted": {"reason": "DeleteObject", "deletion-type": "Permanently Deleted"},
+}
+
+
+def _s3_eventbridge_object(
+    key: str, size: int | None, etag: str | None, version_id: str | None
+) -> dict[str, Any]:
+    """The ``object`` of an EventBridge S3 event (``size`` only where the object was created)."""
+    obj: dict[str, Any] = {"key": key, **({} if size is None else {"size": size}), "etag": etag or _md5(key)}
+    if version_id is not None:
+        obj["version-id"] = version_id
+    obj["sequencer"] = f"{next(_sequence):016X}"
+    return obj
 
 
 def s3_eventbridge_event(
@@ -731,27 +653,20 @@ def s3_eventbridge_event(
 ) -> dict[str, Any]:
     """An S3 ``Object Created`` / ``Object Deleted`` event as EventBridge delivers it (the key is
     not URL-encoded there). ``reason`` defaults to ``PutObject`` / ``DeleteObject``."""
-    if detail_type not in ("Object Created", "Object Deleted"):
+    defaults = _S3_DETAIL_TYPES.get(detail_type)
+    if defaults is None:
         raise ValueError("detail_type must be 'Object Created' or 'Object Deleted'")
-    created = detail_type == "Object Created"
-    obj: dict[str, Any] = {"key": key}
-    if size is not None and created:
-        obj["size"] = size
-    obj["etag"] = etag or hashlib.md5(key.encode("utf-8", "surrogatepass")).hexdigest()
-    if version_id is not None:
-        obj["version-id"] = version_id
-    obj["sequencer"] = f"{next(_sequence):016X}"
+    deleted = "deletion-type" in defaults
     detail: dict[str, Any] = {
         "version": "0",
         "bucket": {"name": bucket},
-        "object": obj,
+        "object": _s3_eventbridge_object(key, None if deleted else size, etag, version_id),
         "request-id": request_id or uuid.uuid4().hex[:16].upper(),
         "requester": ACCOUNT,
-        "source-ip-address": "192.0.2.1",
-        "reason": reason or ("PutObject" if created else "DeleteObject"),
+        "source-ip-address": SOURCE_IP,
+        "reason": reason or defaults["reason"],
+        **({"deletion-type": deletion_type or defaults["deletion-type"]} if deleted else {}),
     }
-    if not created:
-        detail["deletion-type"] = deletion_type or "Permanently Deleted"
     return {
         "version": "0",
         "id": event_id or str(uuid.uuid4()),
@@ -765,37 +680,70 @@ def s3_eventbridge_event(
     }
 
 
+def _s3_direct(keys: tuple[str, ...], options: dict[str, Any]) -> dict[str, Any]:
+    return s3_notification(*keys, **options)
+
+
+def _s3_via_sqs(keys: tuple[str, ...], options: dict[str, Any]) -> dict[str, Any]:
+    return sqs_event(*[s3_notification(key, **options) for key in keys])
+
+
+def _s3_via_sns(keys: tuple[str, ...], options: dict[str, Any]) -> dict[str, Any]:
+    return sns_event(*[s3_notification(key, **options) for key in keys], subject="Amazon S3 Notification")
+
+
+# The S3 notification's event names an EventBridge event can stand for, as its options
+_S3_EVENTBRIDGE_NAMES: dict[str, dict[str, str]] = {
+    "ObjectCreated:Put": {},
+    "ObjectRemoved:Delete": {"detail_type": "Object Deleted"},
+}
+
+
+def _s3_via_eventbridge(keys: tuple[str, ...], options: dict[str, Any]) -> dict[str, Any]:
+    if len(keys) != 1:
+        raise ValueError("an EventBridge event carries one object: give one key")
+    event_name = options.pop("event_name", "ObjectCreated:Put")
+    if event_name not in _S3_EVENTBRIDGE_NAMES:
+        raise ValueError(
+            f"event_name {event_name!r}: with envelope='eventbridge' use"
+            f" {' or '.join(_S3_EVENTBRIDGE_NAMES)}"
+        )
+    options.pop("sequencer", None)
+    return s3_eventbridge_event(keys[0], **_S3_EVENTBRIDGE_NAMES[event_name], **options)
+
+
+_S3_DELIVERIES: dict[str, Callable[[tuple[str, ...], dict[str, Any]], dict[str, Any]]] = {
+    "direct": _s3_direct,
+    "sqs": _s3_via_sqs,
+    "sns": _s3_via_sns,
+    "eventbridge": _s3_via_eventbridge,
+}
+
+S3_ENVELOPES = tuple(_S3_DELIVERIES)
+"""How ``s3_event`` can deliver S3's notifications: ``direct``, ``sqs``, ``sns``, ``eventbridge``."""
+
+
 def s3_event(*keys: str, envelope: str = "direct", **options: Any) -> dict[str, Any]:
     """An event carrying S3 notifications of ``keys`` the way ``envelope`` delivers them:
     ``"direct"`` (one event, a record per key), ``"sqs"`` / ``"sns"`` (a message per key, as S3
     sends them) or ``"eventbridge"`` (one key). ``options`` go to ``s3_record``."""
-    keys = keys or ("object.txt",)
-    if envelope == "direct":
-        return s3_notification(*keys, **options)
-    if envelope == "sqs":
-        return sqs_event(*[s3_notification(key, **options) for key in keys])
-    if envelope == "sns":
-        return sns_event(*[s3_notification(key, **options) for key in keys], subject="Amazon S3 Notification")
-    if envelope == "eventbridge":
-        if len(keys) != 1:
-            raise ValueError("an EventBridge event carries one object: give one key")
-        translated = {"ObjectCreated:Put": {}, "ObjectRemoved:Delete": {"detail_type": "Object Deleted"}}
-        event_name = options.pop("event_name", "ObjectCreated:Put")
-        if event_name not in translated:
-            raise ValueError(f"event_name {event_name!r}: with envelope='eventbridge' use ObjectCreated:Put or ObjectRemoved:Delete")
-        options.pop("sequencer", None)
-        return s3_eventbridge_event(keys[0], **translated[event_name], **options)
-    raise ValueError(f"envelope must be one of {', '.join(S3_ENVELOPES)}, not {envelope!r}")
+    deliver = _S3_DELIVERIES.get(envelope)
+    if deliver is None:
+        raise ValueError(f"envelope must be one of {', '.join(S3_ENVELOPES)}, not {envelope!r}")
+    return deliver(keys or ("object.txt",), options)
 
 
 @example("s3")
-def _s3_example(payload: Any, *, trace_id: str | None, source_arn: str | None, envelope: str = "direct", **options: Any) -> dict[str, Any]:
+def _s3_example(
+    payload: Any, *, trace_id: str | None, source_arn: str | None, envelope: str = "direct", **options: Any
+) -> dict[str, Any]:
     """``payload``: the object's key, or ``{bucket, key, size, etag, version_id, event_name}``;
     ``trace_id`` becomes S3's request id (where lambda_kit reads an S3 event's trace id)."""
     fields: dict[str, Any] = {"key": payload} if isinstance(payload, str) else dict(payload or {})
     unknown = sorted(set(map(str, fields)) - set(_S3_FIELDS))
     if unknown:
-        raise ValueError(f"an S3 payload names the object ({', '.join(_S3_FIELDS)}), not {', '.join(unknown)}")
+        names = ", ".join(_S3_FIELDS)
+        raise ValueError(f"an S3 payload names the object ({names}), not {', '.join(unknown)}")
     if source_arn and source_arn.startswith("arn:aws:s3:::"):
         fields.setdefault("bucket", source_arn.split(":::", 1)[1])
     key = str(fields.pop("key", "object.txt"))
@@ -803,6 +751,16 @@ def _s3_example(payload: Any, *, trace_id: str | None, source_arn: str | None, e
 
 
 # --- Tumbling windows -----------------------------------------------------------------------
+
+_SHARD_ID = "shardId-00000001716285600000-8a7b6c5d"
+KINESIS_STREAM_ARN = f"arn:aws:kinesis:{REGION}:{ACCOUNT}:stream/clickstream"
+
+
+def _shard_of(record: dict[str, Any]) -> str:
+    """The shard a stream record came from (its ``eventID`` names it), or a made-up one."""
+    event_id = record.get("eventID", "")
+    return event_id.split(":", 1)[0] if event_id.startswith("shardId-") else _SHARD_ID
+
 
 def tumbling_window(
     event: dict[str, Any],
@@ -817,20 +775,14 @@ def tumbling_window(
     """``event`` (a Kinesis or DynamoDB Streams event) as Lambda delivers it with
     ``tumblingWindowInSeconds``: the window ``[start, start + seconds)``, the ``state`` the previous
     invocation returned, the shard, and the window's flags (``final``: its last invocation)."""
-    from datetime import datetime, timedelta
-
-    begin = datetime.fromisoformat(start)
+    end = datetime.fromisoformat(start) + timedelta(seconds=seconds)
     first = event["Records"][0] if event.get("Records") else {}
-    source_arn = first.get("eventSourceARN", f"arn:aws:kinesis:{REGION}:{ACCOUNT}:stream/clickstream")
-    if shard_id is None:
-        event_id = first.get("eventID", "")
-        shard_id = event_id.split(":", 1)[0] if event_id.startswith("shardId-") else "shardId-00000001716285600000-8a7b6c5d"
     return {
         **event,
-        "window": {"start": start, "end": (begin + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")},
+        "window": {"start": start, "end": end.strftime("%Y-%m-%dT%H:%M:%SZ")},
         "state": {} if state is None else state,
-        "shardId": shard_id,
-        "eventSourceARN": source_arn,
+        "shardId": _shard_of(first) if shard_id is None else shard_id,
+        "eventSourceARN": first.get("eventSourceARN", KINESIS_STREAM_ARN),
         "isFinalInvokeForWindow": final,
         "isWindowTerminatedEarly": terminated_early,
     }
@@ -839,13 +791,17 @@ def tumbling_window(
 # --- CloudWatch Logs subscriptions ----------------------------------------------------------
 
 _log_event_ids = itertools.count(1)
+_FIRST_LOG_EVENT_ID = 37199717562907174288355125807040114704837640994633613312
+CONTROL_MESSAGE = "CWL CONTROL MESSAGE: Checking health of destination Lambda function."
 
 
-def log_line(message: str = "record processed", *, trace_id: str | None = None, level: str = "INFO", **fields: Any) -> str:
+def log_line(
+    message: str = "record processed", *, trace_id: str | None = None, level: str = "INFO", **fields: Any
+) -> str:
     """A log line as lambda_kit writes it (one JSON object): what a subscription to the log group
     of a lambda_kit function delivers, with ``trace_id`` where the consumer reads it."""
     line: dict[str, Any] = {
-        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
+        "timestamp": _iso_now(),
         "level": level,
         "message": message,
         "function_name": "producer",
@@ -868,26 +824,34 @@ def log_subscription_message(
     as written, anything else JSON-encoded). ``control``: the message CloudWatch Logs sends to
     check that the destination is reachable."""
     if control:
-        messages = messages or ("CWL CONTROL MESSAGE: Checking health of destination Lambda function.",)
+        messages = messages or (CONTROL_MESSAGE,)
+        origin: dict[str, Any] = {
+            "messageType": "CONTROL_MESSAGE",
+            "owner": "CloudwatchLogs",
+            "logGroup": "",
+            "logStream": "",
+            "subscriptionFilters": [],
+        }
+    else:
+        origin = {
+            "messageType": "DATA_MESSAGE",
+            "owner": owner,
+            "logGroup": log_group,
+            "logStream": log_stream,
+            "subscriptionFilters": list(subscription_filters),
+        }
     now = int(time.time() * 1000)
-    return {
-        "messageType": "CONTROL_MESSAGE" if control else "DATA_MESSAGE",
-        "owner": "CloudwatchLogs" if control else owner,
-        "logGroup": "" if control else log_group,
-        "logStream": "" if control else log_stream,
-        "subscriptionFilters": [] if control else list(subscription_filters),
-        "logEvents": [
-            {"id": f"{37199717562907174288355125807040114704837640994633613312 + next(_log_event_ids)}", "timestamp": now, "message": _text(m)}
-            for m in messages
-        ],
-    }
+    return {**origin, "logEvents": [_log_event(message, now) for message in messages]}
+
+
+def _log_event(message: Any, timestamp: int) -> dict[str, Any]:
+    event_id = _FIRST_LOG_EVENT_ID + next(_log_event_ids)
+    return {"id": str(event_id), "timestamp": timestamp, "message": payload_text(message)}
 
 
 def awslogs_data(message: dict[str, Any]) -> str:
     """A subscription message as CloudWatch Logs sends it: base64 text of gzip-compressed JSON."""
-    import gzip
-
-    return base64.b64encode(gzip.compress(_json.dumps(message).encode(), mtime=0)).decode()
+    return _b64(gzip.compress(_json.dumps(message).encode(), mtime=0))
 
 
 def cloudwatch_logs_event(*messages: Any, **options: Any) -> dict[str, Any]:
@@ -899,11 +863,14 @@ def cloudwatch_logs_event(*messages: Any, **options: Any) -> dict[str, Any]:
 def kinesis_log_record(*messages: Any, stream: str = "log-events", **options: Any) -> dict[str, Any]:
     """A Kinesis record as a subscription filter to a stream puts it: the subscription message in
     ``data`` (options as for ``log_subscription_message``)."""
-    return kinesis_record(None, stream=stream, raw_data=awslogs_data(log_subscription_message(*messages, **options)))
+    data = awslogs_data(log_subscription_message(*messages, **options))
+    return kinesis_record(None, stream=stream, raw_data=data)
 
 
 @example("cloudwatch_logs")
-def _cloudwatch_logs_example(payload: Any, *, trace_id: str | None, source_arn: str | None, **options: Any) -> dict[str, Any]:
+def _cloudwatch_logs_example(
+    payload: Any, *, trace_id: str | None, source_arn: str | None, **options: Any
+) -> dict[str, Any]:
     """``payload``: one log event's message (a dict: the fields of a lambda_kit line when
     ``trace_id`` is given, else JSON-encoded); ``source_arn``: the log group's ARN."""
     payload = {} if payload is None else payload
