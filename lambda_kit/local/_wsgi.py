@@ -80,8 +80,8 @@ class WsgiServer:
 
     def stop(self) -> None:
         """Stop listening, close every connection, and wait (up to 5 s) for the requests being served."""
-        if self._thread is None:
-            wasyncore.close_all(self._map)
+        if self._thread is None or not self._thread.is_alive():
+            wasyncore.close_all(self._map, ignore_all=True)
         else:
             self._server.trigger.pull_trigger(self._close_all)  # type: ignore[union-attr]
             self._thread.join(5)
