@@ -60,7 +60,10 @@ def main() -> int:
     for name in broken:
         print(f"  FAIL  {name}: the section did not run")
     failed = sum(not passed for _, passed, _ in targets) + len(broken)
-    print(f"  {sum(passed for _, passed, _ in targets)} of {len(targets)} targets met" + (f"; {len(broken)} section(s) broken" if broken else ""))
+    print(
+        f"  {sum(passed for _, passed, _ in targets)} of {len(targets)} targets met"
+        + (f"; {len(broken)} section(s) broken" if broken else "")
+    )
     return 1 if failed else 0
 
 

@@ -31,9 +31,13 @@ def _event() -> dict[str, Any]:
     from lambda_kit.testing import api_event
 
     return api_event(
-        "POST", "/articles/a1", body={"url": "myblog.com/article-17", "clientId": "adidOIkenODSksi92LHd6"},
+        "POST",
+        "/articles/a1",
+        body={"url": "myblog.com/article-17", "clientId": "adidOIkenODSksi92LHd6"},
         headers={"content-type": "application/json", "x-trace-id": "trace-api-1", "user-agent": "bench"},
-        query={"ref": "home"}, path_params={"slug": "a1"}, route="POST /articles/{slug}",
+        query={"ref": "home"},
+        path_params={"slug": "a1"},
+        route="POST /articles/{slug}",
     )
 
 
@@ -80,18 +84,31 @@ def _powertools(stream: Any, routes: int = 0) -> Callable[[Any, Any], Any]:
         logger.set_correlation_id(trace_id)
         logger.append_keys(trace_id=trace_id)
         http = event["requestContext"]["http"]
-        logger.info("request received", extra={
-            "source": "api", "record_id": event["requestContext"]["requestId"], "method": http["method"],
-            "path": http["path"], "query": event.get("queryStringParameters"), "headers": event["headers"],
-            "body": event.get("body"),
-        })
+        logger.info(
+            "request received",
+            extra={
+                "source": "api",
+                "record_id": event["requestContext"]["requestId"],
+                "method": http["method"],
+                "path": http["path"],
+                "query": event.get("queryStringParameters"),
+                "headers": event["headers"],
+                "body": event.get("body"),
+            },
+        )
         response = app.resolve(event, context)
         response.setdefault("headers", {})["X-Trace-Id"] = trace_id
-        logger.info("request processed", extra={
-            "source": "api", "record_id": event["requestContext"]["requestId"],
-            "status": response["statusCode"], "outcome": "ok",
-            "duration_ms": round((perf_counter() - started) * 1000, 3), "result": response.get("body"),
-        })
+        logger.info(
+            "request processed",
+            extra={
+                "source": "api",
+                "record_id": event["requestContext"]["requestId"],
+                "status": response["statusCode"],
+                "outcome": "ok",
+                "duration_ms": round((perf_counter() - started) * 1000, 3),
+                "result": response.get("body"),
+            },
+        )
         return response
 
     return handler
@@ -118,12 +135,26 @@ def _compare(case: str, routes: int) -> Target:
             for name, handler in items if round_ % 2 == 0 else items[::-1]:
                 samples[name].append(time_per_record(lambda h=handler: h(event, context), REQUESTS, 1))
     ratios = [p / k for p, k in zip(samples["powertools"], samples["lambda_kit"], strict=True)]
-    rows = [[name, f"{statistics.median(values):.1f}", f"{min(values):.1f}-{max(values):.1f}"]
-            for name, values in samples.items()]
-    rows.append(["Powertools / lambda_kit (median of per-round ratios)", f"{statistics.median(ratios):.1f}x",
-                 f"{min(ratios):.1f}-{max(ratios):.1f}x"])
-    table(f"API request, {case} (HTTP API v2 POST, 3 log lines), CPU µs per request, {ROUNDS} interleaved "
-          f"rounds of {REQUESTS} requests", ["variant", "median", "min-max"], rows)
+    rows = [
+        [name, f"{statistics.median(values):.1f}", f"{min(values):.1f}-{max(values):.1f}"]
+        for name, values in samples.items()
+    ]
+    rows.append(
+        [
+            "Powertools / lambda_kit (median of per-round ratios)",
+            f"{statistics.median(ratios):.1f}x",
+            f"{min(ratios):.1f}-{max(ratios):.1f}x",
+        ]
+    )
+    table(
+        f"API request, {case} (HTTP API v2 POST, 3 log lines), CPU µs per request, {ROUNDS} interleaved "
+        f"rounds of {REQUESTS} requests",
+        ["variant", "median", "min-max"],
+        rows,
+    )
     ratio = statistics.median(ratios)
-    return (f"api_handler, {case}, >= {TARGET_RATIO:g}x faster than APIGatewayHttpResolver + Logger",
-            ratio >= TARGET_RATIO, f"{ratio:.1f}x")
+    return (
+        f"api_handler, {case}, >= {TARGET_RATIO:g}x faster than APIGatewayHttpResolver + Logger",
+        ratio >= TARGET_RATIO,
+        f"{ratio:.1f}x",
+    )

@@ -57,13 +57,24 @@ def _stdout_to_devnull() -> Any:
 def _table(title: str, header: list[str], rows: list[list[str]]) -> None:
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
     print(f"\n{title}")
-    print("  " + "  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths, strict=True))))
+    print(
+        "  "
+        + "  ".join(
+            h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths, strict=True))
+        )
+    )
     print("  " + "  ".join("-" * w for w in widths))
     for row in rows:
-        print("  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))))
+        print(
+            "  "
+            + "  ".join(
+                c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
+            )
+        )
 
 
 # --- the variants ------------------------------------------------------------------------------
+
 
 def _lambda_kit(concurrency: int, pause: float, logged: bool) -> Callable[[Any, Any], Any]:
     from lambda_kit import sqs_handler
@@ -90,7 +101,9 @@ def _powertools(pause: float) -> Callable[[Any, Any], Any]:
         return len(record.json_body["url"])
 
     def handler(event: Any, context: Any) -> Any:
-        return async_process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+        return async_process_partial_response(
+            event=event, record_handler=record_handler, processor=processor, context=context
+        )
 
     return handler
 
@@ -101,6 +114,7 @@ def _check(handler: Callable[[Any, Any], Any], event: Any, context: Any) -> None
 
 
 # --- wall time ---------------------------------------------------------------------------------
+
 
 def _wall_times(event: Any, context: Any) -> dict[str, float]:
     variants: dict[str, Callable[[Any, Any], Any]] = {
@@ -129,6 +143,7 @@ def _wall_times(event: Any, context: Any) -> dict[str, float]:
 
 OURS = "lambda_kit async, max_concurrency=100, no log lines"
 THEIRS = "Powertools AsyncBatchProcessor, no log lines"
+
 
 def _overhead(event: Any, context: Any) -> tuple[dict[str, float], float]:
     """(label -> median CPU µs per record, median over rounds of lambda_kit's / Powertools' ratio
@@ -223,17 +238,31 @@ def run() -> list[Target]:
         f"Cold start: fresh interpreter, import + decorate (median of {COLD_RUNS}, interleaved; "
         "CPU = user + system of the child)",
         ["python -c ...", "wall ms", "added", "CPU ms", "added"],
-        [[label, f"{w:.1f}", "" if w == plain_wall else f"{w - plain_wall:+.1f}", f"{c:.1f}",
-          "" if c == plain_cpu else f"{c - plain_cpu:+.1f}"] for label, (w, c) in cold.items()],
+        [
+            [
+                label,
+                f"{w:.1f}",
+                "" if w == plain_wall else f"{w - plain_wall:+.1f}",
+                f"{c:.1f}",
+                "" if c == plain_cpu else f"{c - plain_cpu:+.1f}",
+            ]
+            for label, (w, c) in cold.items()
+        ],
     )
 
     bounded = wall[f"lambda_kit, max_concurrency={TARGET_CONCURRENCY}"]
     fraction = bounded / sequential
     ours, theirs = overhead[OURS], overhead[THEIRS]
     return [
-        (f"max_concurrency={TARGET_CONCURRENCY}: wall <= 1/8 of one at a time", fraction <= TARGET_FRACTION,
-         f"{bounded:.0f} ms vs {sequential:.0f} ms: 1/{1 / fraction:.1f}"),
-        ("loop CPU per record <= Powertools AsyncBatchProcessor's (all at once, no lines)", ratio <= 1.0,
-         f"{ours:.1f} µs vs {theirs:.1f} µs (paired ratio {ratio:.2f}); wall {wall['lambda_kit, max_concurrency=100, no log lines']:.1f} ms vs "
-         f"{wall['Powertools AsyncBatchProcessor (all at once, no log lines)']:.1f} ms"),
+        (
+            f"max_concurrency={TARGET_CONCURRENCY}: wall <= 1/8 of one at a time",
+            fraction <= TARGET_FRACTION,
+            f"{bounded:.0f} ms vs {sequential:.0f} ms: 1/{1 / fraction:.1f}",
+        ),
+        (
+            "loop CPU per record <= Powertools AsyncBatchProcessor's (all at once, no lines)",
+            ratio <= 1.0,
+            f"{ours:.1f} µs vs {theirs:.1f} µs (paired ratio {ratio:.2f}); wall {wall['lambda_kit, max_concurrency=100, no log lines']:.1f} ms vs "
+            f"{wall['Powertools AsyncBatchProcessor (all at once, no log lines)']:.1f} ms",
+        ),
     ]

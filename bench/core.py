@@ -27,7 +27,11 @@ from pathlib import Path
 from time import perf_counter, process_time
 from typing import Any
 
-BODY = {"url": "myblog.com/article-17", "time": "2022-03-28T13:17:23+00:00", "clientId": "adidOIkenODSksi92LHd6"}
+BODY = {
+    "url": "myblog.com/article-17",
+    "time": "2022-03-28T13:17:23+00:00",
+    "clientId": "adidOIkenODSksi92LHd6",
+}
 SIZES = (10, 100, 1000)
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "9"))
 RECORDS_PER_RUN = int(os.environ.get("BENCH_RECORDS", "6000"))  # per variant, per round
@@ -46,6 +50,7 @@ Target = tuple[str, bool, str]
 
 
 # --- helpers --------------------------------------------------------------------------------
+
 
 @contextmanager
 def stdout_to_devnull() -> Any:
@@ -84,10 +89,20 @@ def time_per_record(run: Callable[[], Any], calls: int, records: int) -> float:
 def table(title: str, header: list[str], rows: list[list[str]]) -> None:
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
     print(f"\n{title}")
-    print("  " + "  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths, strict=True))))
+    print(
+        "  "
+        + "  ".join(
+            h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths, strict=True))
+        )
+    )
     print("  " + "  ".join("-" * w for w in widths))
     for row in rows:
-        print("  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))))
+        print(
+            "  "
+            + "  ".join(
+                c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
+            )
+        )
 
 
 # --- the three variants -----------------------------------------------------------------------
@@ -125,7 +140,9 @@ def _powertools_handler(stream: Any, user_lines: int = 0) -> Callable[[Any, Any]
         logger.set_correlation_id(trace_id)
         logger.append_keys(trace_id=trace_id)
         payload = record.json_body
-        logger.info("record received", extra={"source": "sqs", "record_id": record.message_id, "payload": payload})
+        logger.info(
+            "record received", extra={"source": "sqs", "record_id": record.message_id, "payload": payload}
+        )
         for n in lines:
             logger.info("counting", extra={"url": payload["url"], "n": n})
         result = len(payload["url"])
@@ -175,24 +192,59 @@ def _floor_handler(user_lines: int = 0) -> Callable[[Any, Any], Any]:
             message_id = raw["messageId"]
             trace_id = raw["messageAttributes"]["trace_id"]["stringValue"]
             payload = loads(raw["body"])
-            write(dumps({
-                "timestamp": stamp(), "level": "INFO", "message": "record received",
-                "function_name": function_name, "request_id": request_id, "trace_id": trace_id,
-                "record_id": message_id, "source": "sqs", "payload": payload,
-            }) + "\n")
+            write(
+                dumps(
+                    {
+                        "timestamp": stamp(),
+                        "level": "INFO",
+                        "message": "record received",
+                        "function_name": function_name,
+                        "request_id": request_id,
+                        "trace_id": trace_id,
+                        "record_id": message_id,
+                        "source": "sqs",
+                        "payload": payload,
+                    }
+                )
+                + "\n"
+            )
             for n in lines:
-                write(dumps({
-                    "timestamp": stamp(), "level": "INFO", "message": "counting",
-                    "function_name": function_name, "request_id": request_id, "trace_id": trace_id,
-                    "record_id": message_id, "logger": LOGGER, "url": payload["url"], "n": n,
-                }) + "\n")
+                write(
+                    dumps(
+                        {
+                            "timestamp": stamp(),
+                            "level": "INFO",
+                            "message": "counting",
+                            "function_name": function_name,
+                            "request_id": request_id,
+                            "trace_id": trace_id,
+                            "record_id": message_id,
+                            "logger": LOGGER,
+                            "url": payload["url"],
+                            "n": n,
+                        }
+                    )
+                    + "\n"
+                )
             result = len(payload["url"])
-            write(dumps({
-                "timestamp": stamp(), "level": "INFO", "message": "record processed",
-                "function_name": function_name, "request_id": request_id, "trace_id": trace_id,
-                "record_id": message_id, "source": "sqs", "outcome": "ok",
-                "duration_ms": round((perf_counter() - started) * 1000, 3), "result": result,
-            }) + "\n")
+            write(
+                dumps(
+                    {
+                        "timestamp": stamp(),
+                        "level": "INFO",
+                        "message": "record processed",
+                        "function_name": function_name,
+                        "request_id": request_id,
+                        "trace_id": trace_id,
+                        "record_id": message_id,
+                        "source": "sqs",
+                        "outcome": "ok",
+                        "duration_ms": round((perf_counter() - started) * 1000, 3),
+                        "result": result,
+                    }
+                )
+                + "\n"
+            )
         return {"batchItemFailures": failures}
 
     return handler
@@ -218,7 +270,9 @@ def _check_same_lines(event: Any, context: Any, user_lines: int) -> None:
             line.pop("duration_ms", None)
         outputs.append(lines)
     if outputs[0] != outputs[1] or len(outputs[0]) != len(event["Records"]) * (2 + user_lines):
-        raise RuntimeError(f"bench: the floor does not write lambda_kit's lines:\n{outputs[0][:3]}\n{outputs[1][:3]}")
+        raise RuntimeError(
+            f"bench: the floor does not write lambda_kit's lines:\n{outputs[0][:3]}\n{outputs[1][:3]}"
+        )
 
 
 # --- per-record speed -------------------------------------------------------------------------
@@ -234,7 +288,9 @@ def _speed() -> tuple[list[Target], dict[tuple[str, str | None, int, int], float
     from lambda_kit.testing import lambda_context, sqs_event
 
     context = lambda_context("view-counter")
-    events = {size: sqs_event(*[BODY] * size, trace_id=[f"trace-{size}-{i}" for i in range(size)]) for size in SIZES}
+    events = {
+        size: sqs_event(*[BODY] * size, trace_id=[f"trace-{size}-{i}" for i in range(size)]) for size in SIZES
+    }
     saved_choice = os.environ.get("LAMBDA_KIT_JSON")
     default_codec = codec.name
     for name in CODECS:
@@ -276,7 +332,9 @@ def _speed() -> tuple[list[Target], dict[tuple[str, str | None, int, int], float
 
     def ratio(top: tuple[str, str | None], bottom: tuple[str, str | None], case: tuple[int, int]) -> float:
         """Median over rounds of the per-round ratio (paired: both ran in the same round)."""
-        return statistics.median(t / b for t, b in zip(samples[(*top, *case)], samples[(*bottom, *case)], strict=True))
+        return statistics.median(
+            t / b for t, b in zip(samples[(*top, *case)], samples[(*bottom, *case)], strict=True)
+        )
 
     def spread(key: Key) -> str:
         values = samples[key]
@@ -292,15 +350,23 @@ def _speed() -> tuple[list[Target], dict[tuple[str, str | None, int, int], float
     header = ["variant", *(f"batch {size}, {lines} user" for size, lines in CASES)]
     rows = [[label, *(spread((*key, *case)) for case in CASES)] for key, label in labels.items()]
     for name in CODECS:
-        rows.append([f"(b)/(a) {name}  (target >= {TARGET_POWERTOOLS_RATIO:g})",
-                     *(f"{ratio(('b', None), ('a', name), case):.1f}x" for case in CASES)])
+        rows.append(
+            [
+                f"(b)/(a) {name}  (target >= {TARGET_POWERTOOLS_RATIO:g})",
+                *(f"{ratio(('b', None), ('a', name), case):.1f}x" for case in CASES),
+            ]
+        )
     for name in CODECS:
-        rows.append([f"(a)/(c) {name}  (no target)",
-                     *(f"{ratio(('a', name), ('c', name), case):.2f}x" for case in CASES)])
+        rows.append(
+            [
+                f"(a)/(c) {name}  (no target)",
+                *(f"{ratio(('a', name), ('c', name), case):.2f}x" for case in CASES),
+            ]
+        )
     table(
         f"SQS batch, CPU µs per record: median (min-max) of {ROUNDS} interleaved rounds, ~{RECORDS_PER_RUN} records "
         f"per variant per round;\n  the decorator's 2 log lines + N user lines per record "
-        f"(log.info(\"counting\", extra={{...}})), to /dev/null;\n  ratios: median of per-round ratios; "
+        f'(log.info("counting", extra={{...}})), to /dev/null;\n  ratios: median of per-round ratios; '
         f"targets at batch {TARGET_BATCH}, lambda_kit's default codec ({default_codec})",
         header,
         rows,
@@ -315,19 +381,30 @@ def _speed() -> tuple[list[Target], dict[tuple[str, str | None, int, int], float
     for kind, what in (("a", "lambda_kit get_logger().info"), ("c", "the floor's dumps + write")):
         for name in CODECS:
             values = per_line(kind, name)
-            print(f"    {what}, {name}: {statistics.median(values):.2f} µs ({min(values):.2f}-{max(values):.2f})")
+            print(
+                f"    {what}, {name}: {statistics.median(values):.2f} µs ({min(values):.2f}-{max(values):.2f})"
+            )
 
     targets: list[Target] = []
     for lines in USER_LINES:
         case = (TARGET_BATCH, lines)
         against_b = ratio(("b", None), ("a", default_codec), case)
         against_c = ratio(("a", default_codec), ("c", default_codec), case)
-        targets.append((f"{lines} user line(s): Powertools/lambda_kit >= {TARGET_POWERTOOLS_RATIO:g}x", against_b >= TARGET_POWERTOOLS_RATIO,
-                        f"{against_b:.1f}x (batch {TARGET_BATCH}, {default_codec})"))
-        print(f"  {lines} user line(s): lambda_kit/floor {against_c:.2f}x (batch {TARGET_BATCH}, {default_codec})")
+        targets.append(
+            (
+                f"{lines} user line(s): Powertools/lambda_kit >= {TARGET_POWERTOOLS_RATIO:g}x",
+                against_b >= TARGET_POWERTOOLS_RATIO,
+                f"{against_b:.1f}x (batch {TARGET_BATCH}, {default_codec})",
+            )
+        )
+        print(
+            f"  {lines} user line(s): lambda_kit/floor {against_c:.2f}x (batch {TARGET_BATCH}, {default_codec})"
+        )
     line_cost = statistics.median(per_line("a", default_codec))
-    print(f"  one user line: {line_cost:.2f} µs ({default_codec}; the floor's: "
-          f"{statistics.median(per_line('c', default_codec)):.2f} µs)")
+    print(
+        f"  one user line: {line_cost:.2f} µs ({default_codec}; the floor's: "
+        f"{statistics.median(per_line('c', default_codec)):.2f} µs)"
+    )
     return targets, median
 
 
@@ -337,10 +414,17 @@ def _codec_micro() -> None:
 
     text = ujson.dumps(BODY)
     data = text.encode()
-    line = {"timestamp": "2022-03-28T13:17:23.000Z", "level": "INFO", "message": "record received",
-            "function_name": "view-counter", "request_id": "0b7e2c7e-6a4b-4f0e-9d55-3b2c1b7d9a10",
-            "trace_id": "trace-1", "source": "sqs", "record_id": "9f1c8c56-7b1e-4bb0-8f4c-2a1f5c1e2d3a",
-            "payload": BODY}
+    line = {
+        "timestamp": "2022-03-28T13:17:23.000Z",
+        "level": "INFO",
+        "message": "record received",
+        "function_name": "view-counter",
+        "request_id": "0b7e2c7e-6a4b-4f0e-9d55-3b2c1b7d9a10",
+        "trace_id": "trace-1",
+        "source": "sqs",
+        "record_id": "9f1c8c56-7b1e-4bb0-8f4c-2a1f5c1e2d3a",
+        "payload": BODY,
+    }
     u_dumps, o_dumps = ujson.dumps, orjson.dumps
     cases = {
         "decode body: ujson.loads(str)": lambda: ujson.loads(text),
@@ -358,7 +442,11 @@ def _codec_micro() -> None:
                 fn()
             samples.setdefault(label, []).append((process_time() - started) * 1e6 / n)
     rows = [[label, f"{statistics.median(v):.3f}"] for label, v in samples.items()]
-    table(f"Codec micro (CPU µs per call, median of {ROUNDS} rounds; includes a lambda call)", ["operation", "µs"], rows)
+    table(
+        f"Codec micro (CPU µs per call, median of {ROUNDS} rounds; includes a lambda call)",
+        ["operation", "µs"],
+        rows,
+    )
 
 
 # --- cold start -----------------------------------------------------------------------------
@@ -367,8 +455,16 @@ _FIRST_CALL = (
     "import sys\nfrom lambda_kit import sqs_handler\nfrom lambda_kit.testing import sqs_event\n"
     "sqs_handler(lambda m, c: None)(sqs_event(" + repr(BODY) + ", trace_id='t'), None)"
 )
-DECORATORS = ("sqs_handler", "sns_handler", "stream_handler", "api_handler", "kafka_handler", "eventbridge_handler",
-              "s3_handler", "cloudwatch_logs_handler")
+DECORATORS = (
+    "sqs_handler",
+    "sns_handler",
+    "stream_handler",
+    "api_handler",
+    "kafka_handler",
+    "eventbridge_handler",
+    "s3_handler",
+    "cloudwatch_logs_handler",
+)
 
 
 RUNTIME_IMPORTS = "import importlib, json, logging, os, sys, time, traceback"
@@ -382,15 +478,20 @@ def _decorating(decorator: str) -> str:
     The child prints the CPU ms of those lines (``time.process_time`` around them): the
     interpreter's own start and exit, the same for every variant and noisier than the figure
     itself on a shared machine, stay out of it."""
-    return (f"{RUNTIME_IMPORTS}\nstarted = time.process_time()\nfrom lambda_kit import {decorator}, get_logger\n"
-            f"log = get_logger(__name__)\n@{decorator}\ndef handler(event, context):\n    return None\n"
-            "print((time.process_time() - started) * 1000)")
+    return (
+        f"{RUNTIME_IMPORTS}\nstarted = time.process_time()\nfrom lambda_kit import {decorator}, get_logger\n"
+        f"log = get_logger(__name__)\n@{decorator}\ndef handler(event, context):\n    return None\n"
+        "print((time.process_time() - started) * 1000)"
+    )
 
 
 COLD_VARIANTS: dict[str, tuple[str, str | None]] = {
     "bare interpreter (pass)": ("pass", None),
     "import lambda_kit": ("import lambda_kit", None),
-    **{f"{decorator} + get_logger, one function decorated": (_decorating(decorator), None) for decorator in DECORATORS},
+    **{
+        f"{decorator} + get_logger, one function decorated": (_decorating(decorator), None)
+        for decorator in DECORATORS
+    },
     "from aws_lambda_powertools import Logger": ("from aws_lambda_powertools import Logger", None),
     "first SQS invocation (1 record), orjson": (_FIRST_CALL, "orjson"),
     "first SQS invocation (1 record), ujson": (_FIRST_CALL, "ujson"),
@@ -418,8 +519,9 @@ def _cold_start() -> tuple[list[Target], dict[str, float]]:
         env = base_env if codec_name is None else {**base_env, "LAMBDA_KIT_JSON": codec_name}
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = perf_counter()
-        out = subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                             text=True).stdout
+        out = subprocess.run(
+            [sys.executable, "-c", code], check=True, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True
+        ).stdout
         wall = (perf_counter() - started) * 1000
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
@@ -442,8 +544,13 @@ def _cold_start() -> tuple[list[Target], dict[str, float]]:
     wall = {label: statistics.median(v) for label, v in walls.items()}
     cpu = {label: statistics.median(v) for label, v in cpus.items()}
     rows = [
-        [label, f"{wall[label]:.1f}", "" if label == BARE else f"{wall[label] - wall[BARE]:+.1f}",
-         f"{cpu[label]:.1f}", "" if label == BARE else f"{cpu[label] - cpu[BARE]:+.1f}"]
+        [
+            label,
+            f"{wall[label]:.1f}",
+            "" if label == BARE else f"{wall[label] - wall[BARE]:+.1f}",
+            f"{cpu[label]:.1f}",
+            "" if label == BARE else f"{cpu[label] - cpu[BARE]:+.1f}",
+        ]
         for label in COLD_VARIANTS
     ]
 
@@ -451,45 +558,79 @@ def _cold_start() -> tuple[list[Target], dict[str, float]]:
         "import sys\nfrom lambda_kit import sqs_handler, get_logger\n"
         f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
     )
-    loaded = subprocess.run([sys.executable, "-c", probe], check=True, cwd=ROOT, env=base_env,
-                            capture_output=True, text=True).stdout.strip()
-    table(f"Cold start, fresh processes (median of {COLD_RUNS}, interleaved; .pyc compiled ahead; "
-           "CPU = user + system of the child)",
-           ["python -c ...", "wall ms", "added", "CPU ms", "added"], rows)
-    print(f"  heavy modules in sys.modules after `from lambda_kit import sqs_handler, get_logger`: "
-          f"{loaded or 'none'} (checked: {', '.join(HEAVY)})")
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], check=True, cwd=ROOT, env=base_env, capture_output=True, text=True
+    ).stdout.strip()
+    table(
+        f"Cold start, fresh processes (median of {COLD_RUNS}, interleaved; .pyc compiled ahead; "
+        "CPU = user + system of the child)",
+        ["python -c ...", "wall ms", "added", "CPU ms", "added"],
+        rows,
+    )
+    print(
+        f"  heavy modules in sys.modules after `from lambda_kit import sqs_handler, get_logger`: "
+        f"{loaded or 'none'} (checked: {', '.join(HEAVY)})"
+    )
 
     added_cpu = cpu["import lambda_kit"] - cpu[BARE]
     added_wall = wall["import lambda_kit"] - wall[BARE]
-    whole = {decorator: cpu[f"{decorator} + get_logger, one function decorated"] - cpu[BARE] for decorator in DECORATORS}
+    whole = {
+        decorator: cpu[f"{decorator} + get_logger, one function decorated"] - cpu[BARE]
+        for decorator in DECORATORS
+    }
     decorating = {decorator: statistics.median(v) for decorator, v in inside.items()}
-    table(f"Cold start per decorator: CPU ms of `from lambda_kit import <decorator>, get_logger` + get_logger() + "
-          f"decorating, measured inside the fresh process after what Lambda's runtime has imported ({RUNTIME_IMPORTS}; "
-          f"median of {COLD_RUNS}, min-max), and the whole process over a bare one (those imports included)",
-          ["decorator", "CPU ms inside", "min-max", "whole process, added"],
-          [[decorator, f"{decorating[decorator]:.1f}", f"{min(inside[decorator]):.1f}-{max(inside[decorator]):.1f}",
-            f"{whole[decorator]:+.1f}"] for decorator in DECORATORS])
+    table(
+        f"Cold start per decorator: CPU ms of `from lambda_kit import <decorator>, get_logger` + get_logger() + "
+        f"decorating, measured inside the fresh process after what Lambda's runtime has imported ({RUNTIME_IMPORTS}; "
+        f"median of {COLD_RUNS}, min-max), and the whole process over a bare one (those imports included)",
+        ["decorator", "CPU ms inside", "min-max", "whole process, added"],
+        [
+            [
+                decorator,
+                f"{decorating[decorator]:.1f}",
+                f"{min(inside[decorator]):.1f}-{max(inside[decorator]):.1f}",
+                f"{whole[decorator]:+.1f}",
+            ]
+            for decorator in DECORATORS
+        ],
+    )
     worst = max(decorating, key=decorating.__getitem__)
-    print(f"  each decorator + get_logger + decorating: worst {worst} {decorating[worst]:.1f} ms, best "
-          f"{min(decorating.values()):.1f} ms (inside the process, median of {COLD_RUNS}; whole process over a bare "
-          f"one: {min(whole.values()):+.1f} to {max(whole.values()):+.1f} ms)")
+    print(
+        f"  each decorator + get_logger + decorating: worst {worst} {decorating[worst]:.1f} ms, best "
+        f"{min(decorating.values()):.1f} ms (inside the process, median of {COLD_RUNS}; whole process over a bare "
+        f"one: {min(whole.values()):+.1f} to {max(whole.values()):+.1f} ms)"
+    )
     return [
-        (f"import lambda_kit adds <= {TARGET_IMPORT_MS:g} ms (CPU)", added_cpu <= TARGET_IMPORT_MS,
-         f"{added_cpu:+.1f} ms CPU, {added_wall:+.1f} ms wall"),
+        (
+            f"import lambda_kit adds <= {TARGET_IMPORT_MS:g} ms (CPU)",
+            added_cpu <= TARGET_IMPORT_MS,
+            f"{added_cpu:+.1f} ms CPU, {added_wall:+.1f} ms wall",
+        ),
         ("no boto3/botocore/datadog/powertools/orjson at import", not loaded, loaded or "none loaded"),
     ], cpu
 
 
-def _codec_verdict(per_record: dict[tuple[str, str | None, int, int], float], cold_cpu: dict[str, float]) -> None:
+def _codec_verdict(
+    per_record: dict[tuple[str, str | None, int, int], float], cold_cpu: dict[str, float]
+) -> None:
     """Which codec wins: orjson per record against its import cost on a cold start."""
-    saved = statistics.median(per_record[("a", "ujson", s, 0)] - per_record[("a", "orjson", s, 0)] for s in SIZES)
-    extra_ms = cold_cpu["first SQS invocation (1 record), orjson"] - cold_cpu["first SQS invocation (1 record), ujson"]
+    saved = statistics.median(
+        per_record[("a", "ujson", s, 0)] - per_record[("a", "orjson", s, 0)] for s in SIZES
+    )
+    extra_ms = (
+        cold_cpu["first SQS invocation (1 record), orjson"]
+        - cold_cpu["first SQS invocation (1 record), ujson"]
+    )
     print("\nCodec verdict")
-    print(f"  orjson saves {saved:.2f} µs CPU per record in (a) and costs {extra_ms:+.1f} ms CPU once, on a cold "
-          "start (its import)")
+    print(
+        f"  orjson saves {saved:.2f} µs CPU per record in (a) and costs {extra_ms:+.1f} ms CPU once, on a cold "
+        "start (its import)"
+    )
     if saved > 0 and extra_ms > 0:
-        print(f"  break-even: ~{extra_ms * 1000 / saved:,.0f} records per container; orjson wins beyond that, "
-              "ujson below (LAMBDA_KIT_JSON=ujson)")
+        print(
+            f"  break-even: ~{extra_ms * 1000 / saved:,.0f} records per container; orjson wins beyond that, "
+            "ujson below (LAMBDA_KIT_JSON=ujson)"
+        )
     else:
         print("  " + ("orjson wins outright" if saved > 0 else "ujson wins outright"))
 
@@ -512,14 +653,23 @@ def _tracing() -> list[Target]:
             if name == "AWSTraceHeader":
                 record["attributes"][name] = value.replace("XX", f"{index:02x}")
             else:
-                record["messageAttributes"][name] = {"stringValue": value.replace("XX", f"{index:02x}"), "dataType": "String"}
+                record["messageAttributes"][name] = {
+                    "stringValue": value.replace("XX", f"{index:02x}"),
+                    "dataType": "String",
+                }
         return event
 
     variants = {
         "(t0) own trace id only": plain,
-        "(t1) + W3C traceparent": with_attribute("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e47XX-00f067aa0ba902b7-01"),
-        "(t2) + Datadog _datadog": with_attribute("_datadog", '{"x-datadog-trace-id": "1234567XX", "x-datadog-parent-id": "99"}'),
-        "(t3) + X-Ray AWSTraceHeader": with_attribute("AWSTraceHeader", "Root=1-5759e988-bd862e3fe1be46a9942727XX;Parent=53995c3f42cd8ad8;Sampled=1"),
+        "(t1) + W3C traceparent": with_attribute(
+            "traceparent", "00-4bf92f3577b34da6a3ce929d0e0e47XX-00f067aa0ba902b7-01"
+        ),
+        "(t2) + Datadog _datadog": with_attribute(
+            "_datadog", '{"x-datadog-trace-id": "1234567XX", "x-datadog-parent-id": "99"}'
+        ),
+        "(t3) + X-Ray AWSTraceHeader": with_attribute(
+            "AWSTraceHeader", "Root=1-5759e988-bd862e3fe1be46a9942727XX;Parent=53995c3f42cd8ad8;Sampled=1"
+        ),
     }
     handler = _lambda_kit_handler()
     samples: dict[str, list[float]] = {label: [] for label in variants}
@@ -531,11 +681,20 @@ def _tracing() -> list[Target]:
             for label, event in items if round_ % 2 == 0 else items[::-1]:
                 samples[label].append(time_per_record(lambda e=event: handler(e, context), calls, size))
     base = "(t0) own trace id only"
-    rows = [[label, f"{statistics.median(values):.2f}",
-             f"{statistics.median(v / b for v, b in zip(values, samples[base], strict=True)):.2f}x"]
-            for label, values in samples.items()]
-    table(f"Tracing: SQS batch of {size}, CPU µs per record (median of {ROUNDS} interleaved rounds; "
-           f"codec {codec.name}; vs (t0): median of per-round ratios)", ["variant", "µs", "vs (t0)"], rows)
+    rows = [
+        [
+            label,
+            f"{statistics.median(values):.2f}",
+            f"{statistics.median(v / b for v, b in zip(values, samples[base], strict=True)):.2f}x",
+        ]
+        for label, values in samples.items()
+    ]
+    table(
+        f"Tracing: SQS batch of {size}, CPU µs per record (median of {ROUNDS} interleaved rounds; "
+        f"codec {codec.name}; vs (t0): median of per-round ratios)",
+        ["variant", "µs", "vs (t0)"],
+        rows,
+    )
     return []
 
 
@@ -572,15 +731,27 @@ def _direct_path() -> list[Target]:
             for label, handler in order if round_ % 2 == 0 else order[::-1]:
                 samples[label].append(time_per_record(lambda h=handler: h(event, context), calls, size))
     share = statistics.median(1 - d / s for d, s in zip(samples["direct"], samples["standard"], strict=True))
-    print(f"\n  get_logger's direct path, records of 3 user lines: {statistics.median(samples['direct']):.2f} µs, "
-          f"standard logging path {statistics.median(samples['standard']):.2f} µs: the direct path saves {share:.0%} "
-          f"of per-record time (it stays if over {FAST_PATH_SHARE:.0%})")
-    return [(f"get_logger's direct path worth > {FAST_PATH_SHARE:.0%} of a 3-line record", share > FAST_PATH_SHARE,
-             f"{share:.0%}")]
+    print(
+        f"\n  get_logger's direct path, records of 3 user lines: {statistics.median(samples['direct']):.2f} µs, "
+        f"standard logging path {statistics.median(samples['standard']):.2f} µs: the direct path saves {share:.0%} "
+        f"of per-record time (it stays if over {FAST_PATH_SHARE:.0%})"
+    )
+    return [
+        (
+            f"get_logger's direct path worth > {FAST_PATH_SHARE:.0%} of a 3-line record",
+            share > FAST_PATH_SHARE,
+            f"{share:.0%}",
+        )
+    ]
 
 
-HANDLER_MODULES = ("handlers.ingest", "handlers.counter", "handlers.aggregator", "handlers.milestones",
-                   "handlers.clickstream")
+HANDLER_MODULES = (
+    "handlers.ingest",
+    "handlers.counter",
+    "handlers.aggregator",
+    "handlers.milestones",
+    "handlers.clickstream",
+)
 
 
 def _handler_imports() -> list[Target]:
@@ -589,8 +760,10 @@ def _handler_imports() -> list[Target]:
     ``BENCH_BASELINE=<checkout>``, the same modules of that checkout are measured in the same rounds."""
     baseline = os.environ.get("BENCH_BASELINE")
     roots = {"now": str(ROOT), **({"baseline": baseline} if baseline else {})}
-    code = (f"{RUNTIME_IMPORTS}\nstarted = time.process_time()\nimport {{module}}\n"
-            "print((time.process_time() - started) * 1000)")
+    code = (
+        f"{RUNTIME_IMPORTS}\nstarted = time.process_time()\nimport {{module}}\n"
+        "print((time.process_time() - started) * 1000)"
+    )
     for root in roots.values():  # compiled ahead in both trees, as on Lambda (the zip's .pyc, or a warm one)
         for folder in ("lambda_kit", "handlers"):
             compileall.compile_dir(str(Path(root) / folder), quiet=2, force=False)
@@ -599,19 +772,40 @@ def _handler_imports() -> list[Target]:
         for label, root in roots.items() if round_ % 2 == 0 else list(roots.items())[::-1]:
             env = {**os.environ, "PYTHONPATH": root}
             for module in HANDLER_MODULES:
-                out = subprocess.run([sys.executable, "-c", code.format(module=module)], check=True, cwd=root,
-                                     env=env, capture_output=True, text=True).stdout
+                out = subprocess.run(
+                    [sys.executable, "-c", code.format(module=module)],
+                    check=True,
+                    cwd=root,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                ).stdout
                 samples.setdefault((label, module), []).append(float(out))
-    rows = [[module, *(f"{statistics.median(samples[(label, module)]):.1f}" for label in roots)]
-            for module in HANDLER_MODULES]
-    table(f"Importing the example service's handler modules: CPU ms in a fresh process after Lambda's runtime imports "
-          f"(median of {COLD_RUNS})", ["module", *roots], rows)
+    rows = [
+        [module, *(f"{statistics.median(samples[(label, module)]):.1f}" for label in roots)]
+        for module in HANDLER_MODULES
+    ]
+    table(
+        f"Importing the example service's handler modules: CPU ms in a fresh process after Lambda's runtime imports "
+        f"(median of {COLD_RUNS})",
+        ["module", *roots],
+        rows,
+    )
     if not baseline:
         return []
-    slower = [module for module in HANDLER_MODULES
-              if statistics.median(samples[("now", module)]) > 1.1 * statistics.median(samples[("baseline", module)])]
-    return [("importing the example service's handlers is no slower than the baseline (10%)", not slower,
-             ", ".join(slower) or "none slower")]
+    slower = [
+        module
+        for module in HANDLER_MODULES
+        if statistics.median(samples[("now", module)])
+        > 1.1 * statistics.median(samples[("baseline", module)])
+    ]
+    return [
+        (
+            "importing the example service's handlers is no slower than the baseline (10%)",
+            not slower,
+            ", ".join(slower) or "none slower",
+        )
+    ]
 
 
 def _same_name_logger() -> list[Target]:
@@ -640,10 +834,17 @@ def _same_name_logger() -> list[Target]:
         finally:
             sys.stdout = saved
         counts.append(len(buffer.getvalue().splitlines()))
-    print(f"\n  same-name loggers: 2 calls wrote {counts[0]} lines (Powertools' Logger made first), "
-          f"{counts[1]} (get_logger first)")
-    return [("a same-name Powertools Logger: each line written once", counts == [2, 2],
-             f"{counts[0]} and {counts[1]} lines for 2 calls")]
+    print(
+        f"\n  same-name loggers: 2 calls wrote {counts[0]} lines (Powertools' Logger made first), "
+        f"{counts[1]} (get_logger first)"
+    )
+    return [
+        (
+            "a same-name Powertools Logger: each line written once",
+            counts == [2, 2],
+            f"{counts[0]} and {counts[1]} lines for 2 calls",
+        )
+    ]
 
 
 def run() -> list[Target]:

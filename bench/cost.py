@@ -580,7 +580,9 @@ def run() -> list[tuple[str, bool, str]]:
         "(a) reads a batch's markers first (strongly consistent BatchGetItem) while it meets duplicates, and writes"
         " only the unseen:"
     )
-    print("  the first batch with duplicates is still cancelled once (nothing told it to read yet); that cancellation")
+    print(
+        "  the first batch with duplicates is still cancelled once (nothing told it to read yet); that cancellation"
+    )
     print("  has the rest of the batch read before it is sent.")
     print()
 
@@ -590,7 +592,9 @@ def run() -> list[tuple[str, bool, str]]:
     a, b = row("(a)", 0.0, 100), row("(b)", 0.0)
     dup_a, dup_b, dup_c = row("(a)", 0.2, 100), row("(b)", 0.2), row("(c)", 0.2)
     ratio = a.write_units / b.write_units
-    cheapest = dup_a.dollars_per_million_events < min(dup_b.dollars_per_million_events, dup_c.dollars_per_million_events)
+    cheapest = dup_a.dollars_per_million_events < min(
+        dup_b.dollars_per_million_events, dup_c.dollars_per_million_events
+    )
     big = [row("(a)", d, 1000) for d in (0.0, 0.2)]
     print(
         "Crash window: each counts 1 event, the caller fails after the write, the event is delivered again:"

@@ -60,14 +60,27 @@ class _Counted:
                 continue
             line = json.loads(raw)
             trace_id = line.get("trace_id")
-            if line.get("function_name") == COUNTER and line.get("message") == "record processed" and trace_id not in self.at:
-                self.at[trace_id] = datetime.fromisoformat(line["timestamp"].replace("Z", "+00:00")).timestamp()
+            if (
+                line.get("function_name") == COUNTER
+                and line.get("message") == "record processed"
+                and trace_id not in self.at
+            ):
+                self.at[trace_id] = datetime.fromisoformat(
+                    line["timestamp"].replace("Z", "+00:00")
+                ).timestamp()
 
 
-def _request(connection: http.client.HTTPConnection, method: str, path: str, body: Any = None,
-             headers: dict[str, str] | None = None) -> tuple[int, Any]:
+def _request(
+    connection: http.client.HTTPConnection,
+    method: str,
+    path: str,
+    body: Any = None,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, Any]:
     data = None if body is None else json.dumps(body).encode()
-    connection.request(method, path, body=data, headers={"Content-Type": "application/json", **(headers or {})})
+    connection.request(
+        method, path, body=data, headers={"Content-Type": "application/json", **(headers or {})}
+    )
     response = connection.getresponse()
     return response.status, json.loads(response.read() or b"null")
 
@@ -76,7 +89,9 @@ def run(events: int = EVENTS) -> list[tuple[str, bool, str]]:
     from loads.demo import view_events
     from tests._local_process import start_local  # as the load test starts it
 
-    print("\n== local: end to end on `lambda-kit local` (POST /views -> SQS -> counter -> stream -> aggregator) ==")
+    print(
+        "\n== local: end to end on `lambda-kit local` (POST /views -> SQS -> counter -> stream -> aggregator) =="
+    )
     batch, unique = view_events(events, ARTICLES, 0.1, 7)
     with tempfile.TemporaryDirectory() as scratch:
         logs = Path(scratch) / "logs.jsonl"
@@ -148,8 +163,16 @@ def run(events: int = EVENTS) -> list[tuple[str, bool, str]]:
         print(f"  {label.ljust(width)}  {value}")
     print("  (the counter's batching window, maximumBatchingWindow 2 s, is part of the latency, as on AWS)")
     return [
-        ("counted == unique on the local stack", total == unique and drained and accepted == len(batch), f"{total} of {unique}"),
-        (f"counted end to end >= {TARGET_RATE:.0f} events/s", counted_rate >= TARGET_RATE, f"{counted_rate:.1f} events/s"),
+        (
+            "counted == unique on the local stack",
+            total == unique and drained and accepted == len(batch),
+            f"{total} of {unique}",
+        ),
+        (
+            f"counted end to end >= {TARGET_RATE:.0f} events/s",
+            counted_rate >= TARGET_RATE,
+            f"{counted_rate:.1f} events/s",
+        ),
         (
             "p95 POST -> counted measured for every accepted POST",
             p95 is not None and len(latencies) == accepted,

@@ -45,7 +45,9 @@ def status(key):
                 return int(line.split()[1]) * 1024
 """
 
-_PEAK = _COMMON + f"""
+_PEAK = (
+    _COMMON
+    + f"""
 text = json.dumps(sqs_event(*[BODY] * {RECORDS}, trace_id=[f"trace-{{i}}" for i in range({RECORDS})]))
 event = json.loads(text)  # as the runtime hands it over
 before = status("VmRSS")
@@ -55,8 +57,11 @@ response = handler(event, context)
 assert response == {{"batchItemFailures": []}}, response
 print(json.dumps({{"size": len(text.encode()), "before": before, "peak": status("VmHWM")}}), file=sys.stderr)
 """
+)
 
-_GROWTH = _COMMON + f"""
+_GROWTH = (
+    _COMMON
+    + f"""
 import tracemalloc
 event = sqs_event(*[BODY] * 10, trace_id=[f"trace-{{i}}" for i in range(10)])
 tracemalloc.start()
@@ -68,6 +73,7 @@ for _ in range({WARM}):
 after = tracemalloc.get_traced_memory()[0]
 print(json.dumps({{"warm": warm, "after": after}}), file=sys.stderr)
 """
+)
 
 
 def _child(code: str) -> dict[str, int]:
@@ -83,14 +89,24 @@ def run() -> list[Target]:
     limit_mb = 2 * size_mb + TARGET_EXTRA_MB
     growth = _child(_GROWTH)
     grown = growth["after"] - growth["warm"]
-    print(f"\n  event: {RECORDS:,} records, {size_mb:.1f} MB of JSON; process RSS holding it decoded "
-          f"{peak['before'] / 2**20:.1f} MB; the invocation's peak adds {added_mb:.1f} MB "
-          f"(target <= 2 x {size_mb:.1f} + {TARGET_EXTRA_MB:g} = {limit_mb:.1f} MB)")
-    print(f"  tracemalloc: {growth['warm'] / 1024:.1f} KiB traced after 100 warm invocations (batch of 10), "
-          f"{growth['after'] / 1024:.1f} KiB after {WARM:,} more: {grown:+,} bytes")
+    print(
+        f"\n  event: {RECORDS:,} records, {size_mb:.1f} MB of JSON; process RSS holding it decoded "
+        f"{peak['before'] / 2**20:.1f} MB; the invocation's peak adds {added_mb:.1f} MB "
+        f"(target <= 2 x {size_mb:.1f} + {TARGET_EXTRA_MB:g} = {limit_mb:.1f} MB)"
+    )
+    print(
+        f"  tracemalloc: {growth['warm'] / 1024:.1f} KiB traced after 100 warm invocations (batch of 10), "
+        f"{growth['after'] / 1024:.1f} KiB after {WARM:,} more: {grown:+,} bytes"
+    )
     return [
-        (f"peak RSS of a {RECORDS:,}-record batch <= 2x the event + {TARGET_EXTRA_MB:g} MB", added_mb <= limit_mb,
-         f"+{added_mb:.1f} MB for a {size_mb:.1f} MB event (limit {limit_mb:.1f} MB)"),
-        (f"no growth over {WARM:,} warm invocations (tracemalloc, <= {TARGET_GROWTH_BYTES // 1024} KiB)",
-         grown <= TARGET_GROWTH_BYTES, f"{grown:+,} bytes"),
+        (
+            f"peak RSS of a {RECORDS:,}-record batch <= 2x the event + {TARGET_EXTRA_MB:g} MB",
+            added_mb <= limit_mb,
+            f"+{added_mb:.1f} MB for a {size_mb:.1f} MB event (limit {limit_mb:.1f} MB)",
+        ),
+        (
+            f"no growth over {WARM:,} warm invocations (tracemalloc, <= {TARGET_GROWTH_BYTES // 1024} KiB)",
+            grown <= TARGET_GROWTH_BYTES,
+            f"{grown:+,} bytes",
+        ),
     ]

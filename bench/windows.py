@@ -46,7 +46,10 @@ def _guard_overhead() -> list[list[str]]:
     wrapped = batch_decorator(count, adapters, options, {}, wrap=adapters[0].wrap)
     event = kinesis_event(*({"url": f"/a/{i}"} for i in range(RECORDS)))
     rows = []
-    for name, handler in (("stream_handler, no window: without the guard", plain), ("stream_handler, no window: with the guard", wrapped)):
+    for name, handler in (
+        ("stream_handler, no window: without the guard", plain),
+        ("stream_handler, no window: with the guard", wrapped),
+    ):
         rows.append([name, f"{_per_record(lambda h=handler: h(event, None)):.2f}"])
     return rows
 
@@ -64,14 +67,20 @@ def _windowed(keys: int) -> list[str]:
     size = len(__import__("json").dumps(state, separators=(",", ":")))
     batch = kinesis_event(*({"url": f"/articles/{i % max(keys, 1):06d}"} for i in range(RECORDS)))
     run = lambda: count(tumbling_window(batch, dict(state)), None)  # noqa: E731
-    return [f"windowed, state of {keys} keys ({size:,} bytes of JSON)", f"{_per_record(run, calls=CALLS if keys < 5000 else 4):.2f}"]
+    return [
+        f"windowed, state of {keys} keys ({size:,} bytes of JSON)",
+        f"{_per_record(run, calls=CALLS if keys < 5000 else 4):.2f}",
+    ]
 
 
 def _log_events() -> list[list[str]]:
     from lambda_kit import cloudwatch_logs_handler, stream_handler
     from lambda_kit.testing import cloudwatch_logs_event, kinesis_log_record, log_line
 
-    lines = [log_line("record processed", trace_id=f"t-{i}", url=f"/a/{i}", duration_ms=1.25) for i in range(RECORDS)]
+    lines = [
+        log_line("record processed", trace_id=f"t-{i}", url=f"/a/{i}", duration_ms=1.25)
+        for i in range(RECORDS)
+    ]
     direct = cloudwatch_logs_event(*lines)
     through = {"Records": [kinesis_log_record(*lines)]}
 
@@ -79,8 +88,14 @@ def _log_events() -> list[list[str]]:
         return log_event["json"]["url"]
 
     return [
-        ["cloudwatch_logs_handler, one log event (a lambda_kit line)", f"{_per_record(lambda: cloudwatch_logs_handler(first_field)(direct, None)):.2f}"],
-        ["stream_handler, one log event of a Kinesis record", f"{_per_record(lambda: stream_handler(first_field)(through, None)):.2f}"],
+        [
+            "cloudwatch_logs_handler, one log event (a lambda_kit line)",
+            f"{_per_record(lambda: cloudwatch_logs_handler(first_field)(direct, None)):.2f}",
+        ],
+        [
+            "stream_handler, one log event of a Kinesis record",
+            f"{_per_record(lambda: stream_handler(first_field)(through, None)):.2f}",
+        ],
     ]
 
 
@@ -95,7 +110,9 @@ def run() -> list[tuple[str, bool, str]]:
         sys.stdout = saved
         devnull.close()
     width = max(len(row[0]) for row in rows)
-    print(f"\n== windows: tumbling windows and CloudWatch Logs subscriptions (CPU µs per record, codec {codec.name}) ==")
+    print(
+        f"\n== windows: tumbling windows and CloudWatch Logs subscriptions (CPU µs per record, codec {codec.name}) =="
+    )
     for name, value in rows:
         print(f"  {name.ljust(width)}  {value.rjust(8)}")
     return []

@@ -64,6 +64,7 @@ def last_days(count: int = DAYS_SHOWN, today: date | None = None) -> list[str]:
 
 # --- milestones ------------------------------------------------------------------------------
 
+
 def milestone_sk(url: str, milestone: int) -> str:
     return f"{url}#{milestone}"
 
@@ -91,4 +92,3 @@ def milestone_from_item(item: dict[str, Any]) -> dict[str, Any]:
         "views": int(item["views"]["N"]),
         "reached_at": item.get("reached_at", {}).get("S"),
     }
-

@@ -106,4 +106,3 @@ def _count(image: dict[str, Any] | None) -> int:
 def _stream_event_id() -> str:
     record = current_record()
     return record.raw.get("eventID") or record.id
-

@@ -34,6 +34,8 @@ def count_views(results: list[tuple[Any, dict[str, Any]]]) -> list[Any]:
         else:
             countable.append((record, view))
     clients.counter().increment_many(
-        Increment(key, view["event_id"], 1, record.trace_id) for record, view in countable for key in view["keys"]
+        Increment(key, view["event_id"], 1, record.trace_id)
+        for record, view in countable
+        for key in view["keys"]
     )
     return refused

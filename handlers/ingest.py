@@ -100,11 +100,20 @@ ROUTES: dict[tuple[str, str], Callable[[Any], Any]] = {
 
 @api_handler
 def handler(request: Any, context: Any) -> Any:
-    path = "/" + request.path.strip("/").rsplit("/", 1)[-1]  # a stage prefix (/dev/views) is not part of the route
+    path = (
+        "/" + request.path.strip("/").rsplit("/", 1)[-1]
+    )  # a stage prefix (/dev/views) is not part of the route
     route = ROUTES.get((request.method, path))
     if route is None:
         allowed = sorted(method for method, known in ROUTES if known == path)
         if allowed:
-            raise HTTPError(405, f"{request.method} {path} is not supported; use {' or '.join(allowed)}", {"Allow": ", ".join(allowed)})
-        raise HTTPError(404, f"no route for {request.method} {request.path}; try POST /views, GET /views?url=..., GET /stats")
+            raise HTTPError(
+                405,
+                f"{request.method} {path} is not supported; use {' or '.join(allowed)}",
+                {"Allow": ", ".join(allowed)},
+            )
+        raise HTTPError(
+            404,
+            f"no route for {request.method} {request.path}; try POST /views, GET /views?url=..., GET /stats",
+        )
     return route(request)

@@ -52,7 +52,9 @@ class View:
     @property
     def event_id(self) -> str:
         """A stable digest of the normalized ``(url, time, clientId)``: 32 hex characters."""
-        triple = json.dumps([self.url, self.time_iso, self.client_id], ensure_ascii=False, separators=(",", ":"))
+        triple = json.dumps(
+            [self.url, self.time_iso, self.client_id], ensure_ascii=False, separators=(",", ":")
+        )
         return hashlib.sha256(triple.encode("utf-8")).hexdigest()[:32]
 
     @property
@@ -87,7 +89,9 @@ def normalize_url(value: Any) -> str:
     if len(url) > MAX_URL_CHARS:
         raise InvalidView("url", f"url is longer than {MAX_URL_CHARS:,} characters")
     if len(url.encode("utf-8")) > MAX_URL_BYTES:
-        raise InvalidView("url", f"url is longer than {MAX_URL_BYTES:,} bytes in UTF-8 (the most a key can hold)")
+        raise InvalidView(
+            "url", f"url is longer than {MAX_URL_BYTES:,} bytes in UTF-8 (the most a key can hold)"
+        )
     return url
 
 
@@ -102,7 +106,9 @@ def parse_view(doc: Any) -> View:
             raise ValueError(time_text)
         moment = to_utc(time_text)
     except (ValueError, TypeError):
-        raise InvalidView("time", "time must be an ISO 8601 date and time, e.g. 2022-03-28T13:17:23+00:00") from None
+        raise InvalidView(
+            "time", "time must be an ISO 8601 date and time, e.g. 2022-03-28T13:17:23+00:00"
+        ) from None
     client_id = _text(doc, "clientId")
     if len(client_id) > MAX_CLIENT_ID_CHARS:
         raise InvalidView("clientId", f"clientId is longer than {MAX_CLIENT_ID_CHARS} characters")
@@ -110,6 +116,7 @@ def parse_view(doc: Any) -> View:
 
 
 # --- keys ------------------------------------------------------------------------------------
+
 
 def article_key(url: str) -> str:
     """Counter key of an article's total views: ``URL#myblog.com/article1``."""
@@ -129,8 +136,8 @@ def increments(view: View) -> list[tuple[str, str]]:
 
 def url_of_article_key(key: str) -> str | None:
     """The url when ``key`` is an article total key (``URL#<url>``), else None."""
-    if key.startswith(ARTICLE_PREFIX) and "#" not in key[len(ARTICLE_PREFIX):]:
-        return key[len(ARTICLE_PREFIX):]
+    if key.startswith(ARTICLE_PREFIX) and "#" not in key[len(ARTICLE_PREFIX) :]:
+        return key[len(ARTICLE_PREFIX) :]
     return None
 
 
@@ -138,7 +145,7 @@ def day_of_day_key(key: str) -> tuple[str, str] | None:
     """``(url, "YYYY-MM-DD")`` when ``key`` is an article day key, else None."""
     if not key.startswith(ARTICLE_PREFIX) or DAY_INFIX not in key:
         return None
-    url, day = key[len(ARTICLE_PREFIX):].rsplit(DAY_INFIX, 1)
+    url, day = key[len(ARTICLE_PREFIX) :].rsplit(DAY_INFIX, 1)
     if "#" in url or len(day) != 10:
         return None
     return url, day

@@ -109,6 +109,7 @@ def strict_loads(text: str | bytes | bytearray) -> Any:
 
 # --- writing --------------------------------------------------------------------------------------
 
+
 def _decimal(value: Any) -> Any:
     if not value.is_finite():
         return None
@@ -205,7 +206,10 @@ def _plain_float(value: float, depth: int) -> Any:
 
 def _plain_dict(value: dict[Any, Any], depth: int) -> dict[str, Any]:
     _nested(depth)
-    return {_valid(key) if type(key) is str else key_text(key): plain(item, depth + 1) for key, item in value.items()}
+    return {
+        _valid(key) if type(key) is str else key_text(key): plain(item, depth + 1)
+        for key, item in value.items()
+    }
 
 
 def _plain_list(value: list[Any] | tuple[Any, ...], depth: int) -> list[Any]:
@@ -223,8 +227,13 @@ def _plain_other(value: Any, depth: int) -> Any:
 
 
 _PLAIN: dict[type, Callable[[Any, int], Any]] = {
-    str: lambda value, depth: _valid(value), int: lambda value, depth: value, bool: lambda value, depth: value,
-    type(None): lambda value, depth: value, float: _plain_float, dict: _plain_dict, list: _plain_list,
+    str: lambda value, depth: _valid(value),
+    int: lambda value, depth: value,
+    bool: lambda value, depth: value,
+    type(None): lambda value, depth: value,
+    float: _plain_float,
+    dict: _plain_dict,
+    list: _plain_list,
     tuple: _plain_list,
 }
 
@@ -241,10 +250,13 @@ def _json_dumps(value: Any) -> str:
 
 # --- the three codecs -----------------------------------------------------------------------------
 
+
 def _orjson(orjson: Any) -> tuple[Callable[[Any], Any], Callable[[Any], str]]:
     encode, decode = orjson.dumps, orjson.loads
     # datetimes, dataclasses, subclasses and enums go through ``convert`` (orjson's own forms differ)
-    option = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
+    option = (
+        orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
+    )
 
     def read(text: str | bytes) -> Any:
         return strict_loads(text) if _long_integer(text) else decode(text)
@@ -283,7 +295,9 @@ def _choice() -> str:
     raw = os.environ.get("LAMBDA_KIT_JSON", "")
     choice = raw.strip().lower()
     if choice and choice not in CODECS:
-        raise ValueError(f"LAMBDA_KIT_JSON={raw!r} names no codec: use orjson, ujson or json, or leave it unset")
+        raise ValueError(
+            f"LAMBDA_KIT_JSON={raw!r} names no codec: use orjson, ujson or json, or leave it unset"
+        )
     return choice
 
 

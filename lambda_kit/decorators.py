@@ -25,8 +25,14 @@ if TYPE_CHECKING:
     from .sources.window import Window
 
 __all__ = [
-    "api_handler", "cloudwatch_logs_handler", "eventbridge_handler", "kafka_handler", "s3_handler", "sns_handler",
-    "sqs_handler", "stream_handler",
+    "api_handler",
+    "cloudwatch_logs_handler",
+    "eventbridge_handler",
+    "kafka_handler",
+    "s3_handler",
+    "sns_handler",
+    "sqs_handler",
+    "stream_handler",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -73,7 +79,11 @@ def drive_for(options: Options, function: Any) -> Drive:
                 "(blocking calls can run in threads with await asyncio.to_thread(...)), or drop max_concurrency"
             )
         return run_plain
-    if options.max_concurrency > 1 and options.logger is not None and not hasattr(options.logger, "thread_safe_append_keys"):
+    if (
+        options.max_concurrency > 1
+        and options.logger is not None
+        and not hasattr(options.logger, "thread_safe_append_keys")
+    ):
         raise TypeError(
             f"@{options.decorator}(max_concurrency={options.max_concurrency}): logger= needs Powertools 3 "
             "(Logger.thread_safe_append_keys), so each record running at once logs its own correlation id"
@@ -81,16 +91,22 @@ def drive_for(options: Options, function: Any) -> Drive:
     return _concurrent()
 
 
-def marked(options: Options, adapters: Sequence[Source], marks: dict[str, Any], function: Any, handler: Any) -> Any:
+def marked(
+    options: Options, adapters: Sequence[Source], marks: dict[str, Any], function: Any, handler: Any
+) -> Any:
     functools.update_wrapper(handler, function)
     handler.__lambda_kit__ = {
-        "decorator": options.decorator, "sources": [adapter.name for adapter in adapters], "model": options.model_name,
+        "decorator": options.decorator,
+        "sources": [adapter.name for adapter in adapters],
+        "model": options.model_name,
         **marks,
     }
     return handler
 
 
-def batch_decorator(fn: Any, adapters: Sequence[Source], options: Options, marks: dict[str, Any], wrap: Wrap | None = None) -> Any:
+def batch_decorator(
+    fn: Any, adapters: Sequence[Source], options: Options, marks: dict[str, Any], wrap: Wrap | None = None
+) -> Any:
     """``wrap``, when given, wraps the function for the record path (a tumbling window's state);
     it is told whether the function is ``async def``."""
 
@@ -101,14 +117,25 @@ def batch_decorator(fn: Any, adapters: Sequence[Source], options: Options, marks
         def handler(event: Any, context: Any = None) -> Any:
             return run_batch(adapters, call, options, drive, event, context)
 
-        return marked(options, adapters, {**marks, "max_concurrency": options.max_concurrency}, function, handler)  # type: ignore[no-any-return]
+        return marked(
+            options, adapters, {**marks, "max_concurrency": options.max_concurrency}, function, handler
+        )  # type: ignore[no-any-return]
 
     return decorate if fn is None else decorate(fn)
 
 
 def sqs_handler(
-    fn: F | None = None, /, *, json: bool = True, log_event: bool = True, log_result: bool = True, logger: Any = None,
-    metrics: bool | None = None, commit: Commit | None = None, model: Any = None, max_concurrency: int = 1,
+    fn: F | None = None,
+    /,
+    *,
+    json: bool = True,
+    log_event: bool = True,
+    log_result: bool = True,
+    logger: Any = None,
+    metrics: bool | None = None,
+    commit: Commit | None = None,
+    model: Any = None,
+    max_concurrency: int = 1,
 ) -> Any:
     """Call ``fn(message, context)`` once per SQS record; report failures as ``batchItemFailures``.
 
@@ -122,19 +149,42 @@ def sqs_handler(
     reaching ``fn``. ``max_concurrency`` (an ``async def`` only): up to that many messages at once;
     on a FIFO queue each message group stays in order.
     """
-    options = Options(decorator="sqs_handler", json=json, log_event=log_event, log_result=log_result, logger=logger,
-                      metrics=metrics, commit=commit, model=model, max_concurrency=max_concurrency)
+    options = Options(
+        decorator="sqs_handler",
+        json=json,
+        log_event=log_event,
+        log_result=log_result,
+        logger=logger,
+        metrics=metrics,
+        commit=commit,
+        model=model,
+        max_concurrency=max_concurrency,
+    )
     return batch_decorator(fn, [get("sqs")(json=json)], options, {"json": json, "commit": commit is not None})
 
 
 def sns_handler(
-    fn: F | None = None, /, *, json: bool = True, log_event: bool = True, log_result: bool = True, logger: Any = None,
-    metrics: bool | None = None, model: Any = None,
+    fn: F | None = None,
+    /,
+    *,
+    json: bool = True,
+    log_event: bool = True,
+    log_result: bool = True,
+    logger: Any = None,
+    metrics: bool | None = None,
+    model: Any = None,
 ) -> Any:
     """Call ``fn(message, context)`` once per SNS record; a failure is logged and re-raised.
     ``model`` works as for ``sqs_handler``."""
-    options = Options(decorator="sns_handler", json=json, log_event=log_event, log_result=log_result, logger=logger,
-                      metrics=metrics, model=model)
+    options = Options(
+        decorator="sns_handler",
+        json=json,
+        log_event=log_event,
+        log_result=log_result,
+        logger=logger,
+        metrics=metrics,
+        model=model,
+    )
     return batch_decorator(fn, [get("sns")(json=json)], options, {"json": json})
 
 
@@ -145,18 +195,33 @@ def _check_stream_options(on_failure: str, max_attempts: int, on_window_end: Any
     if on_failure not in ON_FAILURE:
         raise ValueError(f"stream_handler: on_failure must be one of {ON_FAILURE}, not {on_failure!r}")
     if type(max_attempts) is not int or max_attempts < 1:
-        raise ValueError(f"stream_handler: max_attempts must be a whole number of at least 1, not {max_attempts!r}")
+        raise ValueError(
+            f"stream_handler: max_attempts must be a whole number of at least 1, not {max_attempts!r}"
+        )
     if on_window_end is not None:
         if not callable(on_window_end):
-            raise TypeError(f"stream_handler: on_window_end must be a function of the window, not {type(on_window_end).__name__}")
+            raise TypeError(
+                f"stream_handler: on_window_end must be a function of the window, not {type(on_window_end).__name__}"
+            )
         is_async("stream_handler", on_window_end)  # a generator function is refused; an async def is awaited
 
 
 def stream_handler(
-    fn: F | None = None, /, *, json: bool = True, log_event: bool = True, log_result: bool = True, logger: Any = None,
-    metrics: bool | None = None, on_failure: str = "stop", max_attempts: int = 3,
-    dead_letter: str | Callable[[], str | None] | None = None, commit: Commit | None = None,
-    on_window_end: Callable[[Window], Any] | None = None, model: Any = None, max_concurrency: int = 1,
+    fn: F | None = None,
+    /,
+    *,
+    json: bool = True,
+    log_event: bool = True,
+    log_result: bool = True,
+    logger: Any = None,
+    metrics: bool | None = None,
+    on_failure: str = "stop",
+    max_attempts: int = 3,
+    dead_letter: str | Callable[[], str | None] | None = None,
+    commit: Commit | None = None,
+    on_window_end: Callable[[Window], Any] | None = None,
+    model: Any = None,
+    max_concurrency: int = 1,
 ) -> Any:
     """Call ``fn(payload, context)`` once per Kinesis or DynamoDB Streams record, in order.
 
@@ -176,20 +241,45 @@ def stream_handler(
     time (its state is kept or undone record by record).
     """
     _check_stream_options(on_failure, max_attempts, on_window_end)
-    options = Options(decorator="stream_handler", json=json, log_event=log_event, log_result=log_result, logger=logger,
-                      metrics=metrics, commit=commit, model=model, max_concurrency=max_concurrency)
+    options = Options(
+        decorator="stream_handler",
+        json=json,
+        log_event=log_event,
+        log_result=log_result,
+        logger=logger,
+        metrics=metrics,
+        commit=commit,
+        model=model,
+        max_concurrency=max_concurrency,
+    )
     kinesis = get("kinesis")(
-        json=json, on_failure=on_failure, max_attempts=max_attempts, dead_letter=dead_letter, on_window_end=on_window_end
+        json=json,
+        on_failure=on_failure,
+        max_attempts=max_attempts,
+        dead_letter=dead_letter,
+        on_window_end=on_window_end,
     )
     adapters = [kinesis, get("dynamodb")(on_window_end=on_window_end)]
-    marks = {"json": json, "on_failure": on_failure, "max_attempts": max_attempts, "commit": commit is not None,
-             "on_window_end": on_window_end is not None}
+    marks = {
+        "json": json,
+        "on_failure": on_failure,
+        "max_attempts": max_attempts,
+        "commit": commit is not None,
+        "on_window_end": on_window_end is not None,
+    }
     return batch_decorator(fn, adapters, options, marks, wrap=kinesis.wrap)  # a tumbling window's state
 
 
 def cloudwatch_logs_handler(
-    fn: F | None = None, /, *, log_event: bool = True, log_result: bool = True, logger: Any = None,
-    metrics: bool | None = None, model: Any = None, max_concurrency: int = 1,
+    fn: F | None = None,
+    /,
+    *,
+    log_event: bool = True,
+    log_result: bool = True,
+    logger: Any = None,
+    metrics: bool | None = None,
+    model: Any = None,
+    max_concurrency: int = 1,
 ) -> Any:
     """Call ``fn(log_event, context)`` once per log event of a CloudWatch Logs subscription
     (``awslogs.data`` unpacked; control messages skipped). A failure is logged and, once every log
@@ -198,8 +288,15 @@ def cloudwatch_logs_handler(
     ``message``, ``json`` ...) validated into it. ``max_concurrency`` (an ``async def`` only): up
     to that many log events at once.
     """
-    options = Options(decorator="cloudwatch_logs_handler", log_event=log_event, log_result=log_result, logger=logger,
-                      metrics=metrics, model=model, max_concurrency=max_concurrency)
+    options = Options(
+        decorator="cloudwatch_logs_handler",
+        log_event=log_event,
+        log_result=log_result,
+        logger=logger,
+        metrics=metrics,
+        model=model,
+        max_concurrency=max_concurrency,
+    )
     return batch_decorator(fn, [get("cloudwatch_logs")()], options, {})
 
 
@@ -207,8 +304,17 @@ KAFKA_ON_FAILURE = ("raise", "report")
 
 
 def kafka_handler(
-    fn: F | None = None, /, *, json: bool = True, log_event: bool = True, log_result: bool = True, logger: Any = None,
-    metrics: bool | None = None, on_failure: str = "raise", commit: Commit | None = None, model: Any = None,
+    fn: F | None = None,
+    /,
+    *,
+    json: bool = True,
+    log_event: bool = True,
+    log_result: bool = True,
+    logger: Any = None,
+    metrics: bool | None = None,
+    on_failure: str = "raise",
+    commit: Commit | None = None,
+    model: Any = None,
     max_concurrency: int = 1,
 ) -> Any:
     """Call ``fn(message, context)`` once per Kafka record (Amazon MSK or self-managed), in order
@@ -226,27 +332,55 @@ def kafka_handler(
     """
     if on_failure not in KAFKA_ON_FAILURE:
         raise ValueError(f"kafka_handler: on_failure must be one of {KAFKA_ON_FAILURE}, not {on_failure!r}")
-    options = Options(decorator="kafka_handler", json=json, log_event=log_event, log_result=log_result, logger=logger,
-                      metrics=metrics, commit=commit, model=model, max_concurrency=max_concurrency)
+    options = Options(
+        decorator="kafka_handler",
+        json=json,
+        log_event=log_event,
+        log_result=log_result,
+        logger=logger,
+        metrics=metrics,
+        commit=commit,
+        model=model,
+        max_concurrency=max_concurrency,
+    )
     marks = {"json": json, "on_failure": on_failure, "commit": commit is not None}
     return batch_decorator(fn, [get("kafka")(json=json, on_failure=on_failure)], options, marks)
 
 
 def eventbridge_handler(
-    fn: F | None = None, /, *, log_event: bool = True, log_result: bool = True, logger: Any = None,
-    metrics: bool | None = None, model: Any = None,
+    fn: F | None = None,
+    /,
+    *,
+    log_event: bool = True,
+    log_result: bool = True,
+    logger: Any = None,
+    metrics: bool | None = None,
+    model: Any = None,
 ) -> Any:
     """Call ``fn(detail, context)`` for an EventBridge event; a failure is logged and re-raised
     (EventBridge invokes asynchronously: Lambda retries, then the on-failure destination or DLQ).
     With ``model``, ``fn`` receives ``detail`` validated into it."""
-    options = Options(decorator="eventbridge_handler", log_event=log_event, log_result=log_result, logger=logger,
-                      metrics=metrics, model=model)
+    options = Options(
+        decorator="eventbridge_handler",
+        log_event=log_event,
+        log_result=log_result,
+        logger=logger,
+        metrics=metrics,
+        model=model,
+    )
     return batch_decorator(fn, [get("eventbridge")()], options, {})
 
 
 def s3_handler(
-    fn: F | None = None, /, *, log_event: bool = True, log_result: bool = True, logger: Any = None,
-    metrics: bool | None = None, model: Any = None, max_concurrency: int = 1,
+    fn: F | None = None,
+    /,
+    *,
+    log_event: bool = True,
+    log_result: bool = True,
+    logger: Any = None,
+    metrics: bool | None = None,
+    model: Any = None,
+    max_concurrency: int = 1,
 ) -> Any:
     """Call ``fn(obj, context)`` once per object of an S3 event notification (an ``S3Object``),
     delivered directly, in SQS or SNS messages, or as an EventBridge ``Object Created`` /
@@ -254,8 +388,15 @@ def s3_handler(
     (``batchItemFailures``); otherwise the invocation is asynchronous and a failure is raised.
     With ``model``, ``fn`` receives the object's fields (``bucket``, ``key``, ``size`` ...)
     validated into it. ``max_concurrency`` (an ``async def`` only): up to that many objects at once."""
-    options = Options(decorator="s3_handler", log_event=log_event, log_result=log_result, logger=logger,
-                      metrics=metrics, model=model, max_concurrency=max_concurrency)
+    options = Options(
+        decorator="s3_handler",
+        log_event=log_event,
+        log_result=log_result,
+        logger=logger,
+        metrics=metrics,
+        model=model,
+        max_concurrency=max_concurrency,
+    )
     return batch_decorator(fn, [get("s3")()], options, {})
 
 
@@ -263,8 +404,16 @@ DEFAULT_MAX_BODY = 1024 * 1024
 
 
 def api_handler(
-    fn: F | None = None, /, *, trace_header: str = "X-Trace-Id", log_event: bool = True, log_result: bool = True,
-    logger: Any = None, metrics: bool | None = None, max_body: int | None = DEFAULT_MAX_BODY, model: Any = None,
+    fn: F | None = None,
+    /,
+    *,
+    trace_header: str = "X-Trace-Id",
+    log_event: bool = True,
+    log_result: bool = True,
+    logger: Any = None,
+    metrics: bool | None = None,
+    max_body: int | None = DEFAULT_MAX_BODY,
+    model: Any = None,
 ) -> Any:
     """Call ``fn(request, context)`` once per HTTP request (API Gateway REST or HTTP API, Function
     URL, ALB). ``fn`` may be ``async def``.
@@ -275,8 +424,14 @@ def api_handler(
     ``model``, ``request.model`` is the JSON body validated into it; a body that does not fit
     answers 422 naming the fields, without calling ``fn``.
     """
-    options = Options(decorator="api_handler", log_event=log_event, log_result=log_result, logger=logger,
-                      metrics=metrics, model=model)
+    options = Options(
+        decorator="api_handler",
+        log_event=log_event,
+        log_result=log_result,
+        logger=logger,
+        metrics=metrics,
+        model=model,
+    )
     adapters = [get("api")()]
 
     def decorate(function: F) -> F:

@@ -4,7 +4,12 @@ fails with when it never reached the function or broke a rule of the decorator."
 from __future__ import annotations
 
 __all__ = [
-    "BatchResponseReturned", "CommitFailed", "GroupHeldBack", "HTTPError", "InvalidPayload", "UndecodableRecord",
+    "BatchResponseReturned",
+    "CommitFailed",
+    "GroupHeldBack",
+    "HTTPError",
+    "InvalidPayload",
+    "UndecodableRecord",
     "UnsupportedEvent",
 ]
 

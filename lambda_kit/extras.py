@@ -19,7 +19,14 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-__all__ = ["DISTRIBUTION", "EXTRA_OF_MODULE", "MissingExtra", "import_optional", "install_hint", "missing_extra"]
+__all__ = [
+    "DISTRIBUTION",
+    "EXTRA_OF_MODULE",
+    "MissingExtra",
+    "import_optional",
+    "install_hint",
+    "missing_extra",
+]
 
 DISTRIBUTION = "lambda-event-kit"
 

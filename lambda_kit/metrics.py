@@ -41,7 +41,9 @@ def _client() -> Any:
         if _statsd is None or _statsd_target != target:
             # datadog costs ~100 ms to import: loaded on the first send; missing, the line names the extra
             dogstatsd = import_optional("datadog.dogstatsd.base", "metrics")
-            _statsd = dogstatsd.DogStatsd(host=target[0], port=target[1], disable_telemetry=True, disable_buffering=True)
+            _statsd = dogstatsd.DogStatsd(
+                host=target[0], port=target[1], disable_telemetry=True, disable_buffering=True
+            )
             _statsd_target = target
         return _statsd
 

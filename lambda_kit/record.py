@@ -23,8 +23,21 @@ class Record:
     the record carries (None without a context).
     """
 
-    __slots__ = ("source", "id", "trace_id", "payload", "raw", "error", "attempt", "rejected_trace_id", "group", "report_id",
-                 "context", "log_keys", "line_keys")
+    __slots__ = (
+        "source",
+        "id",
+        "trace_id",
+        "payload",
+        "raw",
+        "error",
+        "attempt",
+        "rejected_trace_id",
+        "group",
+        "report_id",
+        "context",
+        "log_keys",
+        "line_keys",
+    )
 
     def __init__(
         self,

@@ -95,4 +95,3 @@ def field_path(location: tuple[Any, ...]) -> str:
             text = clean(str(part))
             path += f".{text}" if path else text
     return path or "(payload)"
-

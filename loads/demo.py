@@ -55,7 +55,9 @@ class DemoResult:
 
     @property
     def ok(self) -> bool:
-        return self.drained and self.counted == self.unique and self.dlq.get(self.poison_dlq, 0) == self.poisons
+        return (
+            self.drained and self.counted == self.unique and self.dlq.get(self.poison_dlq, 0) == self.poisons
+        )
 
     def percentile(self, q: float) -> float | None:
         if not self.latencies:
@@ -76,11 +78,13 @@ def view_events(count: int, articles: int, duplicates: float, seed: int) -> tupl
     unique = []
     for _ in range(unique_count):
         when = now - timedelta(seconds=rng.randrange(0, 6 * 86400))
-        unique.append({
-            "url": rng.choices(urls, weights)[0],
-            "time": when.isoformat(),
-            "clientId": "".join(rng.choices(string.ascii_letters + string.digits, k=21)),
-        })
+        unique.append(
+            {
+                "url": rng.choices(urls, weights)[0],
+                "time": when.isoformat(),
+                "clientId": "".join(rng.choices(string.ascii_letters + string.digits, k=21)),
+            }
+        )
     events = list(unique)
     while len(events) < count:  # a duplicate delivery: the same view again, later
         events.append(dict(rng.choice(unique)))
@@ -103,7 +107,9 @@ class Progress:
             self.done += 1
             if self.tty:
                 filled = int(30 * self.done / self.total)
-                self.out.write(f"\r  {self.label} [{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total}")
+                self.out.write(
+                    f"\r  {self.label} [{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total}"
+                )
                 if self.done == self.total:
                     self.out.write("\n")
                 self.out.flush()
@@ -112,7 +118,9 @@ class Progress:
                 if quarter != self._last_quarter and (quarter > self._last_quarter):
                     self._last_quarter = quarter
                     filled = int(30 * self.done / self.total)
-                    self.out.write(f"  {self.label} [{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total}\n")
+                    self.out.write(
+                        f"  {self.label} [{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total}\n"
+                    )
                     self.out.flush()
 
 
@@ -121,14 +129,18 @@ class _Client(threading.local):
         self.connection: http.client.HTTPConnection | None = None
 
 
-def _request(local: _Client, base: str, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None) -> tuple[int, Any]:
+def _request(
+    local: _Client, base: str, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
+) -> tuple[int, Any]:
     parts = urlsplit(base)
     for attempt in range(3):
         if local.connection is None:
             local.connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
         try:
             data = None if body is None else json.dumps(body).encode()
-            local.connection.request(method, path, body=data, headers={"Content-Type": "application/json", **(headers or {})})
+            local.connection.request(
+                method, path, body=data, headers={"Content-Type": "application/json", **(headers or {})}
+            )
             response = local.connection.getresponse()
             raw = response.read()
             try:
@@ -175,7 +187,11 @@ def run_demo(
             return
         with lock:
             lines_by_trace.setdefault(trace_id, set()).add(str(line.get("function_name")))
-            if line.get("function_name") == counter_name and line.get("message") == "record processed" and trace_id not in counted_at:
+            if (
+                line.get("function_name") == counter_name
+                and line.get("message") == "record processed"
+                and trace_id not in counted_at
+            ):
                 counted_at[trace_id] = now
 
     assert stack.log is not None
@@ -212,7 +228,9 @@ def run_demo(
             sqs.send_message(
                 QueueUrl=views_source.queue_url,
                 MessageBody=poison_bodies[number % len(poison_bodies)],
-                MessageAttributes={"trace_id": {"DataType": "String", "StringValue": f"poison-{seed}-{number + 1}"}},
+                MessageAttributes={
+                    "trace_id": {"DataType": "String", "StringValue": f"poison-{seed}-{number + 1}"}
+                },
             )
         out.write("  waiting until every queue and stream is drained ...\n")
         out.flush()
@@ -268,7 +286,10 @@ def _interesting_trace(candidates: dict[str, set[str]]) -> str | None:
     """The trace that crossed the most functions (a milestone crossing wins)."""
     if not candidates:
         return None
-    return max(sorted(candidates), key=lambda t: (len(candidates[t]), any(f.endswith("milestones") for f in candidates[t])))
+    return max(
+        sorted(candidates),
+        key=lambda t: (len(candidates[t]), any(f.endswith("milestones") for f in candidates[t])),
+    )
 
 
 def summary(stack: LocalStack, result: DemoResult) -> str:
@@ -284,10 +305,16 @@ def summary(stack: LocalStack, result: DemoResult) -> str:
     ]
     if result.site_views is not None:
         site = "✓" if result.site_views == result.counted else "✗"
-        rows.append(f"  site total           {result.site_views:>6}   {site} aggregator (stream) agrees, {result.articles} articles")
+        rows.append(
+            f"  site total           {result.site_views:>6}   {site} aggregator (stream) agrees, {result.articles} articles"
+        )
     dlq_ok = "✓" if result.dlq.get(result.poison_dlq, 0) == result.poisons else "✗"
-    rows.append(f"  poison messages      {result.poisons:>6}   {dlq_ok} {result.dlq.get(result.poison_dlq, 0)} in {result.poison_dlq or 'no DLQ'}")
-    rows.append("  messages in DLQs     " + ", ".join(f"{name} {count}" for name, count in sorted(result.dlq.items())))
+    rows.append(
+        f"  poison messages      {result.poisons:>6}   {dlq_ok} {result.dlq.get(result.poison_dlq, 0)} in {result.poison_dlq or 'no DLQ'}"
+    )
+    rows.append(
+        "  messages in DLQs     " + ", ".join(f"{name} {count}" for name, count in sorted(result.dlq.items()))
+    )
     if result.milestones:
         crossed = sorted(result.milestones, key=lambda m: (-int(m.get("milestone", 0)), str(m.get("url"))))
         shown = ", ".join(f"{m.get('url')} → {m.get('milestone')}" for m in crossed[:6])
@@ -296,12 +323,18 @@ def summary(stack: LocalStack, result: DemoResult) -> str:
     else:
         rows.append(f"  milestones           {0:>6}")
     if p50 is not None and p95 is not None:
-        rows.append(f"  latency POST→counted   p50 {p50 * 1000:.0f} ms · p95 {p95 * 1000:.0f} ms   ({len(result.latencies)} requests)")
-    rows.append(f"  drained              {'yes' if result.drained else 'NO (timed out)'} after {result.seconds:.1f} s")
+        rows.append(
+            f"  latency POST→counted   p50 {p50 * 1000:.0f} ms · p95 {p95 * 1000:.0f} ms   ({len(result.latencies)} requests)"
+        )
+    rows.append(
+        f"  drained              {'yes' if result.drained else 'NO (timed out)'} after {result.seconds:.1f} s"
+    )
     if result.trace_id:
         crossed_functions = timeline.functions_crossed(result.trace_lines, prefix)
         rows.append("")
-        rows.append(f"  trace {result.trace_id}: {' → '.join(crossed_functions)}   (lambda-kit trace {result.trace_id})")
+        rows.append(
+            f"  trace {result.trace_id}: {' → '.join(crossed_functions)}   (lambda-kit trace {result.trace_id})"
+        )
         rows.append(timeline.render(result.trace_id, result.trace_lines, prefix, indent="    "))
     return "\n".join(rows) + "\n"
 
@@ -311,19 +344,36 @@ def summary(stack: LocalStack, result: DemoResult) -> str:
 
 def options(parser: Any) -> None:
     """The demo's options on ``lambda-kit run``."""
-    parser.add_argument("--events", type=COUNT, default=300, help="view events to send (default: %(default)s)")
+    parser.add_argument(
+        "--events", type=COUNT, default=300, help="view events to send (default: %(default)s)"
+    )
     parser.add_argument("--articles", type=COUNT, default=30, help="distinct articles (default: %(default)s)")
-    parser.add_argument("--duplicates", type=bounded(float, 0, 0.9, "a share of the events"), default=0.1,
-                        help="share of events delivered twice, 0..0.9 (default: %(default)s)")
-    parser.add_argument("--poison", type=bounded(int, 0, what="a count"), default=2,
-                        help="malformed messages put on the views queue (default: %(default)s)")
+    parser.add_argument(
+        "--duplicates",
+        type=bounded(float, 0, 0.9, "a share of the events"),
+        default=0.1,
+        help="share of events delivered twice, 0..0.9 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--poison",
+        type=bounded(int, 0, what="a count"),
+        default=2,
+        help="malformed messages put on the views queue (default: %(default)s)",
+    )
     parser.add_argument("--seed", type=SEED, default=7, help="random seed (default: %(default)s)")
 
 
 def run(stack: LocalStack, args: argparse.Namespace, out: TextIO) -> list[str]:
     """``lambda-kit run``: the demo on the started stack, its summary on ``out``; what failed."""
-    result = run_demo(stack, events=args.events, articles=args.articles, duplicates=args.duplicates,
-                      poisons=args.poison, seed=args.seed, out=out)
+    result = run_demo(
+        stack,
+        events=args.events,
+        articles=args.articles,
+        duplicates=args.duplicates,
+        poisons=args.poison,
+        seed=args.seed,
+        out=out,
+    )
     out.write(summary(stack, result) + "\n")
     failed = []
     if not result.drained:
@@ -331,5 +381,7 @@ def run(stack: LocalStack, args: argparse.Namespace, out: TextIO) -> list[str]:
     if result.counted != result.unique:
         failed.append(f"counted {result.counted} != unique {result.unique}")
     if result.dlq.get(result.poison_dlq, 0) != result.poisons:
-        failed.append(f"{result.dlq.get(result.poison_dlq, 0)} messages in the DLQ, expected the {result.poisons} poison messages")
+        failed.append(
+            f"{result.dlq.get(result.poison_dlq, 0)} messages in the DLQ, expected the {result.poisons} poison messages"
+        )
     return failed

@@ -119,7 +119,9 @@ class Plan:
 
     @property
     def sent(self) -> int:
-        return sum(2 if d.kind == "pair" else 1 for d in self.first_wave + self.second_wave if d.view is not None)
+        return sum(
+            2 if d.kind == "pair" else 1 for d in self.first_wave + self.second_wave if d.view is not None
+        )
 
 
 def make_plan(options: SoakOptions) -> Plan:
@@ -173,14 +175,28 @@ def make_plan(options: SoakOptions) -> Plan:
     when = now.isoformat()
     huge = json.dumps({"url": "myblog.com/" + "x" * (ONE_MB - 120), "time": when, "clientId": "huge"})
     poisons = [
-        Delivery("poison-sqs", f"{tag}{POISON_TAG}not-json", body="this is not JSON {\"url\": "),
-        Delivery("poison-sqs", f"{tag}{POISON_TAG}missing-fields", body=json.dumps({"url": "myblog.com/poison"})),
-        Delivery("poison-sqs", "", body=json.dumps({"url": "myblog.com/poison", "clientId": "no-trace-id"}), trace_attribute=False),
+        Delivery("poison-sqs", f"{tag}{POISON_TAG}not-json", body='this is not JSON {"url": '),
+        Delivery(
+            "poison-sqs", f"{tag}{POISON_TAG}missing-fields", body=json.dumps({"url": "myblog.com/poison"})
+        ),
+        Delivery(
+            "poison-sqs",
+            "",
+            body=json.dumps({"url": "myblog.com/poison", "clientId": "no-trace-id"}),
+            trace_attribute=False,
+        ),
         Delivery("poison-sqs", f"{tag}{POISON_TAG}one-megabyte", body=huge),
         Delivery(
             "poison-kinesis",
             f"{tag}{POISON_TAG}kinesis",
-            body=json.dumps({"trace_id": f"{tag}{POISON_TAG}kinesis", "url": "myblog.com/poison", "time": "not a time", "clientId": "k"}),
+            body=json.dumps(
+                {
+                    "trace_id": f"{tag}{POISON_TAG}kinesis",
+                    "url": "myblog.com/poison",
+                    "time": "not a time",
+                    "clientId": "k",
+                }
+            ),
         ),
     ]
     for poison in poisons:
@@ -228,7 +244,9 @@ class ClientFaults:
         self.calls: Tally[str] = Tally()
         self.injected: Tally[str] = Tally()
         self.applied_before_500 = 0
-        self._after_write_owed = False  # the 500-after-the-write fault drawn by a read, or by a refused write, is owed
+        self._after_write_owed = (
+            False  # the 500-after-the-write fault drawn by a read, or by a refused write, is owed
+        )
         self._refused_body: Any = None  # the refused write's body: its resends are not owed the fault
         self.refused: list[str] = []
         self._session: Any = None
@@ -275,33 +293,57 @@ class ClientFaults:
             self.calls[operation] += 1
             write = operation in WRITE_OPERATIONS
             if self._after_write_owed and write and request.body != self._refused_body:
-                kind = AFTER_WRITE  # owed: a read drew it, or the write it fell on was refused (not its resend)
+                kind = (
+                    AFTER_WRITE  # owed: a read drew it, or the write it fell on was refused (not its resend)
+                )
                 self._after_write_owed = False
             elif self._rng.random() >= self.rate:
                 return None
             else:
                 kind = next(self._cycle)
                 if kind == AFTER_WRITE and not write:
-                    kind = next(self._cycle)  # a lost response only means something for a write: the next one gets it
+                    kind = next(
+                        self._cycle
+                    )  # a lost response only means something for a write: the next one gets it
                     self._after_write_owed = True
             if kind != AFTER_WRITE:
                 self.injected[kind] += 1
         if kind == "ThrottlingException":
-            return _error(request, 400, "com.amazon.coral.availability#ThrottlingException", "Rate of requests exceeds the allowed throughput.")
+            return _error(
+                request,
+                400,
+                "com.amazon.coral.availability#ThrottlingException",
+                "Rate of requests exceeds the allowed throughput.",
+            )
         if kind == "ProvisionedThroughputExceededException":
-            return _error(request, 400, "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
-                          "The level of configured provisioned throughput for the table was exceeded.")
+            return _error(
+                request,
+                400,
+                "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
+                "The level of configured provisioned throughput for the table was exceeded.",
+            )
         if kind == "TransactionConflict":
             if operation != "TransactWriteItems":
-                return _error(request, 400, "com.amazonaws.dynamodb.v20120810#TransactionConflictException",
-                              "Transaction is ongoing for the item")
+                return _error(
+                    request,
+                    400,
+                    "com.amazonaws.dynamodb.v20120810#TransactionConflictException",
+                    "Transaction is ongoing for the item",
+                )
             actions = len(json.loads(request.body or b"{}").get("TransactItems") or [None])
             reasons = [{"Code": "None"} for _ in range(actions)]
-            reasons[self._rng.randrange(actions)] = {"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item"}
+            reasons[self._rng.randrange(actions)] = {
+                "Code": "TransactionConflict",
+                "Message": "Transaction is ongoing for the item",
+            }
             codes = ", ".join(r["Code"] for r in reasons)
-            return _error(request, 400, "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
-                          f"Transaction cancelled, please refer cancellation reasons for specific reasons [{codes}]",
-                          CancellationReasons=reasons)
+            return _error(
+                request,
+                400,
+                "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+                f"Transaction cancelled, please refer cancellation reasons for specific reasons [{codes}]",
+                CancellationReasons=reasons,
+            )
         if kind == AFTER_WRITE:
             applied = _forward(request) == 200
             with self._lock:
@@ -311,14 +353,20 @@ class ClientFaults:
                 self.applied_before_500 += applied
                 if not applied:
                     self._after_write_owed, self._refused_body = True, request.body
-        return _error(request, 500, "com.amazonaws.dynamodb.v20120810#InternalServerError", "Internal server error")
+        return _error(
+            request, 500, "com.amazonaws.dynamodb.v20120810#InternalServerError", "Internal server error"
+        )
 
 
 def _error(request: Any, status: int, error_type: str, message: str, **extra: Any) -> Any:
     from botocore.awsrequest import AWSResponse
 
     body = json.dumps({"__type": error_type, "message": message, **extra}).encode()
-    headers = {"Content-Type": "application/x-amz-json-1.0", "Content-Length": str(len(body)), "x-amzn-RequestId": "soak-injected"}
+    headers = {
+        "Content-Type": "application/x-amz-json-1.0",
+        "Content-Length": str(len(body)),
+        "x-amzn-RequestId": "soak-injected",
+    }
     return AWSResponse(request.url, status, headers, _Body(body))
 
 
@@ -326,13 +374,17 @@ def _forward(request: Any) -> int:
     """Send ``request`` to its (loopback) endpoint and return the status; the response is dropped."""
     parts = urlsplit(request.url)
     if parts.hostname not in LOOPBACK:
-        raise ConnectionRefusedError(f"the soak only talks to loopback; refused a request to {parts.hostname}")
+        raise ConnectionRefusedError(
+            f"the soak only talks to loopback; refused a request to {parts.hostname}"
+        )
     connection = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=60)
     try:
         body = request.body
         if isinstance(body, str):
             body = body.encode()
-        connection.request(request.method, parts.path or "/", body=body, headers=dict(request.headers.items()))
+        connection.request(
+            request.method, parts.path or "/", body=body, headers=dict(request.headers.items())
+        )
         response = connection.getresponse()
         response.read()
         return response.status
@@ -361,7 +413,9 @@ class CrashAfterCommit:
 
     def __call__(self, invocation: Invocation, proceed: Callable[[], Any]) -> Any:
         response = proceed()
-        if invocation.source not in ("sqs", "dynamodb", "kinesis") or not self._committed(invocation, response):
+        if invocation.source not in ("sqs", "dynamodb", "kinesis") or not self._committed(
+            invocation, response
+        ):
             return response
         function = invocation.function.key
         with self._lock:
@@ -371,7 +425,9 @@ class CrashAfterCommit:
             if crash:
                 self.crashes[function] += 1
         if crash:
-            raise InjectedCrash(f"soak: {function} crashed after its work committed, before the batch was acknowledged")
+            raise InjectedCrash(
+                f"soak: {function} crashed after its work committed, before the batch was acknowledged"
+            )
         return response
 
     @staticmethod
@@ -565,10 +621,13 @@ def run_soak(options: SoakOptions | None = None, out: TextIO | None = None) -> S
     )
     try:
         stack.start()
-        _say(out, f"lambda-kit soak · {result.sent} view events ({result.unique} unique) + {len(plan.poisons)} poison, "
-                  f"seed {options.seed}, DynamoDB faults on {options.fault_rate:.0%} of calls, crashes after commit on "
-                  f"{options.crash_rate:.0%} of first tries · API {stack.api_url} · AWS {stack.endpoint_url}"
-                  f" · DynamoDB: {stack.dynamodb_description}")
+        _say(
+            out,
+            f"lambda-kit soak · {result.sent} view events ({result.unique} unique) + {len(plan.poisons)} poison, "
+            f"seed {options.seed}, DynamoDB faults on {options.fault_rate:.0%} of calls, crashes after commit on "
+            f"{options.crash_rate:.0%} of first tries · API {stack.api_url} · AWS {stack.endpoint_url}"
+            f" · DynamoDB: {stack.dynamodb_description}",
+        )
         for url in (stack.api_url, stack.endpoint_url, stack.dynamodb_url):
             if urlsplit(url).hostname not in LOOPBACK:
                 raise RuntimeError(f"the soak only talks to loopback, not {url}")
@@ -600,7 +659,9 @@ def run_soak(options: SoakOptions | None = None, out: TextIO | None = None) -> S
         _read_dead_letters(stack, plan, result)
         failed_batches = stack.journal.events("sqs.batch")
         result.sqs_batches_failed = sum(1 for e in failed_batches if e.get("failed"))
-        result.stream_batches_failed = sum(1 for e in stack.journal.events("stream.batch") if e.get("failed_at") is not None)
+        result.stream_batches_failed = sum(
+            1 for e in stack.journal.events("stream.batch") if e.get("failed_at") is not None
+        )
         result.phases["checks"] = time.monotonic() - phase
     finally:
         stack.stop()
@@ -668,21 +729,32 @@ class _Sender:
                     self.rejected += 1
         elif delivery.kind == "pair":
             body = json.dumps(delivery.view)
-            sent = sqs.send_message_batch(QueueUrl=self.queue_url, Entries=[
-                {"Id": "a", "MessageBody": body, "MessageAttributes": _trace(delivery.trace_id + "a")},
-                {"Id": "b", "MessageBody": body, "MessageAttributes": _trace(delivery.trace_id + "b")},
-            ])
+            sent = sqs.send_message_batch(
+                QueueUrl=self.queue_url,
+                Entries=[
+                    {"Id": "a", "MessageBody": body, "MessageAttributes": _trace(delivery.trace_id + "a")},
+                    {"Id": "b", "MessageBody": body, "MessageAttributes": _trace(delivery.trace_id + "b")},
+                ],
+            )
             ids = {entry["Id"]: entry["MessageId"] for entry in sent.get("Successful", [])}
             with self.lock:
                 self.pair_ids.append((ids.get("a", ""), ids.get("b", "")))
         elif delivery.kind == "kinesis":
             data = json.dumps({**(delivery.view or {}), "trace_id": delivery.trace_id})
-            kinesis.put_record(StreamName=self.stream_name, Data=data.encode(), PartitionKey=delivery.trace_id)
+            kinesis.put_record(
+                StreamName=self.stream_name, Data=data.encode(), PartitionKey=delivery.trace_id
+            )
         elif delivery.kind == "poison-sqs":
             attributes = _trace(delivery.trace_id) if delivery.trace_attribute else {}
-            sqs.send_message(QueueUrl=self.queue_url, MessageBody=delivery.body or "", MessageAttributes=attributes)
+            sqs.send_message(
+                QueueUrl=self.queue_url, MessageBody=delivery.body or "", MessageAttributes=attributes
+            )
         elif delivery.kind == "poison-kinesis":
-            kinesis.put_record(StreamName=self.stream_name, Data=(delivery.body or "").encode(), PartitionKey=delivery.trace_id)
+            kinesis.put_record(
+                StreamName=self.stream_name,
+                Data=(delivery.body or "").encode(),
+                PartitionKey=delivery.trace_id,
+            )
 
     def get(self, path: str) -> tuple[int, Any]:
         connection = http.client.HTTPConnection(self.base.hostname, self.base.port, timeout=60)
@@ -698,10 +770,16 @@ class _Sender:
         for attempt in range(3):
             connection = getattr(self.local, "connection", None)
             if connection is None:
-                connection = self.local.connection = http.client.HTTPConnection(self.base.hostname, self.base.port, timeout=60)
+                connection = self.local.connection = http.client.HTTPConnection(
+                    self.base.hostname, self.base.port, timeout=60
+                )
             try:
-                connection.request("POST", "/views", body=json.dumps(view).encode(),
-                                   headers={"Content-Type": "application/json", "X-Trace-Id": trace_id})
+                connection.request(
+                    "POST",
+                    "/views",
+                    body=json.dumps(view).encode(),
+                    headers={"Content-Type": "application/json", "X-Trace-Id": trace_id},
+                )
                 response = connection.getresponse()
                 response.read()
                 return response.status
@@ -742,9 +820,16 @@ def _read_api(sender: _Sender, plan: Plan, result: SoakResult) -> None:
 
     top = Tally(view["url"] for view in plan.unique).most_common(1)[0][0]
     status, body = sender.get(f"/views?url={quote(top, safe='')}")
-    result.api_reads["views"] = {"url": top, "status": status, "views": (body or {}).get("views") if isinstance(body, dict) else None}
+    result.api_reads["views"] = {
+        "url": top,
+        "status": status,
+        "views": (body or {}).get("views") if isinstance(body, dict) else None,
+    }
     status, body = sender.get("/stats")
-    result.api_reads["stats"] = {"status": status, "views": (body or {}).get("views") if isinstance(body, dict) else None}
+    result.api_reads["stats"] = {
+        "status": status,
+        "views": (body or {}).get("views") if isinstance(body, dict) else None,
+    }
 
 
 def _read_table(stack: Any, plan: Plan, result: SoakResult) -> None:
@@ -791,7 +876,10 @@ def _read_table(stack: Any, plan: Plan, result: SoakResult) -> None:
         else:
             result.articles_exact += 1
     result.day_buckets_wrong = sum(
-        1 for url in expected for day in days if counts[f"URL#{url}#DAY#{day}"] != expected_days.get((url, day), 0)
+        1
+        for url in expected
+        for day in days
+        if counts[f"URL#{url}#DAY#{day}"] != expected_days.get((url, day), 0)
     )
     result.site_total = counts[SITE_VIEWS]
     result.distinct_articles = counts[DISTINCT_ARTICLES]
@@ -834,14 +922,20 @@ def _read_dead_letters(stack: Any, plan: Plan, result: SoakResult) -> None:
     for logical, url in stack.dead_letter_queues().items():
         name = stack.resources.by_id[logical].attributes.get("QueueName", logical)
         messages = stack.receive_all(url)
-        result.dlq[name[len(prefix):] if name.startswith(prefix) else name] = len(messages)
+        result.dlq[name[len(prefix) :] if name.startswith(prefix) else name] = len(messages)
         for message in messages:
-            record = source.record(lambda_record(message, stack.resources.by_id[logical].attributes.get("Arn", ""), stack.region))
+            record = source.record(
+                lambda_record(message, stack.resources.by_id[logical].attributes.get("Arn", ""), stack.region)
+            )
             trace_id = record.trace_id
             if trace_id in poison_ids:
                 found[trace_id] += 1
-            elif "trace_id" not in (message.get("MessageAttributes") or {}) and "no-trace-id" in (message.get("Body") or ""):
-                without_attribute.append(trace_id)  # the poison sent without a trace id: its id is the message's
+            elif "trace_id" not in (message.get("MessageAttributes") or {}) and "no-trace-id" in (
+                message.get("Body") or ""
+            ):
+                without_attribute.append(
+                    trace_id
+                )  # the poison sent without a trace id: its id is the message's
                 found[trace_id] += 1
             else:
                 result.dlq_unexpected.append(f"{name}: {trace_id}")
@@ -849,7 +943,9 @@ def _read_dead_letters(stack: Any, plan: Plan, result: SoakResult) -> None:
     expected_ids = poison_ids | set(without_attribute)
     result.poison_missing = sorted(p for p in poison_ids if found[p] == 0)
     if len(without_attribute) != 1:
-        result.poison_missing.append(f"the poison without a trace id attribute ({len(without_attribute)} found)")
+        result.poison_missing.append(
+            f"the poison without a trace id attribute ({len(without_attribute)} found)"
+        )
     result.dlq_unexpected += [f"{t} x{n}" for t, n in found.items() if n > 1]
     result.poison_error_lines = {trace_id: 0 for trace_id in sorted(expected_ids)}
 
@@ -874,7 +970,9 @@ def _read_log(result: SoakResult) -> None:
                 continue
             trace_id = line.get("trace_id")
             traced = isinstance(trace_id, str) and trace_id
-            batch = isinstance(line.get("trace_ids"), list) and line["trace_ids"]  # a batch's commit: each record's
+            batch = (
+                isinstance(line.get("trace_ids"), list) and line["trace_ids"]
+            )  # a batch's commit: each record's
             if not (traced or batch):
                 result.log_lines_without_trace += 1
             if line.get("level") == "ERROR":
@@ -885,43 +983,139 @@ def _read_log(result: SoakResult) -> None:
 
 def _judge(result: SoakResult) -> None:
     checks = result.checks
-    checks.append(Check("finished in time", result.drained and not result.timed_out,
-                        f"drained after {result.seconds:.0f} s" if result.drained else f"not drained within {result.options.timeout:.0f} s"))
-    checks.append(Check("every delivery sent and accepted", result.rejected_posts == 0 and result.not_sent == 0,
-                        f"{result.rejected_posts} POSTs rejected, {result.not_sent} deliveries not sent (timeout)"))
-    checks.append(Check("counted == unique", result.counted == result.unique, f"{result.counted} counted, {result.unique} unique"))
-    checks.append(Check("per article exact", result.articles_exact == result.articles,
-                        f"{result.articles_exact}/{result.articles} articles"))
-    checks.append(Check("double counted == 0", result.double_counted == 0,
-                        f"{result.double_counted} ({', '.join(result.double_counted_articles[:5])})" if result.double_counted else "0"))
-    checks.append(Check("lost == 0", result.lost == 0 and result.markers_missing == 0,
-                        f"{result.lost} below expected, {result.markers_missing} markers missing"))
-    checks.append(Check("day buckets exact", result.day_buckets_wrong == 0, f"{result.day_buckets_wrong} article-days wrong"))
-    checks.append(Check("site total == sum of article totals", result.site_total == result.counted,
-                        f"AGG#VIEWS {result.site_total}, articles {result.counted}"))
+    checks.append(
+        Check(
+            "finished in time",
+            result.drained and not result.timed_out,
+            f"drained after {result.seconds:.0f} s"
+            if result.drained
+            else f"not drained within {result.options.timeout:.0f} s",
+        )
+    )
+    checks.append(
+        Check(
+            "every delivery sent and accepted",
+            result.rejected_posts == 0 and result.not_sent == 0,
+            f"{result.rejected_posts} POSTs rejected, {result.not_sent} deliveries not sent (timeout)",
+        )
+    )
+    checks.append(
+        Check(
+            "counted == unique",
+            result.counted == result.unique,
+            f"{result.counted} counted, {result.unique} unique",
+        )
+    )
+    checks.append(
+        Check(
+            "per article exact",
+            result.articles_exact == result.articles,
+            f"{result.articles_exact}/{result.articles} articles",
+        )
+    )
+    checks.append(
+        Check(
+            "double counted == 0",
+            result.double_counted == 0,
+            f"{result.double_counted} ({', '.join(result.double_counted_articles[:5])})"
+            if result.double_counted
+            else "0",
+        )
+    )
+    checks.append(
+        Check(
+            "lost == 0",
+            result.lost == 0 and result.markers_missing == 0,
+            f"{result.lost} below expected, {result.markers_missing} markers missing",
+        )
+    )
+    checks.append(
+        Check(
+            "day buckets exact",
+            result.day_buckets_wrong == 0,
+            f"{result.day_buckets_wrong} article-days wrong",
+        )
+    )
+    checks.append(
+        Check(
+            "site total == sum of article totals",
+            result.site_total == result.counted,
+            f"AGG#VIEWS {result.site_total}, articles {result.counted}",
+        )
+    )
     views, stats = result.api_reads.get("views") or {}, result.api_reads.get("stats") or {}
     article = result.per_article.get(views.get("url") or "", {})
-    checks.append(Check("the API reads the counts back",
-                        views.get("status") == 200 and views.get("views") == article.get("expected")
-                        and stats.get("status") == 200 and stats.get("views") == result.site_total,
-                        f"GET /views {views.get('status')}: {views.get('views')} of {article.get('expected')}; "
-                        f"GET /stats {stats.get('status')}: {stats.get('views')} of {result.site_total}"))
-    checks.append(Check("site day totals", result.site_days_wrong == 0, f"{result.site_days_wrong} days wrong"))
-    checks.append(Check("distinct articles", result.distinct_articles == result.articles,
-                        f"AGG#ARTICLES {result.distinct_articles}, {result.articles} articles viewed"))
-    checks.append(Check("milestones recorded once each", not result.milestones_missing and result.milestones_recorded == result.milestones_expected,
-                        f"{result.milestones_recorded}/{result.milestones_expected}" + (f" ({result.milestones_missing})" if result.milestones_missing else "")))
-    checks.append(Check("poison in DLQs == injected", result.poison_in_dlq == result.poison_injected and not result.poison_missing and not result.dlq_unexpected,
-                        f"{result.poison_in_dlq} of {result.poison_injected}" + (f"; missing {result.poison_missing}" if result.poison_missing else "")
-                        + (f"; unexpected {result.dlq_unexpected[:5]}" if result.dlq_unexpected else "")))
+    checks.append(
+        Check(
+            "the API reads the counts back",
+            views.get("status") == 200
+            and views.get("views") == article.get("expected")
+            and stats.get("status") == 200
+            and stats.get("views") == result.site_total,
+            f"GET /views {views.get('status')}: {views.get('views')} of {article.get('expected')}; "
+            f"GET /stats {stats.get('status')}: {stats.get('views')} of {result.site_total}",
+        )
+    )
+    checks.append(
+        Check("site day totals", result.site_days_wrong == 0, f"{result.site_days_wrong} days wrong")
+    )
+    checks.append(
+        Check(
+            "distinct articles",
+            result.distinct_articles == result.articles,
+            f"AGG#ARTICLES {result.distinct_articles}, {result.articles} articles viewed",
+        )
+    )
+    checks.append(
+        Check(
+            "milestones recorded once each",
+            not result.milestones_missing and result.milestones_recorded == result.milestones_expected,
+            f"{result.milestones_recorded}/{result.milestones_expected}"
+            + (f" ({result.milestones_missing})" if result.milestones_missing else ""),
+        )
+    )
+    checks.append(
+        Check(
+            "poison in DLQs == injected",
+            result.poison_in_dlq == result.poison_injected
+            and not result.poison_missing
+            and not result.dlq_unexpected,
+            f"{result.poison_in_dlq} of {result.poison_injected}"
+            + (f"; missing {result.poison_missing}" if result.poison_missing else "")
+            + (f"; unexpected {result.dlq_unexpected[:5]}" if result.dlq_unexpected else ""),
+        )
+    )
     no_error_line = [t for t, n in result.poison_error_lines.items() if n == 0]
-    checks.append(Check("each poison's trace id on an ERROR line", bool(result.poison_error_lines) and not no_error_line,
-                        f"missing for {no_error_line}" if no_error_line else f"{len(result.poison_error_lines)} trace ids"))
-    checks.append(Check("every log line JSON with a trace id", result.log_lines > 0 and result.log_lines_bad == 0 and result.log_lines_without_trace == 0,
-                        f"{result.log_lines} lines, {result.log_lines_bad} not JSON, {result.log_lines_without_trace} without trace id"))
-    checks.append(Check("faults injected", result.faults and all(result.faults.values()) and sum(result.crashes.values()) > 0,
-                        f"{sum(result.faults.values())} DynamoDB faults, {sum(result.crashes.values())} crashes"))
-    checks.append(Check("loopback only", not result.refused_hosts, ", ".join(result.refused_hosts) or "no other host contacted"))
+    checks.append(
+        Check(
+            "each poison's trace id on an ERROR line",
+            bool(result.poison_error_lines) and not no_error_line,
+            f"missing for {no_error_line}"
+            if no_error_line
+            else f"{len(result.poison_error_lines)} trace ids",
+        )
+    )
+    checks.append(
+        Check(
+            "every log line JSON with a trace id",
+            result.log_lines > 0 and result.log_lines_bad == 0 and result.log_lines_without_trace == 0,
+            f"{result.log_lines} lines, {result.log_lines_bad} not JSON, {result.log_lines_without_trace} without trace id",
+        )
+    )
+    checks.append(
+        Check(
+            "faults injected",
+            result.faults and all(result.faults.values()) and sum(result.crashes.values()) > 0,
+            f"{sum(result.faults.values())} DynamoDB faults, {sum(result.crashes.values())} crashes",
+        )
+    )
+    checks.append(
+        Check(
+            "loopback only",
+            not result.refused_hosts,
+            ", ".join(result.refused_hosts) or "no other host contacted",
+        )
+    )
 
 
 def summary(result: SoakResult) -> str:
@@ -940,7 +1134,9 @@ def summary(result: SoakResult) -> str:
     ]
     for how, count in sorted(result.duplicates.items(), key=lambda kv: -kv[1]):
         rows.append(f"                                   {count:>5} {how}")
-    rows.append(f"                                   ({result.pairs_in_one_batch} of {result.pairs} back-to-back pairs reached the counter in one batch)")
+    rows.append(
+        f"                                   ({result.pairs_in_one_batch} of {result.pairs} back-to-back pairs reached the counter in one batch)"
+    )
     rows += [
         f"  unique valid events    {result.unique:>7}",
         f"  counted                {result.counted:>7}   {flag('counted == unique')} == unique (sum of {result.articles} article totals; "
@@ -960,16 +1156,28 @@ def summary(result: SoakResult) -> str:
         f"  DynamoDB faults        {sum(result.faults.values()):>7}   of {calls} calls by the functions: "
         + ", ".join(f"{k} {v}" for k, v in result.faults.items()),
         f"                                   ({result.writes_applied_before_500} of the 500s-after came after a write that was applied)",
-        f"  crashes after commit   {sum(result.crashes.values()):>7}   " + ", ".join(f"{k} {v}" for k, v in sorted(result.crashes.items()))
+        f"  crashes after commit   {sum(result.crashes.values()):>7}   "
+        + ", ".join(f"{k} {v}" for k, v in sorted(result.crashes.items()))
         + f"  (failed batches redelivered: sqs {result.sqs_batches_failed}, stream {result.stream_batches_failed})",
         f"  API reads              {flag('the API reads the counts back')}         GET /views and GET /stats agree with the table",
         f"  AWS calls by function  {sum(n for f in result.aws_calls.values() for a in f.values() for n in a.values()):>7}   "
-        + "; ".join(f"{function} " + ", ".join(sorted(actions)) for function, actions in sorted(result.aws_calls.items())),
-        f"  time                   {result.seconds:>6.1f}s   " + ", ".join(f"{k} {v:.1f} s" for k, v in result.phases.items()),
+        + "; ".join(
+            f"{function} " + ", ".join(sorted(actions))
+            for function, actions in sorted(result.aws_calls.items())
+        ),
+        f"  time                   {result.seconds:>6.1f}s   "
+        + ", ".join(f"{k} {v:.1f} s" for k, v in result.phases.items()),
     ]
     failed = result.failed
     rows.append("")
-    rows.append("  RESULT: " + ("all checks passed" if not failed else "FAILED: " + "; ".join(f"{c.name} ({c.detail})" for c in failed)))
+    rows.append(
+        "  RESULT: "
+        + (
+            "all checks passed"
+            if not failed
+            else "FAILED: " + "; ".join(f"{c.name} ({c.detail})" for c in failed)
+        )
+    )
     return "\n".join(rows) + "\n"
 
 
@@ -980,24 +1188,57 @@ def options(parser: Any) -> None:
     """The soak's options on ``lambda-kit soak`` (which gives ``-c``, ``--stage``, ``--logs``,
     ``--timeout`` and ``--json``)."""
     share = bounded(float, 0, 0.5, "a share")
-    parser.add_argument("--events", type=COUNT, default=DEFAULT_EVENTS, help="view events to deliver, duplicates included (default: %(default)s)")
+    parser.add_argument(
+        "--events",
+        type=COUNT,
+        default=DEFAULT_EVENTS,
+        help="view events to deliver, duplicates included (default: %(default)s)",
+    )
     parser.add_argument("--seed", type=SEED, default=DEFAULT_SEED, help="random seed (default: %(default)s)")
     parser.add_argument("--articles", type=COUNT, default=40, help="distinct articles (default: %(default)s)")
-    parser.add_argument("--duplicates", type=share, default=0.2, help="share of unique events delivered more than once, 0..0.5 (default: %(default)s)")
-    parser.add_argument("--fault-rate", type=share, default=0.1, help="share of the functions' DynamoDB calls that fail, 0..0.5 (default: %(default)s)")
-    parser.add_argument("--crash-rate", type=share, default=0.1, help="share of committed first tries that crash before the ack, 0..0.5 (default: %(default)s)")
+    parser.add_argument(
+        "--duplicates",
+        type=share,
+        default=0.2,
+        help="share of unique events delivered more than once, 0..0.5 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--fault-rate",
+        type=share,
+        default=0.1,
+        help="share of the functions' DynamoDB calls that fail, 0..0.5 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--crash-rate",
+        type=share,
+        default=0.1,
+        help="share of committed first tries that crash before the ack, 0..0.5 (default: %(default)s)",
+    )
 
 
 def soak(args: argparse.Namespace, out: TextIO) -> list[str]:
     """``lambda-kit soak``: the soak, its summary (and ``--json`` figures) on ``out``; the names of
     the checks that failed."""
-    result = run_soak(SoakOptions(
-        events=args.events, seed=args.seed, articles=args.articles, duplicate_share=args.duplicates,
-        fault_rate=args.fault_rate, crash_rate=args.crash_rate, timeout=args.timeout,
-        config=args.config, stage=args.stage, log_path=args.logs,
-    ), out=out)
+    result = run_soak(
+        SoakOptions(
+            events=args.events,
+            seed=args.seed,
+            articles=args.articles,
+            duplicate_share=args.duplicates,
+            fault_rate=args.fault_rate,
+            crash_rate=args.crash_rate,
+            timeout=args.timeout,
+            config=args.config,
+            stage=args.stage,
+            log_path=args.logs,
+        ),
+        out=out,
+    )
     out.write(summary(result) + "\n")
     if args.json:
-        out.write(json.dumps({k: v for k, v in result.as_dict().items() if k != "per_article"}, ensure_ascii=False) + "\n")
+        out.write(
+            json.dumps({k: v for k, v in result.as_dict().items() if k != "per_article"}, ensure_ascii=False)
+            + "\n"
+        )
     out.flush()
     return [check.name for check in result.failed]

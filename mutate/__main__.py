@@ -30,27 +30,75 @@ MAX_SURVIVING = 0.10  # per module
 
 # target (a module or a package folder) -> the tests that exercise it; mutmut narrows them per mutant
 TARGETS: dict[str, list[str]] = {
-    "lambda_kit/codec.py": ["tests/test_codec_parity.py", "tests/test_logging.py", "tests/test_hostile_core.py"],
-    "lambda_kit/log/": ["tests/test_logging.py", "tests/test_hostile_logs.py", "tests/test_codec_parity.py",
-                          "tests/test_hostile_core.py",
-                          "tests/test_api.py", "tests/test_log_levels.py", "tests/test_log_short_path.py",
-                          "tests/test_sqs.py", "tests/test_commit.py", "tests/test_tracing_write.py",
-                          "tests/test_tracing_otel.py"],
-    "lambda_kit/loop/": ["tests/test_sqs.py", "tests/test_sns.py", "tests/test_streams.py", "tests/test_decorators.py",
-                           "tests/test_hostile_core.py", "tests/test_api.py", "tests/test_router.py",
-                           "tests/test_hostile_events.py", "tests/test_event_boundary.py", "tests/test_async.py",
-                           "tests/test_model.py", "tests/test_metrics.py", "tests/test_commit.py",
-                           "tests/test_logging.py", "tests/test_tracing_otel.py"],
-    "lambda_kit/sources/": ["tests/test_sqs.py", "tests/test_sns.py", "tests/test_streams.py", "tests/test_api.py",
-                            "tests/test_decorators.py", "tests/test_hostile_events.py", "tests/test_hostile_api.py",
-                            "tests/test_event_boundary.py", "tests/test_kafka.py", "tests/test_eventbridge.py",
-                            "tests/test_s3.py", "tests/test_pipes.py", "tests/test_kpl.py",
-                            "tests/test_cloudwatch_logs.py", "tests/test_async.py", "tests/test_model.py",
-                            "tests/test_tracing_read.py", "tests/test_api_samples.py", "tests/test_kinesis_source.py",
-                            "tests/test_windows.py", "tests/test_api_source.py",
-                            "tests/test_source_base.py", "tests/test_dynamodb_source.py", "tests/test_sns_source.py",
-                            "tests/test_source_registry.py", "tests/test_s3_source.py", "tests/test_hostile_trace.py"],
-    "lambda_kit/counters/": ["tests/test_counters.py", "tests/test_counters_rules.py", "tests/test_counters_faults.py"],
+    "lambda_kit/codec.py": [
+        "tests/test_codec_parity.py",
+        "tests/test_logging.py",
+        "tests/test_hostile_core.py",
+    ],
+    "lambda_kit/log/": [
+        "tests/test_logging.py",
+        "tests/test_hostile_logs.py",
+        "tests/test_codec_parity.py",
+        "tests/test_hostile_core.py",
+        "tests/test_api.py",
+        "tests/test_log_levels.py",
+        "tests/test_log_short_path.py",
+        "tests/test_sqs.py",
+        "tests/test_commit.py",
+        "tests/test_tracing_write.py",
+        "tests/test_tracing_otel.py",
+    ],
+    "lambda_kit/loop/": [
+        "tests/test_sqs.py",
+        "tests/test_sns.py",
+        "tests/test_streams.py",
+        "tests/test_decorators.py",
+        "tests/test_hostile_core.py",
+        "tests/test_api.py",
+        "tests/test_router.py",
+        "tests/test_hostile_events.py",
+        "tests/test_event_boundary.py",
+        "tests/test_async.py",
+        "tests/test_model.py",
+        "tests/test_metrics.py",
+        "tests/test_commit.py",
+        "tests/test_logging.py",
+        "tests/test_tracing_otel.py",
+    ],
+    "lambda_kit/sources/": [
+        "tests/test_sqs.py",
+        "tests/test_sns.py",
+        "tests/test_streams.py",
+        "tests/test_api.py",
+        "tests/test_decorators.py",
+        "tests/test_hostile_events.py",
+        "tests/test_hostile_api.py",
+        "tests/test_event_boundary.py",
+        "tests/test_kafka.py",
+        "tests/test_eventbridge.py",
+        "tests/test_s3.py",
+        "tests/test_pipes.py",
+        "tests/test_kpl.py",
+        "tests/test_cloudwatch_logs.py",
+        "tests/test_async.py",
+        "tests/test_model.py",
+        "tests/test_tracing_read.py",
+        "tests/test_api_samples.py",
+        "tests/test_kinesis_source.py",
+        "tests/test_windows.py",
+        "tests/test_api_source.py",
+        "tests/test_source_base.py",
+        "tests/test_dynamodb_source.py",
+        "tests/test_sns_source.py",
+        "tests/test_source_registry.py",
+        "tests/test_s3_source.py",
+        "tests/test_hostile_trace.py",
+    ],
+    "lambda_kit/counters/": [
+        "tests/test_counters.py",
+        "tests/test_counters_rules.py",
+        "tests/test_counters_faults.py",
+    ],
 }
 # mutmut's exit code for a mutant whose child ran no test (it files it as a "timeout"): its tests could
 # not be found, e.g. a test id that comes out differently in the fork server's second pytest session.
@@ -64,7 +112,7 @@ DESELECT = [
 # runs against that path's mutants). mutmut adds three frames to every call: the nesting tests
 # (254 levels) need more stack, but not so much that a 5,000-level DynamoDB image
 # (tests/test_hostile_events.py), which must fail on the recursion limit, decodes.
-CONFTEST = '''import sys
+CONFTEST = """import sys
 
 import pytest
 
@@ -83,7 +131,7 @@ def _cold_lambda_kit():
     log._payload_keys.clear()
     log._stamp[:] = [None, ""]
     log._date[:] = [None, ""]
-'''
+"""
 
 
 def _target_of(module: str) -> tuple[str, list[str]]:
@@ -92,7 +140,9 @@ def _target_of(module: str) -> tuple[str, list[str]]:
         if module == target or module.startswith(target):
             return module, tests
     known = ", ".join(TARGETS)
-    raise SystemExit(f"make mutate: MODULE={module} is not a mutation target; use one of {known} (or a file in a folder)")
+    raise SystemExit(
+        f"make mutate: MODULE={module} is not a mutation target; use one of {known} (or a file in a folder)"
+    )
 
 
 def _config(module: str, tests: list[str]) -> str:
@@ -137,7 +187,9 @@ def _mutmut(place: Path, *args: str, log: Path | None = None) -> str:
     # more than its tests (loop.py's run went ~8x faster without it).
     env["LAMBDA_KIT_DYNAMODB_LOCAL"] = "off"
     if log is None:
-        return subprocess.run([mutmut, *args], cwd=place, env=env, capture_output=True, text=True, check=True).stdout
+        return subprocess.run(
+            [mutmut, *args], cwd=place, env=env, capture_output=True, text=True, check=True
+        ).stdout
     with log.open("w") as out:  # the progress spinner, kept out of the report
         subprocess.run([mutmut, *args], cwd=place, env=env, stdout=out, stderr=subprocess.STDOUT, check=True)
     return ""
@@ -165,8 +217,11 @@ def run(module: str, children: int) -> dict[str, Counter[str]]:
         if status in ("survived", "no tests", "not run"):
             survivors.append(name)
     if not_run:
-        print(f"!! {len(not_run)} mutants ran no test (their children found none of the tests recorded for them); "
-              "counted as surviving", flush=True)
+        print(
+            f"!! {len(not_run)} mutants ran no test (their children found none of the tests recorded for them); "
+            "counted as surviving",
+            flush=True,
+        )
     for name in survivors:
         print(_mutmut(place, "show", name).rstrip() + "\n")
     return statuses
@@ -182,8 +237,12 @@ def _not_run(place: Path) -> set[str]:
 
 
 def _report(scores: dict[str, Counter[str]]) -> bool:
-    print("== mutation score per module (killed: a test failed; timeout: counted as killed; not run: as surviving) ==")
-    print(f"  {'module':32} {'mutants':>7} {'killed':>7} {'survived':>8} {'no tests':>8} {'not run':>7} {'other':>6} {'survive %':>9}")
+    print(
+        "== mutation score per module (killed: a test failed; timeout: counted as killed; not run: as surviving) =="
+    )
+    print(
+        f"  {'module':32} {'mutants':>7} {'killed':>7} {'survived':>8} {'no tests':>8} {'not run':>7} {'other':>6} {'survive %':>9}"
+    )
     ok = True
     for module, counts in sorted(scores.items()):
         total = sum(counts.values())
@@ -191,8 +250,10 @@ def _report(scores: dict[str, Counter[str]]) -> bool:
         surviving = counts["survived"] + counts["no tests"] + counts["not run"]
         share = surviving / total if total else 0.0
         ok &= share <= MAX_SURVIVING
-        print(f"  {module:32} {total:7} {killed:7} {counts['survived']:8} {counts['no tests']:8} {counts['not run']:7} "
-              f"{total - killed - surviving:6} {share:9.1%}{'' if share <= MAX_SURVIVING else '  > 10%'}")
+        print(
+            f"  {module:32} {total:7} {killed:7} {counts['survived']:8} {counts['no tests']:8} {counts['not run']:7} "
+            f"{total - killed - surviving:6} {share:9.1%}{'' if share <= MAX_SURVIVING else '  > 10%'}"
+        )
     return ok
 
 

@@ -127,15 +127,23 @@ def parse_marks(text: str, where: str) -> list[Mark]:
             continue
         match = DIRECTIVE.fullmatch(part)
         if not match or match.group("name") not in DIRECTIVES:
-            raise MarkupError(f"{where}: unknown docs-test directive {part.strip()!r} (known: {', '.join(DIRECTIVES)})")
-        name, args, note = match.group("name"), match.group("args").split(), (match.group("note") or "").strip()
+            raise MarkupError(
+                f"{where}: unknown docs-test directive {part.strip()!r} (known: {', '.join(DIRECTIVES)})"
+            )
+        name, args, note = (
+            match.group("name"),
+            match.group("args").split(),
+            (match.group("note") or "").strip(),
+        )
         arity, note_required = DIRECTIVES[name]
         if arity is not None and len(args) != arity:
             raise MarkupError(f"{where}: `{name}` takes {arity} argument{'s' * (arity != 1)}, not {args}")
         if name == "with" and not args:
             raise MarkupError(f"{where}: `with` names a fixture, e.g. `with local-stack`")
         if note_required and not note:
-            raise MarkupError(f"{where}: `{name}` needs its reason in parentheses, e.g. `{name} (needs an AWS account)`")
+            raise MarkupError(
+                f"{where}: `{name}` needs its reason in parentheses, e.g. `{name} (needs an AWS account)`"
+            )
         found.append((name, args, note))
     return found
 
@@ -163,8 +171,14 @@ def read_page(path: Path) -> Page:
         line = token.map[0] + 1 if token.map else 0
         if token.type == "html_block" and MARKER.search(token.content):
             if pending is not None:
-                raise MarkupError(f"{relative(path)}:{pending[0]}: a docs-test marker that is not right before a fenced block")
-            marks = [mark for text in MARKER.findall(token.content) for mark in parse_marks(text, f"{relative(path)}:{line}")]
+                raise MarkupError(
+                    f"{relative(path)}:{pending[0]}: a docs-test marker that is not right before a fenced block"
+                )
+            marks = [
+                mark
+                for text in MARKER.findall(token.content)
+                for mark in parse_marks(text, f"{relative(path)}:{line}")
+            ]
             pending = (line, marks)
             continue
         if token.type == "fence":
@@ -174,9 +188,13 @@ def read_page(path: Path) -> Page:
             blocks.append(block)
             pending = None
         elif pending is not None and token.type not in ("html_block",):
-            raise MarkupError(f"{relative(path)}:{pending[0]}: a docs-test marker that is not right before a fenced block")
+            raise MarkupError(
+                f"{relative(path)}:{pending[0]}: a docs-test marker that is not right before a fenced block"
+            )
     if pending is not None:
-        raise MarkupError(f"{relative(path)}:{pending[0]}: a docs-test marker at the end of the page, before no block")
+        raise MarkupError(
+            f"{relative(path)}:{pending[0]}: a docs-test marker at the end of the page, before no block"
+        )
     anchors = {str(t.attrGet("id")) for t in tokens if t.type == "heading_open"}
     return Page(path, blocks, _links(tokens), anchors)
 

@@ -19,7 +19,13 @@ KEYS = {
     "alb": {"statusCode", "statusDescription", "headers", "body", "isBase64Encoded"},
     "alb-multi": {"statusCode", "statusDescription", "multiValueHeaders", "body", "isBase64Encoded"},
 }
-OPTIONAL = {"v1": {"multiValueHeaders"}, "v2": {"cookies"}, "url": {"cookies"}, "alb": set(), "alb-multi": set()}
+OPTIONAL = {
+    "v1": {"multiValueHeaders"},
+    "v2": {"cookies"},
+    "url": {"cookies"},
+    "alb": set(),
+    "alb-multi": set(),
+}
 
 
 def kind_of(event: dict[str, Any]) -> str:

@@ -24,9 +24,18 @@ from typing import Any
 MAPPING_READS = {
     "AWS::SQS::Queue": ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"),
     "AWS::Kinesis::Stream": (
-        "kinesis:DescribeStream", "kinesis:DescribeStreamSummary", "kinesis:GetRecords", "kinesis:GetShardIterator", "kinesis:ListShards",
+        "kinesis:DescribeStream",
+        "kinesis:DescribeStreamSummary",
+        "kinesis:GetRecords",
+        "kinesis:GetShardIterator",
+        "kinesis:ListShards",
     ),
-    "AWS::DynamoDB::Table": ("dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"),
+    "AWS::DynamoDB::Table": (
+        "dynamodb:DescribeStream",
+        "dynamodb:GetRecords",
+        "dynamodb:GetShardIterator",
+        "dynamodb:ListStreams",
+    ),
 }
 LOG_ACTIONS = ("logs:CreateLogStream", "logs:PutLogEvents")
 
@@ -41,7 +50,11 @@ def function_id(key: str) -> str:
 def resource_name(value: Any, resources: dict[str, Any]) -> str:
     """``LogicalId.Attribute`` for a Ref / GetAtt; anything else (a Sub'd ARN) as sorted JSON."""
     if isinstance(value, dict) and "Fn::GetAtt" in value:
-        logical, attribute = value["Fn::GetAtt"] if isinstance(value["Fn::GetAtt"], list) else value["Fn::GetAtt"].split(".", 1)
+        logical, attribute = (
+            value["Fn::GetAtt"]
+            if isinstance(value["Fn::GetAtt"], list)
+            else value["Fn::GetAtt"].split(".", 1)
+        )
         return f"{logical}.{attribute}"
     if isinstance(value, dict) and "Ref" in value:
         kind = resources.get(value["Ref"], {}).get("Type")
@@ -95,11 +108,20 @@ def justification(serverless_yml: str, role: str, action: str) -> str | None:
     """The comment right above the statement of ``role`` in serverless.yml that grants ``action``,
     if it names the action's operation (``dynamodb:BatchGetItem`` -> ``BatchGetItem``)."""
     lines = serverless_yml.splitlines()
-    start = next((i for i, line in enumerate(lines) if re.fullmatch(rf"\s*{re.escape(role)}:\s*", line)), None)
+    start = next(
+        (i for i, line in enumerate(lines) if re.fullmatch(rf"\s*{re.escape(role)}:\s*", line)), None
+    )
     if start is None:
         return None
     indent = len(lines[start]) - len(lines[start].lstrip())
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].strip() and len(lines[i]) - len(lines[i].lstrip()) <= indent), len(lines))
+    end = next(
+        (
+            i
+            for i in range(start + 1, len(lines))
+            if lines[i].strip() and len(lines[i]) - len(lines[i].lstrip()) <= indent
+        ),
+        len(lines),
+    )
     statements = [i for i in range(start, end) if re.match(r"\s*- Effect:", lines[i])] + [end]
     for first, after in zip(statements, statements[1:], strict=False):
         if not re.search(rf"(?<![\w:]){re.escape(action)}(?!\w)", "\n".join(lines[first:after])):

@@ -41,10 +41,18 @@ RUNTIME_VERSION = CONFIG["provider"]["runtime"].removeprefix("python")  # "3.12"
 def runtime_python() -> str | None:
     """An interpreter of the runtime's version (pyenv's, or on PATH), for running an artifact."""
     pyenv_root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
-    candidates = sorted(glob.glob(os.path.join(pyenv_root, "versions", f"{RUNTIME_VERSION}*", "bin", f"python{RUNTIME_VERSION}")))
+    candidates = sorted(
+        glob.glob(
+            os.path.join(pyenv_root, "versions", f"{RUNTIME_VERSION}*", "bin", f"python{RUNTIME_VERSION}")
+        )
+    )
     candidates.append(shutil.which(f"python{RUNTIME_VERSION}") or "")
     for candidate in filter(None, candidates):
-        probe = subprocess.run([candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True)
+        probe = subprocess.run(
+            [candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+        )
         if probe.returncode == 0 and probe.stdout.strip() == RUNTIME_VERSION:
             return candidate
     return None
@@ -52,7 +60,9 @@ def runtime_python() -> str | None:
 
 def _scratch(name: str) -> Path:
     """A directory of this checkout's own under the system temp dir, emptied."""
-    path = Path(tempfile.gettempdir()) / f"lambda-kit-{name}-{hashlib.sha1(str(ROOT).encode()).hexdigest()[:12]}"
+    path = (
+        Path(tempfile.gettempdir()) / f"lambda-kit-{name}-{hashlib.sha1(str(ROOT).encode()).hexdigest()[:12]}"
+    )
     shutil.rmtree(path, ignore_errors=True)
     path.mkdir(parents=True)
     return path
@@ -62,7 +72,11 @@ def _package_env(cache: Path, bin_dir: Path) -> dict[str, str]:
     """The environment of a machine with no python<runtime version> and nothing cached."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PYENV_VERSION"))}
     (bin_dir / "python3").symlink_to(sys.executable)  # the only Python: the one running the tests
-    kept = [d for d in env.get("PATH", "").split(os.pathsep) if d and not shutil.which(f"python{RUNTIME_VERSION}", path=d)]
+    kept = [
+        d
+        for d in env.get("PATH", "").split(os.pathsep)
+        if d and not shutil.which(f"python{RUNTIME_VERSION}", path=d)
+    ]
     env.update(
         PATH=os.pathsep.join([str(bin_dir), *kept]),
         XDG_CACHE_HOME=str(cache),
@@ -91,7 +105,9 @@ def _package() -> dict[str, Any]:
         timeout=600,
     )
     if result.returncode != 0:
-        pytest.fail(f"serverless package failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
+        pytest.fail(
+            f"serverless package failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+        )
     return {"path": env["PATH"], "cache": str(cache), "output": result.stdout + result.stderr}
 
 

@@ -12,7 +12,11 @@ def new_stream(kinesis: Any, name: str) -> Callable[[], list[dict[str, Any]]]:
     kinesis.create_stream(StreamName=name, ShardCount=1)
     kinesis.get_waiter("stream_exists").wait(StreamName=name, WaiterConfig={"Delay": 0.1, "MaxAttempts": 50})
     shard = kinesis.describe_stream(StreamName=name)["StreamDescription"]["Shards"][0]["ShardId"]
-    reader = {"iterator": kinesis.get_shard_iterator(StreamName=name, ShardId=shard, ShardIteratorType="LATEST")["ShardIterator"]}
+    reader = {
+        "iterator": kinesis.get_shard_iterator(StreamName=name, ShardId=shard, ShardIteratorType="LATEST")[
+            "ShardIterator"
+        ]
+    }
 
     def read() -> list[dict[str, Any]]:
         page = kinesis.get_records(ShardIterator=reader["iterator"])

@@ -28,10 +28,29 @@ _ids = itertools.count()
 # The suites that drive whole processes: the local stack, the wheel in a fresh venv, serverless
 # package, the docs' examples, the soak. `make test` runs them; `pytest -m "not slow"` leaves them out.
 SLOW_MODULES = {
-    "test_deploy", "test_docs", "test_docs_eventbridge_s3", "test_docs_tracing", "test_dynamodb_local",
-    "test_handlers", "test_iam", "test_local_clients", "test_local_e2e", "test_local_eventbridge", "test_local_gateway",
-    "test_local_load", "test_local_s3", "test_local_sns", "test_local_sqs", "test_local_streams", "test_moto_patches",
-    "test_moto_process", "test_scaffold", "test_service_load", "test_soak", "test_tracing_e2e", "test_wheel",
+    "test_deploy",
+    "test_docs",
+    "test_docs_eventbridge_s3",
+    "test_docs_tracing",
+    "test_dynamodb_local",
+    "test_handlers",
+    "test_iam",
+    "test_local_clients",
+    "test_local_e2e",
+    "test_local_eventbridge",
+    "test_local_gateway",
+    "test_local_load",
+    "test_local_s3",
+    "test_local_sns",
+    "test_local_sqs",
+    "test_local_streams",
+    "test_moto_patches",
+    "test_moto_process",
+    "test_scaffold",
+    "test_service_load",
+    "test_soak",
+    "test_tracing_e2e",
+    "test_wheel",
 }
 
 

@@ -75,10 +75,14 @@ def test_request_exposes_method_path_headers_query_params_body(version):
     assert seen["method"] == "POST" and seen["path"] == "/pages/home"
     assert seen["agent"] == "lambda-kit-tests" and seen["custom"] == "yes" and seen["has"] == (True, False)
     assert seen["query"] == {"from": "2024", "to": "2025"}
-    assert seen["path_params"] == ({} if version in ("url", "alb") else {"page": "home"})  # neither has path parameters
+    assert seen["path_params"] == (
+        {} if version in ("url", "alb") else {"page": "home"}
+    )  # neither has path parameters
     assert seen["body"] == '{"url": "/home"}' and seen["json"] == {"url": "/home"}
     assert seen["trace_id"] == "api-1" and seen["event"] is event
-    request_id = context.aws_request_id if version == "alb" else event["requestContext"]["requestId"]  # ALB sends none
+    request_id = (
+        context.aws_request_id if version == "alb" else event["requestContext"]["requestId"]
+    )  # ALB sends none
     assert seen["record"] == ("api", request_id, "api-1")
     assert header(response, "X-Trace-Id") == "api-1"
     assert current_record() is None
@@ -149,7 +153,9 @@ def test_invalid_json_is_a_400_with_the_error_shape_and_not_an_error_line(capfd,
     def handler(request, context):
         return request.json
 
-    response = handler(api_event("POST", body="{not json", headers={"X-Trace-Id": "t-400"}, version=version), None)
+    response = handler(
+        api_event("POST", body="{not json", headers={"X-Trace-Id": "t-400"}, version=version), None
+    )
     assert response["statusCode"] == 400
     assert set(body_of(response)) == {"error", "trace_id"} and body_of(response)["trace_id"] == "t-400"
     assert header(response, "X-Trace-Id") == "t-400"
@@ -193,7 +199,9 @@ def test_custom_trace_header_is_read_and_on_every_response(raise_what):
         return {"trace": current_trace_id()}
 
     body = "x" * 200 if raise_what == "too big" else "{oops"
-    response = handler(api_event("POST", body=body, headers={"x-request-id": "custom-1", "X-Trace-Id": "other"}), None)
+    response = handler(
+        api_event("POST", body=body, headers={"x-request-id": "custom-1", "X-Trace-Id": "other"}), None
+    )
     assert header(response, "X-Request-Id") == "custom-1"
     assert "X-Trace-Id" not in response["headers"]
     assert body_of(response).get("trace", body_of(response).get("trace_id")) == "custom-1"
@@ -234,7 +242,11 @@ def test_returned_response_dict_is_used_with_the_trace_header_merged():
 
     created = handler(api_event(path="/dict-body", headers={"X-Trace-Id": "t-201"}), None)
     assert created["statusCode"] == 201
-    assert created["headers"] == {"Location": "/pages/1", "Content-Type": "application/json", "X-Trace-Id": "t-201"}
+    assert created["headers"] == {
+        "Location": "/pages/1",
+        "Content-Type": "application/json",
+        "X-Trace-Id": "t-201",
+    }
     assert body_of(created) == {"id": 1}
     redirect = handler(api_event(path="/redirect", headers={"X-Trace-Id": "t-302"}), None)
     assert redirect["statusCode"] == 302 and redirect["body"] == ""
@@ -308,6 +320,7 @@ def test_a_form_encoded_body_is_logged_as_fields_with_secrets_masked(capfd):
 
 # --- every shape: what it gets --------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("version", VERSIONS)
 def test_request_shape_names_the_front_door(version):
     shapes = []
@@ -325,7 +338,9 @@ def test_query_all_holds_every_value_of_a_repeated_parameter_decoded(version):
 
     query = {"tag": ["a b", "c+d", "é/&="], "page": "2", "empty": ""}
     handler(request_for(version, query=query), None)
-    tags = ["é/&="] if version == "alb" else ["a b", "c+d", "é/&="]  # ALB without multi-value headers: the last one
+    tags = (
+        ["é/&="] if version == "alb" else ["a b", "c+d", "é/&="]
+    )  # ALB without multi-value headers: the last one
     assert seen["all"] == {"tag": tags, "page": ["2"], "empty": [""]}
     assert seen["one"] == {"tag": "é/&=", "page": "2", "empty": ""}  # the last value, in every shape
 
@@ -350,10 +365,21 @@ def test_alb_query_strings_are_percent_decoded_and_api_gateway_ones_are_not_deco
 def test_alb_without_multi_value_headers_has_only_the_last_value():
     """What the target group setting changes: the request's fields, and so the response's."""
     seen = []
-    handler = api_handler(lambda request, context: seen.append((request.query_all, request.headers["accept"])))
-    single = handler(api_event(version="alb", query={"tag": ["a", "b"]}, headers={"Accept": "text/html"}), None)
-    multi = handler(api_event(version="alb", multi_value=True, query={"tag": ["a", "b"]},
-                              multi_value_headers={"accept": ["text/html", "application/json"]}), None)
+    handler = api_handler(
+        lambda request, context: seen.append((request.query_all, request.headers["accept"]))
+    )
+    single = handler(
+        api_event(version="alb", query={"tag": ["a", "b"]}, headers={"Accept": "text/html"}), None
+    )
+    multi = handler(
+        api_event(
+            version="alb",
+            multi_value=True,
+            query={"tag": ["a", "b"]},
+            multi_value_headers={"accept": ["text/html", "application/json"]},
+        ),
+        None,
+    )
     assert seen == [({"tag": ["b"]}, "text/html"), ({"tag": ["a", "b"]}, "text/html, application/json")]
     assert "headers" in single and "multiValueHeaders" not in single
     assert "multiValueHeaders" in multi and "headers" not in multi
@@ -364,14 +390,17 @@ def test_alb_without_multi_value_headers_has_only_the_last_value():
 def test_cookies_are_readable_on_every_shape(version):
     seen = []
     api_handler(lambda request, context: seen.append(request.cookies))(
-        request_for(version, cookies={"session": "s-1", "theme": "dark", "quoted": '"x y"'}), None)
+        request_for(version, cookies={"session": "s-1", "theme": "dark", "quoted": '"x y"'}), None
+    )
     assert seen == [{"session": "s-1", "theme": "dark", "quoted": "x y"}]
 
 
 @pytest.mark.parametrize("header_value", ["a=1; b=2; a=3", " a = 1 ;;b=2", "a=1;b"])
 def test_cookie_header_is_read_leniently_and_the_first_of_a_name_wins(header_value):
     seen = []
-    api_handler(lambda request, context: seen.append(request.cookies))(api_event(version="v1", headers={"Cookie": header_value}), None)
+    api_handler(lambda request, context: seen.append(request.cookies))(
+        api_event(version="v1", headers={"Cookie": header_value}), None
+    )
     assert seen[0]["a"] == "1" and seen[0].get("b", "2") == "2"
 
 
@@ -390,7 +419,7 @@ def test_set_cookie_goes_out_the_way_each_shape_wants_it(version):
     def handler(request, context):
         return {"statusCode": 200, "cookies": cookies, "headers": {"X-One": "1"}, "body": "ok"}
 
-    for multi in ([False, True] if version == "alb" else [False]):
+    for multi in [False, True] if version == "alb" else [False]:
         request = api_event(version=version, multi_value=multi)
         response = handler(request, None)
         kind = kind_of(request)
@@ -400,7 +429,10 @@ def test_set_cookie_goes_out_the_way_each_shape_wants_it(version):
         elif kind in ("v1", "alb-multi"):
             assert response["multiValueHeaders"]["Set-Cookie"] == cookies
         else:
-            assert sorted(k for k in response["headers"] if k.lower() == "set-cookie") == ["Set-Cookie", "set-Cookie"]
+            assert sorted(k for k in response["headers"] if k.lower() == "set-cookie") == [
+                "Set-Cookie",
+                "set-Cookie",
+            ]
         assert header_values(response, kind, "x-one") == ["1"]
 
 
@@ -408,7 +440,11 @@ def test_set_cookie_goes_out_the_way_each_shape_wants_it(version):
 def test_set_cookie_given_as_headers_is_moved_where_the_shape_wants_it(version):
     @api_handler
     def handler(request, context):
-        return {"statusCode": 204, "headers": {"Set-Cookie": "a=1"}, "multiValueHeaders": {"set-cookie": ["b=2"], "Vary": ["Accept", "Origin"]}}
+        return {
+            "statusCode": 204,
+            "headers": {"Set-Cookie": "a=1"},
+            "multiValueHeaders": {"set-cookie": ["b=2"], "Vary": ["Accept", "Origin"]},
+        }
 
     request = request_for(version)
     response = handler(request, None)
@@ -435,7 +471,9 @@ def test_a_binary_request_body_is_body_bytes_never_a_lossy_text(version):
                 seen[name] = (error.status, error.message)
         return {"size": len(request.body_bytes)}
 
-    response = handler(request_for(version, "POST", body=data, headers={"Content-Type": "application/octet-stream"}), None)
+    response = handler(
+        request_for(version, "POST", body=data, headers={"Content-Type": "application/octet-stream"}), None
+    )
     assert seen["bytes"] == data and body_of(response) == {"size": 256}
     assert seen["body"] == (400, "request body is not UTF-8 text")
     assert seen["json"] == (415, "Content-Type must be application/json")
@@ -480,7 +518,10 @@ def test_a_body_already_base64_encoded_by_the_function_is_passed_through(version
 def test_alb_status_description_is_the_status_and_its_phrase_or_the_functions_own():
     @api_handler
     def handler(request, context):
-        return {"statusCode": int(request.query["s"]), **({"statusDescription": "418 Short And Stout"} if request.query.get("own") else {})}
+        return {
+            "statusCode": int(request.query["s"]),
+            **({"statusDescription": "418 Short And Stout"} if request.query.get("own") else {}),
+        }
 
     def described(**query):
         return handler(api_event(version="alb", query=query), None)["statusDescription"]
@@ -506,6 +547,7 @@ def test_a_numeric_status_code_string_is_accepted():
 @pytest.mark.parametrize("version", WITH_ALB_MULTI)
 def test_the_response_holds_only_the_fields_its_shape_documents(version):
     """API Gateway answers 502 to a proxy response with fields it does not know."""
+
     @api_handler
     def handler(request, context):
         return {"statusCode": 200, "body": "x", "extra": "field", "headers": {"N": 1}}
@@ -520,7 +562,9 @@ def test_the_response_holds_only_the_fields_its_shape_documents(version):
 def test_testing_event_builds_every_shape(version):
     built = event("api", {"a": 1}, trace_id="T-9", method="PUT", path="/x", version=version)
     seen = []
-    response = api_handler(lambda request, context: seen.append((request.shape, request.method, request.json)))(built, None)
+    response = api_handler(
+        lambda request, context: seen.append((request.shape, request.method, request.json))
+    )(built, None)
     assert seen == [(SHAPE[version], "PUT", {"a": 1})] and header(response, "X-Trace-Id") == "T-9"
 
 
@@ -533,7 +577,11 @@ def test_lambda_authorizer_and_websocket_events_are_not_answered():
     from lambda_kit import UnsupportedEvent
 
     handler = api_handler(lambda request, context: {"ok": True})
-    authorizer = {**api_event(version="v1"), "type": "REQUEST", "methodArn": "arn:aws:execute-api:us-east-1:1:a/s/GET/x"}
+    authorizer = {
+        **api_event(version="v1"),
+        "type": "REQUEST",
+        "methodArn": "arn:aws:execute-api:us-east-1:1:a/s/GET/x",
+    }
     websocket = api_event(version="v1")
     websocket["requestContext"].update(connectionId="abc=", eventType="CONNECT", routeKey="$connect")
     for refused in (authorizer, websocket):

@@ -55,13 +55,20 @@ def with_json_body(response):
 @pytest.mark.parametrize("shape", SHAPES)
 def test_an_http_error_is_its_status_its_headers_and_a_json_error_body_exactly(shape):
     """The function's own Content-Type and trace header are replaced, never sent twice."""
+
     @api_handler
     def handler(request, context):
-        raise HTTPError(429, "slow down", headers={"Retry-After": "3", "content-type": "text/plain", "x-trace-id": "spoof"})
+        raise HTTPError(
+            429,
+            "slow down",
+            headers={"Retry-After": "3", "content-type": "text/plain", "x-trace-id": "spoof"},
+        )
 
     response = handler(request(shape), None)
     headers = [("Retry-After", "3"), ("Content-Type", "application/json"), ("X-Trace-Id", TRACE)]
-    expected = answer(shape, 429, headers, {"error": "slow down", "trace_id": TRACE}, description="429 Too Many Requests")
+    expected = answer(
+        shape, 429, headers, {"error": "slow down", "trace_id": TRACE}, description="429 Too Many Requests"
+    )
     assert with_json_body(response) == expected
 
 
@@ -73,22 +80,35 @@ def test_an_http_error_with_headers_that_are_no_mapping_still_answers_its_status
         raise HTTPError(409, "taken", headers=headers)
 
     response = handler(request(shape), None)
-    expected = answer(shape, 409, [("Content-Type", "application/json"), ("X-Trace-Id", TRACE)],
-                      {"error": "taken", "trace_id": TRACE}, description="409 Conflict")
+    expected = answer(
+        shape,
+        409,
+        [("Content-Type", "application/json"), ("X-Trace-Id", TRACE)],
+        {"error": "taken", "trace_id": TRACE},
+        description="409 Conflict",
+    )
     assert with_json_body(response) == expected
 
 
-@pytest.mark.parametrize(("status", "said"), [(503, "Service Unavailable"), (502, "Bad Gateway"), (499, "Error")])
+@pytest.mark.parametrize(
+    ("status", "said"), [(503, "Service Unavailable"), (502, "Bad Gateway"), (499, "Error")]
+)
 def test_an_error_message_json_cannot_hold_is_replaced_by_the_status_phrase(status, said):
     """Never the object's text: its status's whole reason phrase, or "Error" for a status without one."""
+
     @api_handler
     def handler(request, context):
         raise HTTPError(status, object())  # type: ignore[arg-type]
 
     response = handler(request("alb"), None)
     description = f"{status} {'Unknown Status' if said == 'Error' else said}"
-    expected = answer("alb", status, [("Content-Type", "application/json"), ("X-Trace-Id", TRACE)],
-                      {"error": said, "trace_id": TRACE}, description=description)
+    expected = answer(
+        "alb",
+        status,
+        [("Content-Type", "application/json"), ("X-Trace-Id", TRACE)],
+        {"error": said, "trace_id": TRACE},
+        description=description,
+    )
     assert with_json_body(response) == expected
 
 
@@ -102,14 +122,19 @@ def test_the_first_and_last_http_statuses_are_answered_as_returned(status):
 # --- cookies ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("header", "cookies"), [
-    ("a=; ;b=2", {"a": "", "b": "2"}),  # an empty value is a cookie; an empty part is nothing
-    ("a=1;;b=2", {"a": "1", "b": "2"}),  # an empty part does not end the header
-    ('a=""; b="x y"; c="', {"a": "", "b": "x y", "c": '"'}),  # quotes around a value are not part of it
-])
+@pytest.mark.parametrize(
+    ("header", "cookies"),
+    [
+        ("a=; ;b=2", {"a": "", "b": "2"}),  # an empty value is a cookie; an empty part is nothing
+        ("a=1;;b=2", {"a": "1", "b": "2"}),  # an empty part does not end the header
+        ('a=""; b="x y"; c="', {"a": "", "b": "x y", "c": '"'}),  # quotes around a value are not part of it
+    ],
+)
 def test_the_cookie_header_reads_as_browsers_send_it(header, cookies):
     seen = []
-    api_handler(lambda request, context: seen.append(request.cookies))(request("v1", headers={"Cookie": header}), None)
+    api_handler(lambda request, context: seen.append(request.cookies))(
+        request("v1", headers={"Cookie": header}), None
+    )
     assert seen == [cookies]
 
 
@@ -117,20 +142,28 @@ def test_every_cookie_set_reaches_an_alb_client_without_multi_value_headers():
     """ALB without multi-value headers takes one value per name: each Set-Cookie goes under its own
     spelling of the name (Set-Cookie, set-Cookie, ...), however many a response sets."""
     cookies = [f"c{n}={n}" for n in range(2 ** len("SetCookie"))]  # as many as there are spellings
-    response = api_handler(lambda request, context: {"statusCode": 200, "cookies": cookies})(request("alb"), None)
+    response = api_handler(lambda request, context: {"statusCode": 200, "cookies": cookies})(
+        request("alb"), None
+    )
     sent = {name: value for name, value in response["headers"].items() if name.lower() == "set-cookie"}
     assert sorted(sent.values()) == sorted(cookies) and len(sent) == len(cookies)
 
 
 def test_more_cookies_than_alb_can_carry_without_multi_value_headers_is_a_500_that_says_why(capfd):
     cookies = [f"c{n}={n}" for n in range(2 ** len("SetCookie") + 1)]
-    response = api_handler(lambda request, context: {"statusCode": 200, "cookies": cookies})(request("alb"), None)
+    response = api_handler(lambda request, context: {"statusCode": 200, "cookies": cookies})(
+        request("alb"), None
+    )
     assert response["statusCode"] == 500
     assert not any(name.lower() == "set-cookie" for name in response["headers"])
-    (error,) = [line for line in map(json.loads, capfd.readouterr().out.splitlines()) if line["level"] == "ERROR"]
-    assert error["error"] == ("513 Set-Cookie headers in one response, but an ALB target group without multi-value headers "
-                              "can carry at most 512 (one per case spelling of the name): turn on multi-value headers for "
-                              "the target group")
+    (error,) = [
+        line for line in map(json.loads, capfd.readouterr().out.splitlines()) if line["level"] == "ERROR"
+    ]
+    assert error["error"] == (
+        "513 Set-Cookie headers in one response, but an ALB target group without multi-value headers "
+        "can carry at most 512 (one per case spelling of the name): turn on multi-value headers for "
+        "the target group"
+    )
 
 
 # --- request headers ----------------------------------------------------------------------------
@@ -146,8 +179,13 @@ def test_request_headers_are_case_insensitive_however_they_are_made_or_added():
     @api_handler
     def handler(request, context):
         request.headers["X-Forwarded-User"] = "ada"  # as a wrapping decorator may add one
-        seen.append((request.headers.get("x-forwarded-user"), request.headers["X-FORWARDED-USER"],
-                     "x-forwarded-user" in dict(request.headers)))
+        seen.append(
+            (
+                request.headers.get("x-forwarded-user"),
+                request.headers["X-FORWARDED-USER"],
+                "x-forwarded-user" in dict(request.headers),
+            )
+        )
 
     handler(request("v2"), None)
     assert seen == [("ada", "ada", True)]
@@ -160,10 +198,16 @@ def test_request_headers_are_case_insensitive_however_they_are_made_or_added():
 def test_a_response_given_loosely_reaches_the_client_exactly(shape):
     """One value where a list is expected (``multiValueHeaders``, ``cookies``), numbers as header
     values and ``None`` (left out) are taken as a client would mean them."""
+
     @api_handler
     def handler(request, context):
-        return {"statusCode": 201, "headers": {"X-Count": 2, "X-None": None},
-                "multiValueHeaders": {"Vary": "Accept", "X-Dropped": [None]}, "cookies": "id=42; Path=/", "body": "made"}
+        return {
+            "statusCode": 201,
+            "headers": {"X-Count": 2, "X-None": None},
+            "multiValueHeaders": {"Vary": "Accept", "X-Dropped": [None]},
+            "cookies": "id=42; Path=/",
+            "body": "made",
+        }
 
     response = handler(request(shape), None)
     cookie = [("Set-Cookie", "id=42; Path=/")]
@@ -178,24 +222,39 @@ def test_a_response_given_loosely_reaches_the_client_exactly(shape):
 @pytest.mark.parametrize("shape", SHAPES)
 def test_a_plain_return_value_is_a_200_exactly(shape):
     """Anything but a response dict: JSON, or bytes base64-encoded."""
+
     @api_handler
     def handler(request, context):
         return b"\x00\x01" if request.path == "/bytes" else {"ok": True}
 
     as_json = handler(request(shape), None)
-    assert with_json_body(as_json) == answer(shape, 200, [("Content-Type", "application/json"), ("X-Trace-Id", TRACE)],
-                                             {"ok": True}, description="200 OK")
+    assert with_json_body(as_json) == answer(
+        shape,
+        200,
+        [("Content-Type", "application/json"), ("X-Trace-Id", TRACE)],
+        {"ok": True},
+        description="200 OK",
+    )
     as_bytes = handler(request(shape, path="/bytes"), None)
-    assert as_bytes == answer(shape, 200, [("Content-Type", "application/octet-stream"), ("X-Trace-Id", TRACE)],
-                              "AAE=", description="200 OK", is_base64=True)
+    assert as_bytes == answer(
+        shape,
+        200,
+        [("Content-Type", "application/octet-stream"), ("X-Trace-Id", TRACE)],
+        "AAE=",
+        description="200 OK",
+        is_base64=True,
+    )
 
 
 @pytest.mark.parametrize("shape", ["v2", "url", "alb"])
-@pytest.mark.parametrize(("sent", "seen"), [
-    ({"X-Num": 5, "X-Flag": True}, {"x-num": "5", "x-flag": "True"}),  # no string at all
-    ({"X-Text": "a", "X-Num": 5, "X-None": None}, {"x-text": "a", "x-num": "5"}),  # some strings
-    ({7: "seven", "X-Text": "a"}, {"7": "seven", "x-text": "a"}),  # a name that is no string
-])
+@pytest.mark.parametrize(
+    ("sent", "seen"),
+    [
+        ({"X-Num": 5, "X-Flag": True}, {"x-num": "5", "x-flag": "True"}),  # no string at all
+        ({"X-Text": "a", "X-Num": 5, "X-None": None}, {"x-text": "a", "x-num": "5"}),  # some strings
+        ({7: "seven", "X-Text": "a"}, {"7": "seven", "x-text": "a"}),  # a name that is no string
+    ],
+)
 def test_request_headers_of_any_json_type_are_read_as_text(shape, sent, seen):
     """What a test or a proxy may send: every header a function reads is a lower-case name and a text."""
     event = request(shape)
@@ -211,8 +270,14 @@ def test_a_response_with_a_bytes_body_goes_base64_with_its_default_type_exactly(
     def handler(request, context):
         return {"statusCode": 202, "body": b"\xff\x00"}
 
-    expected = answer(shape, 202, [("Content-Type", "application/octet-stream"), ("X-Trace-Id", TRACE)], "/wA=",
-                      description="202 Accepted", is_base64=True)
+    expected = answer(
+        shape,
+        202,
+        [("Content-Type", "application/octet-stream"), ("X-Trace-Id", TRACE)],
+        "/wA=",
+        description="202 Accepted",
+        is_base64=True,
+    )
     assert handler(request(shape), None) == expected
 
 
@@ -286,7 +351,10 @@ def test_payload_2_0_reads_its_headers_only_never_a_multi_value_form(shape):
 def test_a_payload_2_0_path_is_the_raw_path_else_the_contexts_else_the_root(shape):
     def path_of(raw_path, context_path):
         event = request(shape)
-        for where, key, value in ((event, "rawPath", raw_path), (event["requestContext"]["http"], "path", context_path)):
+        for where, key, value in (
+            (event, "rawPath", raw_path),
+            (event["requestContext"]["http"], "path", context_path),
+        ):
             if value is None:
                 where.pop(key, None)
             else:
@@ -332,11 +400,25 @@ def headers_seen(event) -> dict:
 @pytest.mark.parametrize("shape", ["v1", "http-v1", "alb-multi"])
 def test_multi_value_headers_of_any_json_type_are_read_as_text_and_the_single_form_fills_in(shape):
     event = request(shape)
-    event["multiValueHeaders"] = {"X-Empty": [], "X-Text": "abc", "X-N": [5], 7: ["seven"], True: ["yes"], "X-Both": ["1", None, 2]}
+    event["multiValueHeaders"] = {
+        "X-Empty": [],
+        "X-Text": "abc",
+        "X-N": [5],
+        7: ["seven"],
+        True: ["yes"],
+        "X-Both": ["1", None, 2],
+    }
     event["headers"] = {"X-Empty": "e", "X-Text": "t", "X-N": "n", 8: "eight", False: "no", "X-Only": "o"}
     assert headers_seen(event) == {
-        "x-empty": "e", "x-text": "t", "x-n": "5", "7": "seven", "true": "yes", "x-both": "1, 2",
-        "8": "eight", "false": "no", "x-only": "o",
+        "x-empty": "e",
+        "x-text": "t",
+        "x-n": "5",
+        "7": "seven",
+        "true": "yes",
+        "x-both": "1, 2",
+        "8": "eight",
+        "false": "no",
+        "x-only": "o",
     }
 
 

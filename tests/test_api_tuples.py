@@ -30,13 +30,16 @@ def returning(value):
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize(("returned", "status", "body", "content_type"), [
-    (({"id": "o-1"}, 201), 201, b'{"id":"o-1"}', "application/json"),
-    (([1, 2], "202"), 202, b"[1,2]", "application/json"),  # a status as digits, as in statusCode
-    (("created", 201), 201, b"created", None),  # a str body goes as it is, as in a response dict
-    ((b"\x00\xff", 200), 200, b"\x00\xff", "application/octet-stream"),
-    ((None, 204), 204, b"", None),
-])
+@pytest.mark.parametrize(
+    ("returned", "status", "body", "content_type"),
+    [
+        (({"id": "o-1"}, 201), 201, b'{"id":"o-1"}', "application/json"),
+        (([1, 2], "202"), 202, b"[1,2]", "application/json"),  # a status as digits, as in statusCode
+        (("created", 201), 201, b"created", None),  # a str body goes as it is, as in a response dict
+        ((b"\x00\xff", 200), 200, b"\x00\xff", "application/octet-stream"),
+        ((None, 204), 204, b"", None),
+    ],
+)
 def test_body_and_status_is_that_response(shape, returned, status, body, content_type):
     event = request(shape)
     with captured() as out:
@@ -74,18 +77,29 @@ NO_HEADERS = "whose headers are neither a dict nor a list of (name, value) pairs
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize(("returned", "said"), [
-    ((201, {"id": "o-1"}),
-     f"the function returned a tuple (int, dict) {NO_STATUS} (the status goes second): {FORMS}"),
-    (({"id": "o-1"}, {"Location": "/x"}), f"the function returned a tuple (dict, dict) {NO_STATUS}: {FORMS}"),
-    (({"id": 1}, 700), f"the function returned a tuple (dict, int) {NO_STATUS}: {FORMS}"),
-    (({"id": 1}, True), f"the function returned a tuple (dict, bool) {NO_STATUS}: {FORMS}"),
-    ((({"id": 1},)), f"the function returned a tuple of 1 items (dict): {FORMS}"),
-    (("a", 200, {}, "x"), f"the function returned a tuple of 4 items (str, int, dict, str): {FORMS}"),
-    ((), f"the function returned a tuple of 0 items (): {FORMS}"),
-    (("a", 200, "Location: /x"), f"the function returned a tuple (str, int, str) {NO_HEADERS}: {FORMS}"),
-    (("a", 200, [("Location",)]), f"the function returned a tuple (str, int, list) {NO_HEADERS}: {FORMS}"),
-])
+@pytest.mark.parametrize(
+    ("returned", "said"),
+    [
+        (
+            (201, {"id": "o-1"}),
+            f"the function returned a tuple (int, dict) {NO_STATUS} (the status goes second): {FORMS}",
+        ),
+        (
+            ({"id": "o-1"}, {"Location": "/x"}),
+            f"the function returned a tuple (dict, dict) {NO_STATUS}: {FORMS}",
+        ),
+        (({"id": 1}, 700), f"the function returned a tuple (dict, int) {NO_STATUS}: {FORMS}"),
+        (({"id": 1}, True), f"the function returned a tuple (dict, bool) {NO_STATUS}: {FORMS}"),
+        ((({"id": 1},)), f"the function returned a tuple of 1 items (dict): {FORMS}"),
+        (("a", 200, {}, "x"), f"the function returned a tuple of 4 items (str, int, dict, str): {FORMS}"),
+        ((), f"the function returned a tuple of 0 items (): {FORMS}"),
+        (("a", 200, "Location: /x"), f"the function returned a tuple (str, int, str) {NO_HEADERS}: {FORMS}"),
+        (
+            ("a", 200, [("Location",)]),
+            f"the function returned a tuple (str, int, list) {NO_HEADERS}: {FORMS}",
+        ),
+    ],
+)
 def test_any_other_tuple_is_a_500_whose_error_line_names_the_fix(shape, returned, said):
     event = request(shape)
     with captured() as out:

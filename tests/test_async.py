@@ -73,7 +73,9 @@ class Timeline:
             self.calls.append((key, n, start, time.monotonic()))
 
     def of(self, key: object) -> list[tuple[int, float, float]]:
-        return sorted(((n, start, end) for k, n, start, end in self.calls if k == key), key=lambda call: call[1])
+        return sorted(
+            ((n, start, end) for k, n, start, end in self.calls if k == key), key=lambda call: call[1]
+        )
 
     def overlapping(self) -> int:
         """The most calls whose [start, end) intervals share a moment: read from the timestamps."""
@@ -96,6 +98,7 @@ def fifo_event(*groups_and_bodies: tuple[str, dict]) -> dict:
 
 # --- SQS -------------------------------------------------------------------------------------------
 
+
 def test_an_async_function_gets_the_context_and_an_undecodable_body_fails_alone_saying_why(capfd):
     calls = []
     context = lambda_context("async-views")
@@ -109,7 +112,11 @@ def test_an_async_function_gets_the_context_and_an_undecodable_body_fails_alone_
     assert handler(event, context) == {"batchItemFailures": [{"itemIdentifier": bad_id}]}
     assert calls == [({"ok": 1}, context)]
     [error] = of_level(read_lines(capfd), "ERROR")
-    assert (error["message"], error["error_type"], error["trace_id"]) == ("record could not be decoded", "UndecodableRecord", "bad-body")
+    assert (error["message"], error["error_type"], error["trace_id"]) == (
+        "record could not be decoded",
+        "UndecodableRecord",
+        "bad-body",
+    )
     assert "not valid JSON" in error["error"] and error["payload"] == "{not json"
 
 
@@ -123,12 +130,15 @@ def test_each_record_of_an_async_function_is_logged_as_received_then_processed(c
     lines = read_lines(capfd)
     expected = list(zip(event["Records"], ["t-1", "t-2"], [1, 2], strict=True))
     received = with_message(lines, "record received")
-    assert [(line["level"], line["source"], line["record_id"], line["trace_id"], line["payload"]) for line in received] == [
-        ("INFO", "sqs", raw["messageId"], trace_id, {"n": n}) for raw, trace_id, n in expected
-    ]
+    assert [
+        (line["level"], line["source"], line["record_id"], line["trace_id"], line["payload"])
+        for line in received
+    ] == [("INFO", "sqs", raw["messageId"], trace_id, {"n": n}) for raw, trace_id, n in expected]
     processed = with_message(lines, "record processed")
-    assert [(line["level"], line["source"], line["record_id"], line["trace_id"], line["outcome"], line["result"])
-            for line in processed] == [("INFO", "sqs", raw["messageId"], trace_id, "ok", n * 10) for raw, trace_id, n in expected]
+    assert [
+        (line["level"], line["source"], line["record_id"], line["trace_id"], line["outcome"], line["result"])
+        for line in processed
+    ] == [("INFO", "sqs", raw["messageId"], trace_id, "ok", n * 10) for raw, trace_id, n in expected]
 
 
 def test_sqs_runs_up_to_max_concurrency_messages_at_once(capfd):
@@ -182,12 +192,16 @@ def test_fifo_groups_stay_in_order_while_groups_run_at_once(capfd):
     async def handler(message, context):
         await timeline.call(message["group"], message["n"])
 
-    bodies = [(group, {"group": group, "n": n}) for n in range(4) for group in "abc"]  # interleaved, as SQS delivers
+    bodies = [
+        (group, {"group": group, "n": n}) for n in range(4) for group in "abc"
+    ]  # interleaved, as SQS delivers
     assert handler(fifo_event(*bodies), lambda_context()) == {"batchItemFailures": []}
     for group in "abc":
         calls = timeline.of(group)
         assert [n for n, _, _ in calls] == [0, 1, 2, 3]  # in order
-        assert all(calls[i][2] <= calls[i + 1][1] for i in range(3))  # one at a time: each ends before the next starts
+        assert all(
+            calls[i][2] <= calls[i + 1][1] for i in range(3)
+        )  # one at a time: each ends before the next starts
     assert timeline.key_overlaps == 0
     assert timeline.overlapping() >= 2  # groups overlap
 
@@ -203,15 +217,23 @@ def test_a_fifo_failure_holds_back_the_rest_of_its_group_only(capfd):
             raise ValueError("a1")
 
     event = fifo_event(*[(group, {"group": group, "n": n}) for n in range(4) for group in "ab"])
-    ids = {(r["attributes"]["MessageGroupId"], json.loads(r["body"])["n"]): r["messageId"] for r in event["Records"]}
+    ids = {
+        (r["attributes"]["MessageGroupId"], json.loads(r["body"])["n"]): r["messageId"]
+        for r in event["Records"]
+    }
     response = handler(event, lambda_context())
-    assert [item["itemIdentifier"] for item in response["batchItemFailures"]] == [ids["a", 1], ids["a", 2], ids["a", 3]]
+    assert [item["itemIdentifier"] for item in response["batchItemFailures"]] == [
+        ids["a", 1],
+        ids["a", 2],
+        ids["a", 3],
+    ]
     assert sorted(calls) == [("a", 0), ("a", 1), ("b", 0), ("b", 1), ("b", 2), ("b", 3)]
     held = of_level(read_lines(capfd), "WARNING")
     assert sorted(line["record_id"] for line in held) == sorted([ids["a", 2], ids["a", 3]])
 
 
 # --- Kinesis and DynamoDB Streams -------------------------------------------------------------------
+
 
 def test_kinesis_runs_each_partition_key_in_order_and_keys_at_once(capfd):
     timeline = Timeline()
@@ -220,7 +242,11 @@ def test_kinesis_runs_each_partition_key_in_order_and_keys_at_once(capfd):
     async def handler(payload, context):
         await timeline.call(payload["key"], payload["n"])
 
-    event = {"Records": [kinesis_record({"key": key, "n": n}, partition_key=key) for n in range(3) for key in "xyz"]}
+    event = {
+        "Records": [
+            kinesis_record({"key": key, "n": n}, partition_key=key) for n in range(3) for key in "xyz"
+        ]
+    }
     assert handler(event, lambda_context()) == {"batchItemFailures": []}
     for key in "xyz":
         calls = timeline.of(key)
@@ -241,8 +267,13 @@ def test_kinesis_checkpoint_is_the_first_failed_record_and_every_record_before_i
         done.append(payload["n"])
 
     payloads = [
-        ("slow", {"n": 0, "pause": 0.05}), ("fast", {"n": 1}), ("slow", {"n": 2, "pause": 0.05}),
-        ("fast", {"n": 3, "fail": True}), ("fast", {"n": 4}), ("slow", {"n": 5, "pause": 0.05}), ("other", {"n": 6}),
+        ("slow", {"n": 0, "pause": 0.05}),
+        ("fast", {"n": 1}),
+        ("slow", {"n": 2, "pause": 0.05}),
+        ("fast", {"n": 3, "fail": True}),
+        ("fast", {"n": 4}),
+        ("slow", {"n": 5, "pause": 0.05}),
+        ("other", {"n": 6}),
     ]
     event = {"Records": [kinesis_record(payload, partition_key=key) for key, payload in payloads]}
     sequence = [record["kinesis"]["sequenceNumber"] for record in event["Records"]]
@@ -250,26 +281,33 @@ def test_kinesis_checkpoint_is_the_first_failed_record_and_every_record_before_i
     assert response == {"batchItemFailures": [{"itemIdentifier": sequence[3]}]}
     assert sorted(done) == [0, 1, 2]  # all before the checkpoint; nothing after it started
     lines = read_lines(capfd)
-    [stopped] = with_message(lines, "stopped the batch at the failed record; Lambda retries from it, in order")
+    [stopped] = with_message(
+        lines, "stopped the batch at the failed record; Lambda retries from it, in order"
+    )
     assert stopped["record_id"] == sequence[3] and stopped["not_processed"] == 3
 
 
 def test_a_later_failure_found_first_gives_way_to_an_earlier_one(capfd):
     """Record 3 fails at once; record 0 (another key) fails later: the checkpoint is record 0's."""
+
     @stream_handler(max_concurrency=2)
     async def handler(payload, context):
         await asyncio.sleep(payload["pause"])
         raise ValueError(str(payload["n"]))
 
-    event = {"Records": [
-        kinesis_record({"n": 0, "pause": 0.05}, partition_key="a"),
-        kinesis_record({"n": 1, "pause": 0.0}, partition_key="a"),
-        kinesis_record({"n": 3, "pause": 0.0}, partition_key="b"),
-    ]}
+    event = {
+        "Records": [
+            kinesis_record({"n": 0, "pause": 0.05}, partition_key="a"),
+            kinesis_record({"n": 1, "pause": 0.0}, partition_key="a"),
+            kinesis_record({"n": 3, "pause": 0.0}, partition_key="b"),
+        ]
+    }
     sequence = [record["kinesis"]["sequenceNumber"] for record in event["Records"]]
     response = handler(event, lambda_context())
     reported = [item["itemIdentifier"] for item in response["batchItemFailures"]]
-    assert reported[0] == sequence[0] and min(reported, key=int) == sequence[0]  # Lambda checkpoints at the lowest
+    assert (
+        reported[0] == sequence[0] and min(reported, key=int) == sequence[0]
+    )  # Lambda checkpoints at the lowest
     assert sequence[1] not in reported  # a's next record never ran: it comes after the checkpoint
 
 
@@ -285,12 +323,14 @@ def test_a_later_failure_never_moves_the_stop_past_an_earlier_one(capfd):
         if payload.get("fail"):
             raise ValueError(str(payload["n"]))
 
-    event = {"Records": [
-        kinesis_record({"n": 0, "pause": 0.01, "fail": True}, partition_key="a"),
-        kinesis_record({"n": 1, "pause": 0.1}, partition_key="b"),
-        kinesis_record({"n": 2, "pause": 0.0}, partition_key="b"),
-        kinesis_record({"n": 3, "pause": 0.03, "fail": True}, partition_key="c"),
-    ]}
+    event = {
+        "Records": [
+            kinesis_record({"n": 0, "pause": 0.01, "fail": True}, partition_key="a"),
+            kinesis_record({"n": 1, "pause": 0.1}, partition_key="b"),
+            kinesis_record({"n": 2, "pause": 0.0}, partition_key="b"),
+            kinesis_record({"n": 3, "pause": 0.03, "fail": True}, partition_key="c"),
+        ]
+    }
     sequence = [record["kinesis"]["sequenceNumber"] for record in event["Records"]]
     response = handler(event, lambda_context())
     assert sorted(called) == [0, 1, 3]
@@ -305,7 +345,11 @@ def test_dynamodb_runs_each_item_in_order_and_items_at_once(capfd):
         item = change["new_image"]
         await timeline.call(item["PK"], item["n"])
 
-    records = [dynamodb_record("MODIFY", new_image={"PK": f"item-{i}", "SK": "v", "n": n}) for n in range(3) for i in range(4)]
+    records = [
+        dynamodb_record("MODIFY", new_image={"PK": f"item-{i}", "SK": "v", "n": n})
+        for n in range(3)
+        for i in range(4)
+    ]
     assert handler(dynamodb_stream_event(*records), lambda_context()) == {"batchItemFailures": []}
     for i in range(4):
         assert [n for n, _, _ in timeline.of(f"item-{i}")] == [0, 1, 2]
@@ -315,21 +359,28 @@ def test_dynamodb_runs_each_item_in_order_and_items_at_once(capfd):
 def stream_batches(source: str):
     """(keys, which positions fail, pauses) for a random stream batch."""
     size = st.integers(1, 10)
-    return size.flatmap(lambda n: st.tuples(
-        st.just(source),
-        st.lists(st.sampled_from("abcd"), min_size=n, max_size=n),
-        st.lists(st.sampled_from([False, False, False, True]), min_size=n, max_size=n),
-        st.lists(st.sampled_from([0, 0, 0.001, 0.003]), min_size=n, max_size=n),
-        st.integers(1, 4),
-    ))
+    return size.flatmap(
+        lambda n: st.tuples(
+            st.just(source),
+            st.lists(st.sampled_from("abcd"), min_size=n, max_size=n),
+            st.lists(st.sampled_from([False, False, False, True]), min_size=n, max_size=n),
+            st.lists(st.sampled_from([0, 0, 0.001, 0.003]), min_size=n, max_size=n),
+            st.integers(1, 4),
+        )
+    )
 
 
 def stream_event(source: str, keys, fails, pauses) -> tuple[dict, list[str]]:
-    payloads = [{"n": n, "key": key, "fail": fail, "pause": pause} for n, (key, fail, pause) in enumerate(zip(keys, fails, pauses, strict=True))]
+    payloads = [
+        {"n": n, "key": key, "fail": fail, "pause": pause}
+        for n, (key, fail, pause) in enumerate(zip(keys, fails, pauses, strict=True))
+    ]
     if source == "kinesis":
         records = [kinesis_record(payload, partition_key=payload["key"]) for payload in payloads]
         return {"Records": records}, [record["kinesis"]["sequenceNumber"] for record in records]
-    records = [dynamodb_record("MODIFY", keys={"PK": p["key"]}, new_image={"PK": p["key"], **p}) for p in payloads]
+    records = [
+        dynamodb_record("MODIFY", keys={"PK": p["key"]}, new_image={"PK": p["key"], **p}) for p in payloads
+    ]
     return dynamodb_stream_event(*records), [record["dynamodb"]["SequenceNumber"] for record in records]
 
 
@@ -382,7 +433,11 @@ def test_the_checkpoint_never_passes_a_record_that_did_not_run(batch):
 def test_sqs_reports_what_the_sequential_loop_reports(messages, limit):
     """Standard and FIFO queues: the same failures (held-back group members included) either way."""
     for fifo in (False, True):
-        event = fifo_event(*[(group, {"fail": fail}) for group, fail in messages]) if fifo else sqs_event(*[{"fail": f} for _, f in messages])
+        event = (
+            fifo_event(*[(group, {"fail": fail}) for group, fail in messages])
+            if fifo
+            else sqs_event(*[{"fail": f} for _, f in messages])
+        )
 
         async def concurrent(message, context):
             await asyncio.sleep(0)
@@ -414,8 +469,13 @@ def test_a_windowed_batch_runs_one_record_at_a_time_and_undoes_a_failed_records_
 
     event = {"Records": [kinesis_record({"n": n, "fail": n == 3}, partition_key=f"k{n}") for n in range(5)]}
     response = handler(tumbling_window(event, {"sum": 100}), lambda_context())
-    assert response == {"state": {"sum": 103}, "batchItemFailures": [{"itemIdentifier": event["Records"][3]["kinesis"]["sequenceNumber"]}]}
-    assert timeline.overlapping() == 1 and [n for _, n, _, _ in sorted(timeline.calls, key=lambda c: c[2])] == [0, 1, 2, 3]
+    assert response == {
+        "state": {"sum": 103},
+        "batchItemFailures": [{"itemIdentifier": event["Records"][3]["kinesis"]["sequenceNumber"]}],
+    }
+    assert timeline.overlapping() == 1 and [
+        n for _, n, _, _ in sorted(timeline.calls, key=lambda c: c[2])
+    ] == [0, 1, 2, 3]
 
 
 def test_without_a_window_the_same_handler_runs_records_at_once(capfd):
@@ -425,11 +485,14 @@ def test_without_a_window_the_same_handler_runs_records_at_once(capfd):
     async def handler(payload, context):
         await timeline.call(payload["n"], payload["n"])
 
-    handler({"Records": [kinesis_record({"n": n}, partition_key=f"k{n}") for n in range(4)]}, lambda_context())
+    handler(
+        {"Records": [kinesis_record({"n": n}, partition_key=f"k{n}") for n in range(4)]}, lambda_context()
+    )
     assert timeline.overlapping() >= 2
 
 
 # --- CloudWatch Logs -------------------------------------------------------------------------------
+
 
 def test_cloudwatch_log_events_run_at_once(capfd):
     timeline = Timeline()
@@ -445,9 +508,17 @@ def test_cloudwatch_log_events_run_at_once(capfd):
 
 # --- Kafka --------------------------------------------------------------------------------------
 
+
 def kafka_batch(layout: dict[int, list[dict]]) -> dict:
-    records = {f"orders-{p}": [kafka_record(value, partition=p, offset=o) for o, value in enumerate(values)] for p, values in layout.items()}
-    return {"eventSource": "aws:kafka", "eventSourceArn": "arn:aws:kafka:us-east-1:123456789012:cluster/c/1", "records": records}
+    records = {
+        f"orders-{p}": [kafka_record(value, partition=p, offset=o) for o, value in enumerate(values)]
+        for p, values in layout.items()
+    }
+    return {
+        "eventSource": "aws:kafka",
+        "eventSourceArn": "arn:aws:kafka:us-east-1:123456789012:cluster/c/1",
+        "records": records,
+    }
 
 
 def test_kafka_runs_each_partition_in_order_and_partitions_at_once(capfd):
@@ -475,11 +546,13 @@ def test_kafka_report_mode_stops_only_the_failed_partition(capfd):
             raise ValueError("bad")
 
     response = handler(kafka_batch({0: [{}, {"fail": True}, {}, {}], 1: [{}, {}, {}]}), lambda_context())
-    assert response == {"batchItemFailures": [
-        {"itemIdentifier": {"partition": "orders-0", "offset": 1}},
-        {"itemIdentifier": {"partition": "orders-0", "offset": 2}},
-        {"itemIdentifier": {"partition": "orders-0", "offset": 3}},
-    ]}
+    assert response == {
+        "batchItemFailures": [
+            {"itemIdentifier": {"partition": "orders-0", "offset": 1}},
+            {"itemIdentifier": {"partition": "orders-0", "offset": 2}},
+            {"itemIdentifier": {"partition": "orders-0", "offset": 3}},
+        ]
+    }
     assert sorted(calls) == [(0, 0), (0, 1), (1, 0), (1, 1), (1, 2)]
 
 
@@ -491,10 +564,13 @@ def test_kafka_raise_mode_raises_the_first_failure(capfd):
             raise ValueError(f"partition {message['partition']}")
 
     with pytest.raises(ValueError, match="partition 0"):
-        handler(kafka_batch({0: [{"pause": 5, "fail": True}], 1: [{"pause": 0, "fail": True}]}), lambda_context())
+        handler(
+            kafka_batch({0: [{"pause": 5, "fail": True}], 1: [{"pause": 0, "fail": True}]}), lambda_context()
+        )
 
 
 # --- S3 ---------------------------------------------------------------------------------------
+
 
 def test_s3_objects_of_one_event_run_at_once(capfd):
     timeline = Timeline()
@@ -509,6 +585,7 @@ def test_s3_objects_of_one_event_run_at_once(capfd):
 
 # --- the trace scope per record -----------------------------------------------------------------
 
+
 def test_each_record_sees_its_own_trace_id_and_its_log_lines_carry_it(capfd):
     logger = get_logger("async-scope")
     seen = []
@@ -518,7 +595,9 @@ def test_each_record_sees_its_own_trace_id_and_its_log_lines_carry_it(capfd):
         before = current_trace_id()
         await asyncio.sleep(0.001 * (6 - message["n"]))  # finish in the reverse order
         logger.info("inside", extra={"n": message["n"]})
-        inner = await asyncio.create_task(asyncio.sleep(0, result=current_trace_id()))  # a task it starts inherits it
+        inner = await asyncio.create_task(
+            asyncio.sleep(0, result=current_trace_id())
+        )  # a task it starts inherits it
         seen.append((message["n"], before, current_trace_id(), inner, current_record().payload["n"]))
         return message["n"]
 
@@ -526,8 +605,12 @@ def test_each_record_sees_its_own_trace_id_and_its_log_lines_carry_it(capfd):
     handler(sqs_event(*[{"n": n} for n in range(6)], trace_id=trace_ids), lambda_context())
     assert sorted(seen) == [(n, f"t-{n}", f"t-{n}", f"t-{n}", n) for n in range(6)]
     lines = read_lines(capfd)
-    assert sorted((line["n"], line["trace_id"]) for line in with_message(lines, "inside")) == [(n, f"t-{n}") for n in range(6)]
-    assert sorted((line["result"], line["trace_id"]) for line in with_message(lines, "record processed")) == [(n, f"t-{n}") for n in range(6)]
+    assert sorted((line["n"], line["trace_id"]) for line in with_message(lines, "inside")) == [
+        (n, f"t-{n}") for n in range(6)
+    ]
+    assert sorted((line["result"], line["trace_id"]) for line in with_message(lines, "record processed")) == [
+        (n, f"t-{n}") for n in range(6)
+    ]
     assert current_trace_id() is None  # nothing leaks out of the invocation
 
 
@@ -542,9 +625,13 @@ def test_a_powertools_logger_logs_each_records_own_correlation_id(capfd):
         await asyncio.sleep(0.001 * (4 - message["n"]))
         logger.info("working", n=message["n"])
 
-    handler(sqs_event(*[{"n": n} for n in range(4)], trace_id=[f"pt-{n}" for n in range(4)]), lambda_context())
+    handler(
+        sqs_event(*[{"n": n} for n in range(4)], trace_id=[f"pt-{n}" for n in range(4)]), lambda_context()
+    )
     lines = [json.loads(line) for line in stream.getvalue().splitlines()]
-    assert sorted((line["n"], line["correlation_id"], line["trace_id"]) for line in lines) == [(n, f"pt-{n}", f"pt-{n}") for n in range(4)]
+    assert sorted((line["n"], line["correlation_id"], line["trace_id"]) for line in lines) == [
+        (n, f"pt-{n}", f"pt-{n}") for n in range(4)
+    ]
 
 
 def test_a_logger_without_task_local_keys_is_refused_with_concurrency():
@@ -565,6 +652,7 @@ async def lambda_async(message, context):
 
 
 # --- one event loop, reused -----------------------------------------------------------------------
+
 
 class Echo(socketserver.StreamRequestHandler):
     def handle(self):
@@ -626,6 +714,7 @@ def test_handlers_called_from_several_threads_each_run_their_own_loop(capfd):
 
 # --- commit, cancellation, options -------------------------------------------------------------------
 
+
 def test_an_async_commit_is_awaited_with_the_records_in_batch_order(capfd):
     committed = []
 
@@ -675,18 +764,27 @@ def test_a_cancelled_error_from_the_function_fails_its_record_alone(capfd):
 
 
 @pytest.mark.parametrize("value", [0, -1, True, 1.5, "4", None])
-@pytest.mark.parametrize("decorator", [sqs_handler, stream_handler, kafka_handler, s3_handler, cloudwatch_logs_handler])
+@pytest.mark.parametrize(
+    "decorator", [sqs_handler, stream_handler, kafka_handler, s3_handler, cloudwatch_logs_handler]
+)
 def test_max_concurrency_must_be_a_whole_number_of_at_least_one(decorator, value):
-    with pytest.raises(ValueError, match=f"{decorator.__name__}: max_concurrency must be a whole number of at least 1"):
+    with pytest.raises(
+        ValueError, match=f"{decorator.__name__}: max_concurrency must be a whole number of at least 1"
+    ):
         decorator(max_concurrency=value)
 
 
-@pytest.mark.parametrize("decorator", [sqs_handler, stream_handler, kafka_handler, s3_handler, cloudwatch_logs_handler])
+@pytest.mark.parametrize(
+    "decorator", [sqs_handler, stream_handler, kafka_handler, s3_handler, cloudwatch_logs_handler]
+)
 def test_max_concurrency_on_a_plain_function_is_refused_at_import_time(decorator):
     def plain(payload, context):
         return payload
 
-    with pytest.raises(TypeError, match=rf"@{decorator.__name__}\(max_concurrency=4\) needs an async def function; 'test_max.*plain' is a plain function"):
+    with pytest.raises(
+        TypeError,
+        match=rf"@{decorator.__name__}\(max_concurrency=4\) needs an async def function; 'test_max.*plain' is a plain function",
+    ):
         decorator(max_concurrency=4)(plain)
     assert decorator(max_concurrency=1)(plain).__lambda_kit__["max_concurrency"] == 1
 
@@ -702,13 +800,17 @@ def test_metrics_count_an_async_batch_as_the_plain_loop_does(monkeypatch, capfd)
         if message["fail"]:
             raise ValueError("x")
 
-    handler(sqs_event({"fail": False}, {"fail": True}, {"fail": False}, receive_count=2), lambda_context("fn-async"))
+    handler(
+        sqs_event({"fail": False}, {"fail": True}, {"fail": False}, receive_count=2),
+        lambda_context("fn-async"),
+    )
     assert sent == [("fn-async", "sqs", 2, 1, 3)]
 
 
 def test_an_async_function_may_call_blocking_code_in_threads(capfd):
     """The documented way to run a blocking client at once: ``asyncio.to_thread`` (the trace scope
     goes with it)."""
+
     def blocking(n):
         time.sleep(0.2)
         return (n, current_trace_id())
@@ -719,7 +821,9 @@ def test_an_async_function_may_call_blocking_code_in_threads(capfd):
         result = await asyncio.to_thread(blocking, message["n"])
         return [*result, start, time.monotonic()]
 
-    handler(sqs_event(*[{"n": n} for n in range(4)], trace_id=[f"th-{n}" for n in range(4)]), lambda_context())
+    handler(
+        sqs_event(*[{"n": n} for n in range(4)], trace_id=[f"th-{n}" for n in range(4)]), lambda_context()
+    )
     results = [line["result"] for line in with_message(read_lines(capfd), "record processed")]
     assert sorted((n, t) for n, t, _, _ in results) == [(n, f"th-{n}") for n in range(4)]
     starts, ends = [r[2] for r in results], [r[3] for r in results]

@@ -39,7 +39,12 @@ def queue(name: str, **properties) -> dict:
 # A service with one function per source and no mistakes; each test breaks one thing.
 CLEAN = {
     "service": "demo",
-    "provider": {"name": "aws", "runtime": "python3.12", "timeout": 10, "environment": {"TABLE_NAME": {"Ref": "Table"}}},
+    "provider": {
+        "name": "aws",
+        "runtime": "python3.12",
+        "timeout": 10,
+        "environment": {"TABLE_NAME": {"Ref": "Table"}},
+    },
     "functions": {
         "api": {"handler": "handlers/api.handler", "events": [{"httpApi": {"method": "GET", "path": "/x"}}]},
         "worker": {
@@ -66,18 +71,33 @@ CLEAN = {
             "handler": "handlers/notify.handler",
             "maximumRetryAttempts": 1,
             "destinations": {"onFailure": {"type": "sqs", "arn": getatt("NotifyDLQ")}},
-            "events": [{"sns": {"arn": {"Ref": "Topic"}, "topicName": "t", "redrivePolicy": {"deadLetterTargetRef": "TopicDLQ"}}}],
+            "events": [
+                {
+                    "sns": {
+                        "arn": {"Ref": "Topic"},
+                        "topicName": "t",
+                        "redrivePolicy": {"deadLetterTargetRef": "TopicDLQ"},
+                    }
+                }
+            ],
         },
     },
     "resources": {
         "Resources": {
-            "Jobs": queue("demo-jobs", VisibilityTimeout=180, RedrivePolicy={"deadLetterTargetArn": getatt("JobsDLQ"), "maxReceiveCount": 3}),
+            "Jobs": queue(
+                "demo-jobs",
+                VisibilityTimeout=180,
+                RedrivePolicy={"deadLetterTargetArn": getatt("JobsDLQ"), "maxReceiveCount": 3},
+            ),
             "JobsDLQ": queue("demo-jobs-dlq"),
             "TallyDLQ": queue("demo-tally-dlq"),
             "NotifyDLQ": queue("demo-notify-dlq"),
             "TopicDLQ": queue("demo-topic-dlq"),
             "Topic": {"Type": "AWS::SNS::Topic"},
-            "Table": {"Type": "AWS::DynamoDB::Table", "Properties": {"StreamSpecification": {"StreamViewType": "NEW_IMAGE"}}},
+            "Table": {
+                "Type": "AWS::DynamoDB::Table",
+                "Properties": {"StreamSpecification": {"StreamViewType": "NEW_IMAGE"}},
+            },
         }
     },
 }
@@ -127,7 +147,9 @@ def test_sqs_handler_without_report_batch_item_failures(service, capsys):
     status, lines = run(service(config), capsys)
     assert status == 1
     [line] = findings(lines)
-    assert line.startswith("error: worker: add functionResponseType: ReportBatchItemFailures to its sqs event")
+    assert line.startswith(
+        "error: worker: add functionResponseType: ReportBatchItemFailures to its sqs event"
+    )
 
 
 def test_stream_handler_without_report_batch_item_failures(service, capsys):
@@ -155,14 +177,18 @@ def test_handler_module_that_fails_to_import(service, capsys):
     status, lines = run(service(handlers={"worker": "import not_a_module_anywhere\n"}), capsys)
     assert status == 1
     [line] = findings(lines)
-    assert line.startswith("error: worker: handler module handlers/worker.py does not import (ModuleNotFoundError")
+    assert line.startswith(
+        "error: worker: handler module handlers/worker.py does not import (ModuleNotFoundError"
+    )
     assert "not_a_module_anywhere" in line
 
 
 def test_handler_module_that_raises_on_import(service, capsys):
     status, lines = run(service(handlers={"api": "raise RuntimeError('boom')\n"}), capsys)
     assert status == 1
-    assert findings(lines) == ["error: api: handler module handlers/api.py does not import (RuntimeError: boom): fix the module"]
+    assert findings(lines) == [
+        "error: api: handler module handlers/api.py does not import (RuntimeError: boom): fix the module"
+    ]
 
 
 def test_handler_function_missing(service, capsys):
@@ -170,7 +196,9 @@ def test_handler_function_missing(service, capsys):
     config["functions"]["api"]["handler"] = "handlers/api.main"
     status, lines = run(service(config), capsys)
     assert status == 1
-    assert findings(lines) == ["error: api: handler module handlers.api has no function 'main': fix the handler path 'handlers/api.main'"]
+    assert findings(lines) == [
+        "error: api: handler module handlers.api has no function 'main': fix the handler path 'handlers/api.main'"
+    ]
 
 
 def test_module_sees_the_function_environment(service, capsys):
@@ -215,7 +243,9 @@ def test_stream_without_on_failure_destination(service, capsys):
     status, lines = run(service(config), capsys)
     assert status == 1
     [line] = findings(lines)
-    assert line.startswith("error: tally: add destinations.onFailure (an SQS queue or SNS topic) to its stream event")
+    assert line.startswith(
+        "error: tally: add destinations.onFailure (an SQS queue or SNS topic) to its stream event"
+    )
 
 
 def test_stream_with_unlimited_retries(service, capsys):
@@ -284,7 +314,9 @@ def test_latest_on_a_counting_stream_is_an_error(service, capsys):
     status, lines = run(service(config), capsys)
     assert status == 1
     [line] = findings(lines)
-    assert line.startswith("error: tally: its stream event starts at LATEST but the handler counts with lambda_kit.counters")
+    assert line.startswith(
+        "error: tally: its stream event starts at LATEST but the handler counts with lambda_kit.counters"
+    )
 
 
 def test_latest_on_another_stream_is_a_warning(service, capsys):
@@ -327,7 +359,9 @@ def test_queue_visibility_timeout_against_consumer_timeout(service, capsys, visi
 def test_missing_config(tmp_path, capsys):
     status, lines = run(tmp_path / "serverless.yml", capsys)
     assert status == 2
-    assert lines == [f"error: {tmp_path / 'serverless.yml'} not found: run in the service directory or pass the path to serverless.yml"]
+    assert lines == [
+        f"error: {tmp_path / 'serverless.yml'} not found: run in the service directory or pass the path to serverless.yml"
+    ]
 
 
 def test_invalid_yaml(tmp_path, capsys):
@@ -350,7 +384,11 @@ def test_config_without_functions(tmp_path, capsys):
 
 RULES = "from lambda_kit import eventbridge_handler\n\n\n@eventbridge_handler\ndef handler(detail, context):\n    return None\n"
 UPLOADS = "from lambda_kit import s3_handler\n\n\n@s3_handler\ndef handler(obj, context):\n    return None\n"
-S3_PATTERN = {"source": ["aws.s3"], "detail-type": ["Object Created"], "detail": {"bucket": {"name": ["uploads"]}}}
+S3_PATTERN = {
+    "source": ["aws.s3"],
+    "detail-type": ["Object Created"],
+    "detail": {"bucket": {"name": ["uploads"]}},
+}
 
 
 def with_eventbridge_and_s3() -> dict:
@@ -358,24 +396,36 @@ def with_eventbridge_and_s3() -> dict:
     directly, through a queue and through EventBridge, all wired right."""
     config = variant()
     failures = {"onFailure": {"type": "sqs", "arn": getatt("AsyncDLQ")}}
-    config["functions"].update({
-        "rules": {
-            "handler": "handlers/rules.handler",
-            "destinations": failures,
-            "events": [{"eventBridge": {"eventBus": "orders", "pattern": {"source": ["shop.orders"]}, "deadLetterQueueArn": getatt("RuleDLQ")}}],
-        },
-        "uploads": {
-            "handler": "handlers/uploads.handler",
-            "destinations": failures,
-            "events": [{"s3": {"bucket": "uploads", "event": "s3:ObjectCreated:*"}},
-                       {"eventBridge": {"pattern": S3_PATTERN, "deadLetterQueueArn": getatt("RuleDLQ")}}],
-        },
-        "queued": {
-            "handler": "handlers/uploads.handler",
-            "timeout": 30,
-            "events": [{"sqs": {"arn": getatt("Jobs"), "functionResponseType": RBIF}}],
-        },
-    })
+    config["functions"].update(
+        {
+            "rules": {
+                "handler": "handlers/rules.handler",
+                "destinations": failures,
+                "events": [
+                    {
+                        "eventBridge": {
+                            "eventBus": "orders",
+                            "pattern": {"source": ["shop.orders"]},
+                            "deadLetterQueueArn": getatt("RuleDLQ"),
+                        }
+                    }
+                ],
+            },
+            "uploads": {
+                "handler": "handlers/uploads.handler",
+                "destinations": failures,
+                "events": [
+                    {"s3": {"bucket": "uploads", "event": "s3:ObjectCreated:*"}},
+                    {"eventBridge": {"pattern": S3_PATTERN, "deadLetterQueueArn": getatt("RuleDLQ")}},
+                ],
+            },
+            "queued": {
+                "handler": "handlers/uploads.handler",
+                "timeout": 30,
+                "events": [{"sqs": {"arn": getatt("Jobs"), "functionResponseType": RBIF}}],
+            },
+        }
+    )
     config["resources"]["Resources"].update(AsyncDLQ=queue("demo-async-dlq"), RuleDLQ=queue("demo-rule-dlq"))
     return config
 
@@ -404,7 +454,9 @@ def test_an_eventbridge_event_without_a_dead_letter_queue_is_a_warning(service, 
     status, lines = run(service(config, {"rules": RULES, "uploads": UPLOADS}), capsys)
     assert status == 0
     [line] = findings(lines)
-    assert line.startswith("warning: rules: add deadLetterQueueArn to its eventBridge event: events EventBridge cannot hand to the function")
+    assert line.startswith(
+        "warning: rules: add deadLetterQueueArn to its eventBridge event: events EventBridge cannot hand to the function"
+    )
 
 
 def test_the_rule_dead_letter_queue_is_a_dead_letter_queue(service, capsys):
@@ -414,10 +466,16 @@ def test_the_rule_dead_letter_queue_is_a_dead_letter_queue(service, capsys):
         for event in config["functions"][function]["events"]:
             event.get("eventBridge", {}).pop("deadLetterQueueArn", None)
     _, lines = run(service(config, {"rules": RULES, "uploads": UPLOADS}), capsys)
-    assert "warning: RuleDLQ: queue has no RedrivePolicy and is no function's dead-letter target" in "\n".join(lines)
+    assert (
+        "warning: RuleDLQ: queue has no RedrivePolicy and is no function's dead-letter target"
+        in "\n".join(lines)
+    )
 
 
-@pytest.mark.parametrize("setting", [{"input": {"a": 1}}, {"inputPath": "$.detail"}, {"inputTransformer": {"inputTemplate": "<x>"}}])
+@pytest.mark.parametrize(
+    "setting",
+    [{"input": {"a": 1}}, {"inputPath": "$.detail"}, {"inputTransformer": {"inputTemplate": "<x>"}}],
+)
 def test_an_input_transformation_hides_the_event_from_the_decorator(service, capsys, setting):
     config = with_eventbridge_and_s3()
     config["functions"]["rules"]["events"][0]["eventBridge"].update(setting)
@@ -430,12 +488,15 @@ def test_an_input_transformation_hides_the_event_from_the_decorator(service, cap
     ]
 
 
-@pytest.mark.parametrize("pattern", [
-    {"source": ["shop.orders"]},
-    {"source": ["aws.s3"]},
-    {"source": ["aws.s3", "aws.ec2"], "detail-type": ["Object Created"]},
-    {"source": ["aws.s3"], "detail-type": ["Object Created", "Object Restore Completed"]},
-])
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        {"source": ["shop.orders"]},
+        {"source": ["aws.s3"]},
+        {"source": ["aws.s3", "aws.ec2"], "detail-type": ["Object Created"]},
+        {"source": ["aws.s3"], "detail-type": ["Object Created", "Object Restore Completed"]},
+    ],
+)
 def test_an_s3_handler_on_an_eventbridge_pattern_wider_than_s3_object_events(service, capsys, pattern):
     config = with_eventbridge_and_s3()
     config["functions"]["uploads"]["events"][1]["eventBridge"]["pattern"] = pattern
@@ -453,14 +514,27 @@ def test_an_s3_handler_on_a_queue_needs_report_batch_item_failures(service, caps
     status, lines = run(service(config, {"rules": RULES, "uploads": UPLOADS}), capsys)
     assert status == 1
     [line] = findings(lines)
-    assert line.startswith("error: queued: add functionResponseType: ReportBatchItemFailures to its sqs event: without it "
-                           "Lambda ignores the failures the s3_handler reports")
+    assert line.startswith(
+        "error: queued: add functionResponseType: ReportBatchItemFailures to its sqs event: without it "
+        "Lambda ignores the failures the s3_handler reports"
+    )
 
 
-@pytest.mark.parametrize(("function", "handler", "expected"), [
-    ("uploads", "handlers/worker.handler", "error: uploads: handler is a sqs_handler but the function has eventBridge events: use eventbridge_handler or move the event"),
-    ("rules", "handlers/uploads.handler", "error: rules: its eventBridge pattern lets through events the s3_handler refuses"),
-])
+@pytest.mark.parametrize(
+    ("function", "handler", "expected"),
+    [
+        (
+            "uploads",
+            "handlers/worker.handler",
+            "error: uploads: handler is a sqs_handler but the function has eventBridge events: use eventbridge_handler or move the event",
+        ),
+        (
+            "rules",
+            "handlers/uploads.handler",
+            "error: rules: its eventBridge pattern lets through events the s3_handler refuses",
+        ),
+    ],
+)
 def test_a_decorator_for_another_source(service, capsys, function, handler, expected):
     config = with_eventbridge_and_s3()
     config["functions"][function]["handler"] = handler
@@ -472,7 +546,10 @@ def test_an_sqs_handler_on_s3_events(service, capsys):
     config = with_eventbridge_and_s3()
     config["functions"]["uploads"]["handler"] = "handlers/worker.handler"
     _, lines = run(service(config, {"rules": RULES, "uploads": UPLOADS}), capsys)
-    assert "error: uploads: handler is a sqs_handler but the function has s3 events: use s3_handler or move the event" in findings(lines, "error")
+    assert (
+        "error: uploads: handler is a sqs_handler but the function has s3 events: use s3_handler or move the event"
+        in findings(lines, "error")
+    )
 
 
 # ------------------------------------------------------------------ the YAML reader
@@ -506,7 +583,9 @@ def test_load_keeps_variables_and_expands_short_tags(tmp_path):
     assert env["QUEUE"] == {"Ref": "Jobs"}
     assert env["TOPIC"] == {"Fn::GetAtt": ["Topic", "TopicArn"]}
     assert env["STREAM"] == {"Fn::GetAtt": ["Table", "StreamArn"]}
-    assert env["LOGS"] == {"Fn::Sub": "arn:${AWS::Partition}:logs:${AWS::Region}:*:/aws/lambda/${self:service}-${sls:stage}"}
+    assert env["LOGS"] == {
+        "Fn::Sub": "arn:${AWS::Partition}:logs:${AWS::Region}:*:/aws/lambda/${self:service}-${sls:stage}"
+    }
     assert env["JOINED"] == {"Fn::Join": ["-", ["a", {"Ref": "AWS::Region"}]]}
     assert env["PICK"] == {"Fn::Select": [0, {"Fn::GetAZs": ""}]}
     assert config["merged"] == {"a": 1, "b": 2}
@@ -560,20 +639,39 @@ def kafka_service(handler: str = "orders") -> dict:
         "service": "orders",
         "provider": {"name": "aws", "runtime": "python3.12"},
         "functions": {
-            "orders-msk": {"handler": f"handlers/{handler}.handler", "events": [{"msk": {"arn": MSK_ARN, "topic": "orders.v1"}}]},
+            "orders-msk": {
+                "handler": f"handlers/{handler}.handler",
+                "events": [{"msk": {"arn": MSK_ARN, "topic": "orders.v1"}}],
+            },
             "orders_kafka": {
                 "handler": f"handlers/{handler}.handler",
-                "events": [{"kafka": {
-                    "topic": "orders.v1",
-                    "bootstrapServers": ["b-1.example.com:9092"],
-                    "accessConfigurations": {"saslScram512Auth": ["arn:aws:secretsmanager:us-east-1:123456789012:secret:kafka"]},
-                    "onFailureDestination": "arn:aws:sqs:us-east-1:123456789012:orders-dlq",
-                }}],
+                "events": [
+                    {
+                        "kafka": {
+                            "topic": "orders.v1",
+                            "bootstrapServers": ["b-1.example.com:9092"],
+                            "accessConfigurations": {
+                                "saslScram512Auth": [
+                                    "arn:aws:secretsmanager:us-east-1:123456789012:secret:kafka"
+                                ]
+                            },
+                            "onFailureDestination": "arn:aws:sqs:us-east-1:123456789012:orders-dlq",
+                        }
+                    }
+                ],
             },
         },
-        "resources": {"extensions": {
-            MSK_MAPPING: {"Properties": {"DestinationConfig": {"OnFailure": {"Destination": "arn:aws:sqs:us-east-1:123456789012:orders-dlq"}}}},
-        }},
+        "resources": {
+            "extensions": {
+                MSK_MAPPING: {
+                    "Properties": {
+                        "DestinationConfig": {
+                            "OnFailure": {"Destination": "arn:aws:sqs:us-east-1:123456789012:orders-dlq"}
+                        }
+                    }
+                },
+            }
+        },
     }
 
 
@@ -609,7 +707,9 @@ def test_kafka_events_without_an_on_failure_destination(service, capsys):
 
 
 @pytest.mark.parametrize("missing", ["FunctionResponseTypes", "provisionedPollerConfig"])
-def test_reporting_kafka_handler_needs_report_batch_item_failures_in_provisioned_mode(service, capsys, missing):
+def test_reporting_kafka_handler_needs_report_batch_item_failures_in_provisioned_mode(
+    service, capsys, missing
+):
     config = report_wiring(kafka_service("orders_report"))
     if missing == "FunctionResponseTypes":
         del config["resources"]["extensions"][MSK_MAPPING]["Properties"]["FunctionResponseTypes"]
@@ -646,31 +746,50 @@ def test_the_extension_names_check_reads_are_the_framework_s(service, tmp_path):
     path = service(report_wiring(kafka_service("orders_report")), KAFKA_HANDLERS)
     assert check.check(path) == []
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env.update(SLS_TELEMETRY_DISABLED="1", AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x", AWS_REGION="us-east-1")
-    done = subprocess.run([str(ROOT / "node_modules" / ".bin" / "serverless"), "package"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=300)
+    env.update(
+        SLS_TELEMETRY_DISABLED="1", AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x", AWS_REGION="us-east-1"
+    )
+    done = subprocess.run(
+        [str(ROOT / "node_modules" / ".bin" / "serverless"), "package"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    template = yaml.safe_load((tmp_path / ".serverless" / "cloudformation-template-update-stack.json").read_text())
+    template = yaml.safe_load(
+        (tmp_path / ".serverless" / "cloudformation-template-update-stack.json").read_text()
+    )
     for mapping in (MSK_MAPPING, KAFKA_MAPPING):
         assert template["Resources"][mapping]["Properties"]["FunctionResponseTypes"] == [RBIF]
 
 
 # --- HTTP front doors: ALB targets and Function URLs ----------------------------------------------------
 
-ALB = {"listenerArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/lb/50dc6c495c0c9188/f2f7dc8efc522ab2",
-       "priority": 1, "conditions": {"path": ["/hello"]}}
+ALB = {
+    "listenerArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/lb/50dc6c495c0c9188/f2f7dc8efc522ab2",
+    "priority": 1,
+    "conditions": {"path": ["/hello"]},
+}
 
 
 @pytest.mark.parametrize("multi_value", [True, False, None])
 def test_alb_event_without_multi_value_headers_is_a_warning(service, capsys, multi_value):
     config = variant()
-    config["functions"]["api"]["events"] = [{"alb": {**ALB, **({} if multi_value is None else {"multiValueHeaders": multi_value})}}]
+    config["functions"]["api"]["events"] = [
+        {"alb": {**ALB, **({} if multi_value is None else {"multiValueHeaders": multi_value})}}
+    ]
     status, lines = run(service(config), capsys)
     assert status == 0
-    expected = [] if multi_value else [
-        "warning: api: set multiValueHeaders: true on its alb event: without it the load balancer passes only the last value "
-        "of a repeated query parameter or header (request.query_all holds one value each)"
-    ]
+    expected = (
+        []
+        if multi_value
+        else [
+            "warning: api: set multiValueHeaders: true on its alb event: without it the load balancer passes only the last value "
+            "of a repeated query parameter or header (request.query_all holds one value each)"
+        ]
+    )
     assert findings(lines) == expected
 
 
@@ -685,7 +804,9 @@ def test_alb_and_function_url_need_an_api_handler(service, capsys, kind):
         what, fix = "a Function URL (url:)", "remove url"
     status, lines = run(service(config), capsys)
     assert status == 1
-    assert findings(lines) == [f"error: worker: handler is a sqs_handler but the function has {what}: use api_handler or {fix}"]
+    assert findings(lines) == [
+        f"error: worker: handler is a sqs_handler but the function has {what}: use api_handler or {fix}"
+    ]
 
 
 @pytest.mark.parametrize("url", [True, {"cors": True}, {"invokeMode": "BUFFERED", "authorizer": "aws_iam"}])
@@ -702,7 +823,9 @@ def test_a_streaming_function_url_is_an_error(service, capsys):
     status, lines = run(service(config), capsys)
     assert status == 1
     [line] = findings(lines)
-    assert line.startswith("error: api: its url has invokeMode: RESPONSE_STREAM, but Lambda streams responses only from Node.js")
+    assert line.startswith(
+        "error: api: its url has invokeMode: RESPONSE_STREAM, but Lambda streams responses only from Node.js"
+    )
 
 
 BATCH_RESPONSE_WORKER = (
@@ -725,10 +848,10 @@ def test_a_returned_batch_response_and_a_status_first_tuple_are_errors(service, 
     status, lines = run(service(handlers={"worker": BATCH_RESPONSE_WORKER, "api": STATUS_FIRST_API}), capsys)
     assert status == 1
     assert findings(lines, "error") == [
-        'error: api: returns (status, body): api_handler reads a tuple as (body, status[, headers]); put the body '
+        "error: api: returns (status, body): api_handler reads a tuple as (body, status[, headers]); put the body "
         'first, or return {"statusCode": ..., "body": ...}',
         'error: worker: a per-record function returns {"batchItemFailures": ...}: sqs_handler builds the batch '
-        'response itself and fails the record; raise to fail this record',
+        "response itself and fails the record; raise to fail this record",
     ]
 
 

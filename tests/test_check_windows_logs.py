@@ -58,7 +58,9 @@ WINDOW_FUNCTION = {"handler": "handlers/windowed.handler", "events": [{"stream":
 LOGS_FUNCTION = {
     "handler": "handlers/logs.handler",
     "destinations": {"onFailure": {"type": "sqs", "arn": getatt("LogsDLQ")}},
-    "events": [{"cloudwatchLog": {"logGroup": "/aws/lambda/demo-dev-api", "filter": '{ $.level = "ERROR" }'}}],
+    "events": [
+        {"cloudwatchLog": {"logGroup": "/aws/lambda/demo-dev-api", "filter": '{ $.level = "ERROR" }'}}
+    ],
 }
 HANDLERS = {"windowed": WINDOWED, "logs": LOGS}
 
@@ -69,7 +71,9 @@ def test_a_windowed_stream_and_a_log_subscription_done_right_pass(service, capsy
 
 
 def test_a_window_on_a_handler_that_never_reads_it_is_fine(service, capsys):
-    status, lines = run(service(config_with(windowed=WINDOW_FUNCTION), {"windowed": STREAM.format(options="")}), capsys)
+    status, lines = run(
+        service(config_with(windowed=WINDOW_FUNCTION), {"windowed": STREAM.format(options="")}), capsys
+    )
     assert findings(lines) == [] and status == 0
 
 
@@ -94,11 +98,16 @@ def test_reading_current_window_without_a_window_is_an_error(service, capsys):
     status, lines = run(service(config_with(windowed=function), HANDLERS), capsys)
     assert status == 1
     [line] = findings(lines)
-    assert line.startswith("error: windowed: the handler reads current_window() but no stream event of the function sets tumblingWindowInSeconds")
+    assert line.startswith(
+        "error: windowed: the handler reads current_window() but no stream event of the function sets tumblingWindowInSeconds"
+    )
 
 
 def test_reading_current_window_through_the_package_counts_too(service, capsys):
-    source = WINDOWED.replace("from lambda_kit import current_window, stream_handler", "import lambda_kit\nfrom lambda_kit import stream_handler")
+    source = WINDOWED.replace(
+        "from lambda_kit import current_window, stream_handler",
+        "import lambda_kit\nfrom lambda_kit import stream_handler",
+    )
     source = source.replace("current_window().state", "lambda_kit.current_window().state")
     function = {**WINDOW_FUNCTION, "events": [{"stream": windowed_stream(0)}]}
     _, lines = run(service(config_with(windowed=function), {"windowed": source}), capsys)
@@ -114,19 +123,31 @@ def test_a_window_state_without_on_window_end_is_a_warning(service, capsys):
 
 
 def test_requeue_with_a_window_is_a_warning(service, capsys):
-    status, lines = run(service(config_with(windowed=WINDOW_FUNCTION), {"windowed": STREAM.format(options="(on_failure='requeue')")}), capsys)
+    status, lines = run(
+        service(
+            config_with(windowed=WINDOW_FUNCTION),
+            {"windowed": STREAM.format(options="(on_failure='requeue')")},
+        ),
+        capsys,
+    )
     assert status == 0
     [line] = findings(lines)
-    assert line.startswith("warning: windowed: on_failure='requeue' with a tumbling window: a requeued record comes back in a later window")
+    assert line.startswith(
+        "warning: windowed: on_failure='requeue' with a tumbling window: a requeued record comes back in a later window"
+    )
 
 
 def test_a_window_without_report_batch_item_failures_is_an_error(service, capsys):
     stream = windowed_stream()
     del stream["functionResponseType"]
-    status, lines = run(service(config_with(windowed={**WINDOW_FUNCTION, "events": [{"stream": stream}]}), HANDLERS), capsys)
+    status, lines = run(
+        service(config_with(windowed={**WINDOW_FUNCTION, "events": [{"stream": stream}]}), HANDLERS), capsys
+    )
     assert status == 1
     [line] = findings(lines)
-    assert line.startswith("error: windowed: add functionResponseType: ReportBatchItemFailures to its stream event")
+    assert line.startswith(
+        "error: windowed: add functionResponseType: ReportBatchItemFailures to its stream event"
+    )
 
 
 # --- CloudWatch Logs subscriptions ------------------------------------------------------------------------
@@ -142,17 +163,24 @@ def test_a_log_subscription_without_a_failure_destination_is_an_error(service, c
 
 
 def test_a_log_subscription_on_another_decorator_is_an_error(service, capsys):
-    status, lines = run(service(config_with(logs=LOGS_FUNCTION), {**HANDLERS, "logs": STREAM.format(options="")}), capsys)
+    status, lines = run(
+        service(config_with(logs=LOGS_FUNCTION), {**HANDLERS, "logs": STREAM.format(options="")}), capsys
+    )
     assert status == 1
-    assert findings(lines) == ["error: logs: handler is a stream_handler but the function has cloudwatchLog events: use cloudwatch_logs_handler or move the event"]
+    assert findings(lines) == [
+        "error: logs: handler is a stream_handler but the function has cloudwatchLog events: use cloudwatch_logs_handler or move the event"
+    ]
 
 
-@pytest.mark.parametrize(("group", "name"), [
-    ("/aws/lambda/${self:service}-${sls:stage}-logs", None),
-    ("/aws/lambda/demo-dev-logs", None),
-    ("/aws/lambda/demo-${opt:stage, 'dev'}-logs", None),
-    ("/aws/lambda/log-reader", "log-reader"),
-])
+@pytest.mark.parametrize(
+    ("group", "name"),
+    [
+        ("/aws/lambda/${self:service}-${sls:stage}-logs", None),
+        ("/aws/lambda/demo-dev-logs", None),
+        ("/aws/lambda/demo-${opt:stage, 'dev'}-logs", None),
+        ("/aws/lambda/log-reader", "log-reader"),
+    ],
+)
 def test_a_function_subscribed_to_its_own_log_group_is_an_error(service, capsys, group, name):
     function = {**LOGS_FUNCTION, "events": [{"cloudwatchLog": group}], **({"name": name} if name else {})}
     status, lines = run(service(config_with(logs=function), HANDLERS), capsys)
@@ -164,9 +192,18 @@ def test_a_function_subscribed_to_its_own_log_group_is_an_error(service, capsys,
 
 def test_more_subscription_filters_than_a_log_group_takes(service, capsys):
     config = config_with(logs=LOGS_FUNCTION, audit={**LOGS_FUNCTION})
-    config["resources"]["Resources"]["ApiLogs"] = {"Type": "AWS::Logs::LogGroup", "Properties": {"LogGroupName": "/aws/lambda/demo-dev-api"}}
-    config["resources"]["Resources"]["ToArchive"] = {"Type": "AWS::Logs::SubscriptionFilter", "Properties": {
-        "LogGroupName": {"Ref": "ApiLogs"}, "FilterPattern": "", "DestinationArn": getatt("Clicks")}}
+    config["resources"]["Resources"]["ApiLogs"] = {
+        "Type": "AWS::Logs::LogGroup",
+        "Properties": {"LogGroupName": "/aws/lambda/demo-dev-api"},
+    }
+    config["resources"]["Resources"]["ToArchive"] = {
+        "Type": "AWS::Logs::SubscriptionFilter",
+        "Properties": {
+            "LogGroupName": {"Ref": "ApiLogs"},
+            "FilterPattern": "",
+            "DestinationArn": getatt("Clicks"),
+        },
+    }
     status, lines = run(service(config, {**HANDLERS, "audit": LOGS}), capsys)
     assert status == 1
     assert findings(lines) == [
@@ -175,10 +212,20 @@ def test_more_subscription_filters_than_a_log_group_takes(service, capsys):
 
 
 def test_json_false_on_a_stream_of_log_data_is_a_warning(service, capsys):
-    config = config_with(clicks={"handler": "handlers/clicks.handler", "events": [{"stream": {**windowed_stream(0)}}]})
-    config["resources"]["Resources"]["ToClicks"] = {"Type": "AWS::Logs::SubscriptionFilter", "Properties": {
-        "LogGroupName": "/aws/lambda/demo-dev-api", "FilterPattern": "", "DestinationArn": getatt("Clicks")}}
-    status, lines = run(service(config, {**HANDLERS, "clicks": STREAM.format(options="(json=False)")}), capsys)
+    config = config_with(
+        clicks={"handler": "handlers/clicks.handler", "events": [{"stream": {**windowed_stream(0)}}]}
+    )
+    config["resources"]["Resources"]["ToClicks"] = {
+        "Type": "AWS::Logs::SubscriptionFilter",
+        "Properties": {
+            "LogGroupName": "/aws/lambda/demo-dev-api",
+            "FilterPattern": "",
+            "DestinationArn": getatt("Clicks"),
+        },
+    }
+    status, lines = run(
+        service(config, {**HANDLERS, "clicks": STREAM.format(options="(json=False)")}), capsys
+    )
     assert status == 0
     assert findings(lines) == [
         "warning: clicks: a subscription filter puts CloudWatch Logs data on Clicks, but the handler is stream_handler(json=False): it gets the gzip-compressed messages; leave json on for one call per log event"
@@ -197,25 +244,46 @@ def test_serverless_package_makes_the_window_and_the_subscription_check_reads(se
         "provider": {"name": "aws", "runtime": "python3.12", "region": "us-east-1"},
         "package": {"patterns": ["handlers/**"]},
         "functions": {"windowed": WINDOW_FUNCTION, "logs": LOGS_FUNCTION},
-        "resources": {"Resources": {
-            "Clicks": {"Type": "AWS::Kinesis::Stream", "Properties": {"ShardCount": 1}},
-            "WindowDLQ": queue("demo-window-dlq"),
-            "LogsDLQ": queue("demo-logs-dlq"),
-        }},
+        "resources": {
+            "Resources": {
+                "Clicks": {"Type": "AWS::Kinesis::Stream", "Properties": {"ShardCount": 1}},
+                "WindowDLQ": queue("demo-window-dlq"),
+                "LogsDLQ": queue("demo-logs-dlq"),
+            }
+        },
     }
     path = service(config, HANDLERS)
     status, lines = run(path, capsys)
     assert findings(lines) == [] and status == 0
     serverless = ROOT / "node_modules" / ".bin" / "serverless"
     env = {key: value for key, value in os.environ.items() if not key.startswith("AWS_")}
-    env.update(SLS_TELEMETRY_DISABLED="1", AWS_ACCESS_KEY_ID="offline", AWS_SECRET_ACCESS_KEY="offline", AWS_REGION="us-east-1")
-    done = subprocess.run([str(serverless), "package", "--stage", "dev"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)
+    env.update(
+        SLS_TELEMETRY_DISABLED="1",
+        AWS_ACCESS_KEY_ID="offline",
+        AWS_SECRET_ACCESS_KEY="offline",
+        AWS_REGION="us-east-1",
+    )
+    done = subprocess.run(
+        [str(serverless), "package", "--stage", "dev"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    template = json.loads((tmp_path / ".serverless" / "cloudformation-template-update-stack.json").read_text())
+    template = json.loads(
+        (tmp_path / ".serverless" / "cloudformation-template-update-stack.json").read_text()
+    )
     resources = template["Resources"].values()
     [mapping] = [r["Properties"] for r in resources if r["Type"] == "AWS::Lambda::EventSourceMapping"]
     assert mapping["TumblingWindowInSeconds"] == 120 and mapping["FunctionResponseTypes"] == [RBIF]
     [subscription] = [r["Properties"] for r in resources if r["Type"] == "AWS::Logs::SubscriptionFilter"]
-    assert subscription["LogGroupName"] == "/aws/lambda/demo-dev-api" and subscription["FilterPattern"] == '{ $.level = "ERROR" }'
-    assert yaml.safe_load(path.read_text())["functions"]["logs"]["events"][0]["cloudwatchLog"]["logGroup"] == subscription["LogGroupName"]
+    assert (
+        subscription["LogGroupName"] == "/aws/lambda/demo-dev-api"
+        and subscription["FilterPattern"] == '{ $.level = "ERROR" }'
+    )
+    assert (
+        yaml.safe_load(path.read_text())["functions"]["logs"]["events"][0]["cloudwatchLog"]["logGroup"]
+        == subscription["LogGroupName"]
+    )

@@ -55,7 +55,9 @@ def api(request, context):
 
 @pytest.fixture
 def project(tmp_path, unique_name):
-    (tmp_path / "serverless.yml").write_text(textwrap.dedent(TOY.format(service=unique_name("cli"))), encoding="utf-8")
+    (tmp_path / "serverless.yml").write_text(
+        textwrap.dedent(TOY.format(service=unique_name("cli"))), encoding="utf-8"
+    )
     (tmp_path / "cli_worker.py").write_text(textwrap.dedent(WORKER), encoding="utf-8")
     return tmp_path / "serverless.yml"
 
@@ -73,10 +75,39 @@ def _one_error_line(capsys):
 
 def _log_file(tmp_path):
     lines = [
-        {"timestamp": "2024-05-01T10:00:00.000Z", "level": "INFO", "message": "request received", "function_name": "svc-dev-ingest", "trace_id": "T-1"},
-        {"timestamp": "2024-05-01T10:00:00.050Z", "level": "INFO", "message": "request processed", "function_name": "svc-dev-ingest", "trace_id": "T-1", "duration_ms": 48.5, "outcome": "ok"},
-        {"timestamp": "2024-05-01T10:00:00.020Z", "level": "INFO", "message": "other", "function_name": "svc-dev-ingest", "trace_id": "T-2"},
-        {"timestamp": "2024-05-01T10:00:02.500Z", "level": "ERROR", "message": "record failed", "function_name": "svc-dev-counter", "trace_id": "T-1", "outcome": "failed", "error_type": "ValueError", "error": "bad"},
+        {
+            "timestamp": "2024-05-01T10:00:00.000Z",
+            "level": "INFO",
+            "message": "request received",
+            "function_name": "svc-dev-ingest",
+            "trace_id": "T-1",
+        },
+        {
+            "timestamp": "2024-05-01T10:00:00.050Z",
+            "level": "INFO",
+            "message": "request processed",
+            "function_name": "svc-dev-ingest",
+            "trace_id": "T-1",
+            "duration_ms": 48.5,
+            "outcome": "ok",
+        },
+        {
+            "timestamp": "2024-05-01T10:00:00.020Z",
+            "level": "INFO",
+            "message": "other",
+            "function_name": "svc-dev-ingest",
+            "trace_id": "T-2",
+        },
+        {
+            "timestamp": "2024-05-01T10:00:02.500Z",
+            "level": "ERROR",
+            "message": "record failed",
+            "function_name": "svc-dev-counter",
+            "trace_id": "T-1",
+            "outcome": "failed",
+            "error_type": "ValueError",
+            "error": "bad",
+        },
     ]
     path = tmp_path / "logs.jsonl"
     path.write_text("\n".join(json.dumps(line) for line in lines) + "\nnot json\n", encoding="utf-8")
@@ -115,14 +146,30 @@ def test_trace_from_cloudwatch_logs(tmp_path, aws_endpoint, project, capsys):
 
     now = int(time.time() * 1000)
     events = [
-        {"timestamp": now, "message": json.dumps({"timestamp": "2024-05-01T10:00:00.000Z", "level": "INFO", "message": "record received", "function_name": config.functions["worker"].name, "trace_id": "T-aws"})},
-        {"timestamp": now + 1, "message": json.dumps({"level": "INFO", "message": "someone else", "trace_id": "T-other"})},
+        {
+            "timestamp": now,
+            "message": json.dumps(
+                {
+                    "timestamp": "2024-05-01T10:00:00.000Z",
+                    "level": "INFO",
+                    "message": "record received",
+                    "function_name": config.functions["worker"].name,
+                    "trace_id": "T-aws",
+                }
+            ),
+        },
+        {
+            "timestamp": now + 1,
+            "message": json.dumps({"level": "INFO", "message": "someone else", "trace_id": "T-other"}),
+        },
         {"timestamp": now + 2, "message": "START RequestId: x Version: $LATEST"},
     ]
     logs.put_log_events(logGroupName=group, logStreamName="s", logEvents=events)
     assert main(["trace", "T-aws", "--aws", "--since", "1h", "-c", str(project)]) == 0
     out = capsys.readouterr().out
-    assert "1 log lines from CloudWatch Logs" in out and "record received" in out and "someone else" not in out
+    assert (
+        "1 log lines from CloudWatch Logs" in out and "record received" in out and "someone else" not in out
+    )
     assert "no such log group" in out  # the api function has none
     assert "@trace_id:T-aws" in out
 
@@ -131,7 +178,23 @@ def test_trace_from_cloudwatch_logs(tmp_path, aws_endpoint, project, capsys):
 
 
 def test_invoke_prints_the_response_and_the_log_lines(project, aws_endpoint, capsys):
-    assert main(["invoke", "worker", "--event", "sqs", "--body", '{"n": 1}', "--trace-id", "T-inv", "-c", str(project)]) == 0
+    assert (
+        main(
+            [
+                "invoke",
+                "worker",
+                "--event",
+                "sqs",
+                "--body",
+                '{"n": 1}',
+                "--trace-id",
+                "T-inv",
+                "-c",
+                str(project),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert '"batchItemFailures": []' in out
     lines = [json.loads(line) for line in out.splitlines() if line.startswith('{"timestamp"')]
@@ -165,8 +228,14 @@ def test_invoke_from_a_file(project, aws_endpoint, tmp_path, capsys):
     [
         (["invoke", "nope", "--event", "sqs"], "unknown function 'nope'"),
         (["invoke", "worker", "--event", "sqs", "--body", "{bad"], "--body is not valid JSON"),
-        (["invoke", "worker", "--event", "sqs", "--file", "/nonexistent/x.json"], "--file /nonexistent/x.json"),
-        (["invoke", "worker", "--event", "s3", "--body", '{"Key": "a.txt"}'], "--event s3: an S3 payload names the object (bucket, key"),
+        (
+            ["invoke", "worker", "--event", "sqs", "--file", "/nonexistent/x.json"],
+            "--file /nonexistent/x.json",
+        ),
+        (
+            ["invoke", "worker", "--event", "s3", "--body", '{"Key": "a.txt"}'],
+            "--event s3: an S3 payload names the object (bucket, key",
+        ),
     ],
 )
 def test_invoke_user_errors(project, capsys, argv, expected):
@@ -204,11 +273,16 @@ def test_unreachable_aws_endpoint_url(project, monkeypatch, capsys):
 
 def test_run_needs_the_services_own_load(tmp_path, aws_endpoint, unique_name, capsys):
     config = tmp_path / "serverless.yml"
-    config.write_text(f"service: {unique_name('norun')}\nfunctions:\n  f:\n    handler: plain.handler\n", encoding="utf-8")
+    config.write_text(
+        f"service: {unique_name('norun')}\nfunctions:\n  f:\n    handler: plain.handler\n", encoding="utf-8"
+    )
     (tmp_path / "plain.py").write_text("def handler(event, context):\n    return event\n", encoding="utf-8")
     assert main(["run", "-c", str(config), "--logs", str(tmp_path / "logs.jsonl")]) == 2
     line = _one_error_line(capsys)
-    assert "names no load for `lambda-kit run`: add custom.lambdaKit.run: MODULE" in line and "`lambda-kit local`" in line
+    assert (
+        "names no load for `lambda-kit run`: add custom.lambdaKit.run: MODULE" in line
+        and "`lambda-kit local`" in line
+    )
 
 
 def test_bad_options_are_usage_errors(capsys):
@@ -260,20 +334,29 @@ def handler(request, context):
 """
 
 
-@pytest.mark.parametrize(("function", "shape", "method", "path"), [
-    ("rest", "v1", "PUT", "/things/{id}"),
-    ("balanced", "alb", "PATCH", "/doors/"),
-    ("linked", "url", "GET", "/"),
-])
-def test_invoke_an_api_function_sends_its_front_doors_shape(tmp_path, unique_name, aws_endpoint, capsys, function, shape, method, path):
-    (tmp_path / "serverless.yml").write_text(textwrap.dedent(FRONT_DOORS.format(service=unique_name("doors"))), encoding="utf-8")
+@pytest.mark.parametrize(
+    ("function", "shape", "method", "path"),
+    [
+        ("rest", "v1", "PUT", "/things/{id}"),
+        ("balanced", "alb", "PATCH", "/doors/"),
+        ("linked", "url", "GET", "/"),
+    ],
+)
+def test_invoke_an_api_function_sends_its_front_doors_shape(
+    tmp_path, unique_name, aws_endpoint, capsys, function, shape, method, path
+):
+    (tmp_path / "serverless.yml").write_text(
+        textwrap.dedent(FRONT_DOORS.format(service=unique_name("doors"))), encoding="utf-8"
+    )
     (tmp_path / "doors.py").write_text(textwrap.dedent(DOORS), encoding="utf-8")
     assert main(["invoke", function, "--event", "api", "-c", str(tmp_path / "serverless.yml")]) == 0
     out = capsys.readouterr().out
-    response = json.loads(out[out.index("response:\n") + len("response:\n"):out.index("log lines")])
+    response = json.loads(out[out.index("response:\n") + len("response:\n") : out.index("log lines")])
     assert json.loads(response["body"]) == {"shape": shape, "method": method, "path": path}
     if shape == "alb":  # multiValueHeaders: true on the alb event
-        assert response["statusDescription"] == "200 OK" and response["multiValueHeaders"]["Set-Cookie"] == ["seen=1"]
+        assert response["statusDescription"] == "200 OK" and response["multiValueHeaders"]["Set-Cookie"] == [
+            "seen=1"
+        ]
     elif shape == "url":
         assert response["cookies"] == ["seen=1"]
     else:

@@ -14,10 +14,14 @@ import pytest
 from lambda_kit.cli import main
 
 # 687 bytes: nine levels of nine aliases stand for 9**9 (387 million) strings.
-ALIAS_BOMB = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
-    f"{name}: &{name} [" + ",".join([f"*{previous}"] * 9) + "]\n"
-    for previous, name in zip("abcdefgh", "bcdefghi", strict=True)
-) + "service: bomb\nfunctions:\n  f:\n    handler: m.handler\n    environment:\n      BOMB: ${self:i}\n"
+ALIAS_BOMB = (
+    'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
+    + "".join(
+        f"{name}: &{name} [" + ",".join([f"*{previous}"] * 9) + "]\n"
+        for previous, name in zip("abcdefgh", "bcdefghi", strict=True)
+    )
+    + "service: bomb\nfunctions:\n  f:\n    handler: m.handler\n    environment:\n      BOMB: ${self:i}\n"
+)
 
 SERVICE = "service: hostile\nprovider:\n  name: aws\nfunctions:\n  f:\n    handler: m.handler\n"
 
@@ -58,14 +62,19 @@ def fifo(tmp_path):
 @pytest.fixture
 def logs(tmp_path):
     path = tmp_path / "logs.jsonl"
-    path.write_text('{"timestamp": "2024-05-01T10:00:00Z", "level": "INFO", "message": "m", "trace_id": "T-1"}\n')
+    path.write_text(
+        '{"timestamp": "2024-05-01T10:00:00Z", "level": "INFO", "message": "m", "trace_id": "T-1"}\n'
+    )
     return str(path)
 
 
 # --- special files ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("command", [["check"], ["check", "-c"], ["invoke", "f", "--event", "sqs", "-c"], ["local", "-c"], ["run", "-c"]])
+@pytest.mark.parametrize(
+    "command",
+    [["check"], ["check", "-c"], ["invoke", "f", "--event", "sqs", "-c"], ["local", "-c"], ["run", "-c"]],
+)
 def test_a_fifo_as_serverless_yml_is_refused_before_reading(fifo, command, capsys):
     argv = [*command, fifo] if command != ["check"] else ["check", fifo]
     status, line = answer(argv, capsys)
@@ -76,7 +85,10 @@ def test_a_fifo_as_serverless_yml_is_refused_before_reading(fifo, command, capsy
 @pytest.mark.parametrize(("path", "kind"), [("/dev/zero", "a character device"), ("/", "a directory")])
 def test_a_device_or_a_directory_as_serverless_yml_is_refused(path, kind, capsys):
     status, line = answer(["check", path], capsys)
-    assert (status, line) == (2, f"error: {path} is {kind}, not a file: run in the service directory or pass the path to serverless.yml")
+    assert (status, line) == (
+        2,
+        f"error: {path} is {kind}, not a file: run in the service directory or pass the path to serverless.yml",
+    )
     status, line = answer(["invoke", "f", "--event", "sqs", "-c", path], capsys)
     assert status == 2 and f"{path} is {kind}, not a file" in line
 
@@ -87,14 +99,19 @@ def test_trace_refuses_a_fifo_or_a_device_as_its_log_file(tmp_path, capsys):
     status, line = answer(["trace", "T-1", "--logs", str(fifo)], capsys)
     assert status == 2 and line.startswith(f"lambda-kit trace: argument --logs: {fifo} is a FIFO or a socket")
     status, line = answer(["trace", "T-1", "--logs", "/dev/zero"], capsys)
-    assert (status, line) == (2, "lambda-kit trace: /dev/zero is a character device, not a file: "
-                                 "run `lambda-kit run` or `lambda-kit local` first, or pass --logs FILE")
+    assert (status, line) == (
+        2,
+        "lambda-kit trace: /dev/zero is a character device, not a file: "
+        "run `lambda-kit run` or `lambda-kit local` first, or pass --logs FILE",
+    )
 
 
 def test_trace_with_a_fifo_for_serverless_yml_still_reads_the_log(fifo, logs, capsys):
     """The service only shortens function names in a trace: a FIFO in its place is skipped, not waited on."""
     done: list[int] = []
-    runner = threading.Thread(target=lambda: done.append(main(["trace", "T-1", "--logs", logs, "-c", fifo])), daemon=True)
+    runner = threading.Thread(
+        target=lambda: done.append(main(["trace", "T-1", "--logs", logs, "-c", fifo])), daemon=True
+    )
     runner.start()
     runner.join(HANG)
     assert done == [0]
@@ -107,9 +124,13 @@ def test_invoke_refuses_a_fifo_or_a_device_as_its_payload_file(tmp_path, capsys)
     fifo = tmp_path / "payload.json"
     os.mkfifo(fifo)
     status, line = answer(["invoke", "f", "--event", "sqs", "--file", str(fifo), "-c", str(config)], capsys)
-    assert status == 2 and line.startswith(f"lambda-kit invoke: --file {fifo} is a FIFO (named pipe), not a file")
+    assert status == 2 and line.startswith(
+        f"lambda-kit invoke: --file {fifo} is a FIFO (named pipe), not a file"
+    )
     status, line = answer(["invoke", "f", "--event", "sqs", "--file", "/dev/zero", "-c", str(config)], capsys)
-    assert status == 2 and line.startswith("lambda-kit invoke: --file /dev/zero is a character device, not a file")
+    assert status == 2 and line.startswith(
+        "lambda-kit invoke: --file /dev/zero is a character device, not a file"
+    )
 
 
 @pytest.mark.parametrize("log_option", [["local"], ["soak"]])
@@ -132,15 +153,23 @@ def test_an_unreadable_file_is_named_with_the_os_error(tmp_path, logs, capsys):
     config.chmod(0)
     os.chmod(logs, 0)
     assert answer(["check", str(config)], capsys) == (2, f"error: cannot read {config}: Permission denied")
-    assert answer(["trace", "T-1", "--logs", logs], capsys) == (2, f"lambda-kit trace: cannot read {logs}: Permission denied")
+    assert answer(["trace", "T-1", "--logs", logs], capsys) == (
+        2,
+        f"lambda-kit trace: cannot read {logs}: Permission denied",
+    )
 
 
-@pytest.mark.parametrize(("name", "reason"), [("a-file/serverless.yml", "Not a directory"), ("x" * 300, "File name too long")])
+@pytest.mark.parametrize(
+    ("name", "reason"), [("a-file/serverless.yml", "Not a directory"), ("x" * 300, "File name too long")]
+)
 def test_an_os_error_is_named_never_an_internal_error(tmp_path, name, reason, capsys):
     (tmp_path / "a-file").write_text("")
     path = tmp_path / name
     assert answer(["check", str(path)], capsys) == (2, f"error: cannot read {path}: {reason}")
-    assert answer(["trace", "T-1", "--logs", str(path)], capsys) == (2, f"lambda-kit trace: cannot read {path}: {reason}")
+    assert answer(["trace", "T-1", "--logs", str(path)], capsys) == (
+        2,
+        f"lambda-kit trace: cannot read {path}: {reason}",
+    )
     status, line = answer(["invoke", "f", "--event", "sqs", "-c", str(path)], capsys)
     assert (status, line) == (2, f"lambda-kit invoke: cannot read {path}: {reason}")
 
@@ -154,7 +183,10 @@ def test_the_alias_bomb_is_refused_by_check_and_invoke(tmp_path, capsys):
     assert len(ALIAS_BOMB.encode()) < 800
     expected = f"{path} is not valid YAML: more than 250,000 values once its aliases are expanded at line 6, column 17"
     assert answer(["check", str(path)], capsys) == (2, f"error: {expected}")
-    assert answer(["invoke", "f", "--event", "sqs", "-c", str(path)], capsys) == (2, f"lambda-kit invoke: {expected}")
+    assert answer(["invoke", "f", "--event", "sqs", "-c", str(path)], capsys) == (
+        2,
+        f"lambda-kit invoke: {expected}",
+    )
 
 
 def test_aliases_a_service_shares_settings_with_still_load(tmp_path, capsys):
@@ -169,24 +201,30 @@ def test_aliases_a_service_shares_settings_with_still_load(tmp_path, capsys):
     assert "handler 'm.handler' names m.py, which does not exist" in out and "20 warning" not in out
 
 
-@pytest.mark.parametrize("text", [
-    "service: deep\nfunctions: " + "[" * 5000 + "]" * 5000 + "\n",
-    "service: deep\nfunctions: " + "{a: " * 150 + "1" + "}" * 150 + "\n",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "service: deep\nfunctions: " + "[" * 5000 + "]" * 5000 + "\n",
+        "service: deep\nfunctions: " + "{a: " * 150 + "1" + "}" * 150 + "\n",
+    ],
+)
 def test_deeply_nested_yaml_is_refused(tmp_path, text, capsys):
     path = tmp_path / "serverless.yml"
     path.write_text(text)
     status, line = answer(["check", str(path)], capsys)
     assert status == 2 and line.startswith(f"error: {path} is not valid YAML: ")
     # lambda_kit's limit, or libyaml's own at 1,000 levels where its parser reads ahead that far
-    assert re.search(r"(nested deeper than 100 levels|exceeded maximum nesting depth) at line 2, column \d+$", line), line
+    assert re.search(
+        r"(nested deeper than 100 levels|exceeded maximum nesting depth) at line 2, column \d+$", line
+    ), line
 
 
 def test_a_recursive_alias_is_refused(tmp_path, capsys):
     path = tmp_path / "serverless.yml"
     path.write_text("service: loop\nfunctions: &f [*f]\n")
     assert answer(["check", str(path)], capsys) == (
-        2, f"error: {path} is not valid YAML: an alias refers to the value that holds it at line 2, column 16"
+        2,
+        f"error: {path} is not valid YAML: an alias refers to the value that holds it at line 2, column 16",
     )
 
 
@@ -194,7 +232,8 @@ def test_a_serverless_yml_over_a_megabyte_is_refused_unread(tmp_path, capsys):
     path = tmp_path / "serverless.yml"
     path.write_text(SERVICE + "# " + "x" * 1_000_000 + "\n")
     assert answer(["check", str(path)], capsys) == (
-        2, f"error: {path} is larger than 1,000,000 bytes, more than lambda-kit reads: pass a smaller file"
+        2,
+        f"error: {path} is larger than 1,000,000 bytes, more than lambda-kit reads: pass a smaller file",
     )
 
 
@@ -211,7 +250,10 @@ def test_a_file_that_is_not_utf8_is_one_line(tmp_path, capsys):
 def test_check_fails_on_a_file_without_service(tmp_path, capsys):
     path = tmp_path / "serverless.yml"
     path.write_text(SERVICE.replace("service: hostile\n", ""))
-    assert answer(["check", str(path)], capsys) == (2, f"error: {path} names no service: add service: <name> (the framework requires it)")
+    assert answer(["check", str(path)], capsys) == (
+        2,
+        f"error: {path} names no service: add service: <name> (the framework requires it)",
+    )
     path.write_text(SERVICE.replace("service: hostile", "service: {name: ''}"))
     assert answer(["check", str(path)], capsys)[0] == 2
 
@@ -219,5 +261,7 @@ def test_check_fails_on_a_file_without_service(tmp_path, capsys):
 def test_a_payload_nested_too_deeply_is_one_line(tmp_path, capsys):
     config = tmp_path / "serverless.yml"
     config.write_text(SERVICE)
-    status, line = answer(["invoke", "f", "--event", "sqs", "--body", "[" * 100_000, "-c", str(config)], capsys)
+    status, line = answer(
+        ["invoke", "f", "--event", "sqs", "--body", "[" * 100_000, "-c", str(config)], capsys
+    )
     assert (status, line) == (2, "lambda-kit invoke: --body is nested too deeply to be a payload")

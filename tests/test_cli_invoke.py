@@ -62,7 +62,9 @@ CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 @pytest.fixture
 def project(tmp_path, unique_name):
-    (tmp_path / "serverless.yml").write_text(textwrap.dedent(SERVICE.format(service=unique_name("routes"))), encoding="utf-8")
+    (tmp_path / "serverless.yml").write_text(
+        textwrap.dedent(SERVICE.format(service=unique_name("routes"))), encoding="utf-8"
+    )
     (tmp_path / "routes_app.py").write_text(textwrap.dedent(APP), encoding="utf-8")
     return tmp_path / "serverless.yml"
 
@@ -74,17 +76,20 @@ def invoke(project: Path, capsys, *argv: str) -> tuple[int, dict, str]:
     return status, json.loads(response["body"]), captured.err
 
 
-@pytest.mark.parametrize(("template", "path", "expected"), [
-    ("/orders/{id}", "/orders/o-1", {"id": "o-1"}),
-    ("/orders/{id}", "/orders/o%2F1/", {"id": "o/1"}),
-    ("/orders/{id}", "/orders/o-1/items", None),
-    ("/orders/{id}/items/{item}", "/orders/7/items/x", {"id": "7", "item": "x"}),
-    ("/files/{proxy+}", "/files/a/b/c.txt", {"proxy": "a/b/c.txt"}),
-    ("/files/{proxy+}", "/files/", None),
-    ("/{order-id}", "/42", {"order-id": "42"}),
-    ("/", "/", {}),
-    ("/static", "/other", None),
-])
+@pytest.mark.parametrize(
+    ("template", "path", "expected"),
+    [
+        ("/orders/{id}", "/orders/o-1", {"id": "o-1"}),
+        ("/orders/{id}", "/orders/o%2F1/", {"id": "o/1"}),
+        ("/orders/{id}", "/orders/o-1/items", None),
+        ("/orders/{id}/items/{item}", "/orders/7/items/x", {"id": "7", "item": "x"}),
+        ("/files/{proxy+}", "/files/a/b/c.txt", {"proxy": "a/b/c.txt"}),
+        ("/files/{proxy+}", "/files/", None),
+        ("/{order-id}", "/42", {"order-id": "42"}),
+        ("/", "/", {}),
+        ("/static", "/other", None),
+    ],
+)
 def test_the_path_parameters_of_a_route(template, path, expected):
     assert path_parameters(template, path) == expected
 
@@ -108,7 +113,17 @@ def test_invoke_fills_a_greedy_parameter_on_a_rest_route(project, aws_endpoint, 
 
 
 def test_a_path_parameter_set_by_hand(project, aws_endpoint, capsys):
-    status, body, _ = invoke(project, capsys, "orders", "--path", "/orders/o-1", "--path-param", "id=o-2", "--path-param", "extra=a=b")
+    status, body, _ = invoke(
+        project,
+        capsys,
+        "orders",
+        "--path",
+        "/orders/o-1",
+        "--path-param",
+        "id=o-2",
+        "--path-param",
+        "extra=a=b",
+    )
     assert status == 0 and body["params"] == {"id": "o-2", "extra": "a=b"}
 
 
@@ -120,10 +135,19 @@ def test_a_path_no_route_takes_is_sent_with_a_warning(project, aws_endpoint, cap
     )
 
 
-@pytest.mark.parametrize(("argv", "expected"), [
-    (["orders", "--event", "sqs", "--path-param", "id=1"], "lambda-kit invoke: --path-param only apply to --event api, not --event sqs"),
-    (["noisy", "--event", "api", "--path-param", "id=1"], "lambda-kit invoke: --path-param: noisy's front door (url) has no path parameters"),
-])
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (
+            ["orders", "--event", "sqs", "--path-param", "id=1"],
+            "lambda-kit invoke: --path-param only apply to --event api, not --event sqs",
+        ),
+        (
+            ["noisy", "--event", "api", "--path-param", "id=1"],
+            "lambda-kit invoke: --path-param: noisy's front door (url) has no path parameters",
+        ),
+    ],
+)
 def test_path_parameters_where_there_are_none_are_one_line(project, aws_endpoint, capsys, argv, expected):
     assert main(["invoke", *argv, "-c", str(project)]) == 2
     assert capsys.readouterr().err.splitlines() == [expected]
@@ -133,7 +157,9 @@ def test_a_bad_path_parameter_is_one_line(capsys):
     with pytest.raises(SystemExit):
         main(["invoke", "orders", "--event", "api", "--path-param", "id"])
     [line] = capsys.readouterr().err.splitlines()
-    assert line.startswith("lambda-kit invoke: argument --path-param: 'id' is not a path parameter: NAME=VALUE")
+    assert line.startswith(
+        "lambda-kit invoke: argument --path-param: 'id' is not a path parameter: NAME=VALUE"
+    )
 
 
 # --- what invoke, check and help print ------------------------------------------------------------------
@@ -149,7 +175,9 @@ def test_invoke_escapes_what_the_function_logs_and_returns(project, aws_endpoint
 
 def test_check_escapes_what_serverless_yml_holds(tmp_path, capsys):
     path = tmp_path / "serverless.yml"
-    path.write_text('service: s\nfunctions:\n  f:\n    handler: "handlers/\\e]0;x\\a\\rmod.handler"\n', encoding="utf-8")
+    path.write_text(
+        'service: s\nfunctions:\n  f:\n    handler: "handlers/\\e]0;x\\a\\rmod.handler"\n', encoding="utf-8"
+    )
     assert main(["check", str(path)]) == 1
     out = capsys.readouterr().out
     assert not CONTROL.search(out)
@@ -168,7 +196,13 @@ def test_help_prints_each_topic(capsys):
 def test_every_help_topic_a_message_names_exists():
     """Messages point at ``lambda-kit help TOPIC`` (a wheel has no docs/): each such topic is there."""
     package = Path(__file__).resolve().parent.parent / "lambda_kit"
-    named = {topic for path in package.rglob("*.py") for topic in re.findall(r"lambda-kit help ([a-z]+)", path.read_text())}
+    named = {
+        topic
+        for path in package.rglob("*.py")
+        for topic in re.findall(r"lambda-kit help ([a-z]+)", path.read_text())
+    }
     assert named and named <= set(TOPICS), named - set(TOPICS)
-    docs_pointers = [path for path in package.rglob("*.py") if re.search(r"see docs/\S+\.md", path.read_text())]
+    docs_pointers = [
+        path for path in package.rglob("*.py") if re.search(r"see docs/\S+\.md", path.read_text())
+    ]
     assert docs_pointers == []

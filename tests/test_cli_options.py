@@ -63,7 +63,9 @@ def notify(message, context):
 
 @pytest.fixture
 def project(tmp_path, unique_name):
-    (tmp_path / "serverless.yml").write_text(textwrap.dedent(SERVICE.format(service=unique_name("opts"))), encoding="utf-8")
+    (tmp_path / "serverless.yml").write_text(
+        textwrap.dedent(SERVICE.format(service=unique_name("opts"))), encoding="utf-8"
+    )
     (tmp_path / "options_app.py").write_text(textwrap.dedent(APP), encoding="utf-8")
     return tmp_path / "serverless.yml"
 
@@ -76,22 +78,40 @@ def _response(out: str) -> dict:
 # --- bad option values: one line, exit 2, for every command ----------------------------------------
 
 BAD_VALUES = [
-    (["run", "--port", "99999"], "argument --port: 99999 is out of range: a TCP port (0: any free port) must be between 0 and 65535"),
+    (
+        ["run", "--port", "99999"],
+        "argument --port: 99999 is out of range: a TCP port (0: any free port) must be between 0 and 65535",
+    ),
     (["local", "--port", "-1"], "argument --port: -1 is out of range"),
     (["local", "--port", "http"], "argument --port: 'http' is not an integer"),
     (["run", "--events", "0"], "argument --events: 0 is out of range: a count must be at least 1"),
     (["run", "--articles", "-3"], "argument --articles: -3 is out of range"),
-    (["run", "--duplicates", "2"], "argument --duplicates: 2 is out of range: a share of the events must be between 0 and 0.9"),
+    (
+        ["run", "--duplicates", "2"],
+        "argument --duplicates: 2 is out of range: a share of the events must be between 0 and 0.9",
+    ),
     (["run", "--duplicates", "nan"], "argument --duplicates: nan is out of range"),
     (["run", "--poison", "-1"], "argument --poison: -1 is out of range"),
     (["soak", "--events", "-5"], "argument --events: -5 is out of range"),
-    (["soak", "--fault-rate", "0.9"], "argument --fault-rate: 0.9 is out of range: a share must be between 0 and 0.5"),
+    (
+        ["soak", "--fault-rate", "0.9"],
+        "argument --fault-rate: 0.9 is out of range: a share must be between 0 and 0.5",
+    ),
     (["soak", "--timeout", "0"], "argument --timeout: 0 is out of range"),
     (["soak", "--seed", "x"], "argument --seed: 'x' is not an integer"),
-    (["invoke", "worker", "--event", "api", "--method", "GE T"], "argument --method: 'GE T' is not an HTTP method"),
-    (["invoke", "worker", "--event", "api", "--path", "echo"], "argument --path: 'echo' is not a request path"),
+    (
+        ["invoke", "worker", "--event", "api", "--method", "GE T"],
+        "argument --method: 'GE T' is not an HTTP method",
+    ),
+    (
+        ["invoke", "worker", "--event", "api", "--path", "echo"],
+        "argument --path: 'echo' is not a request path",
+    ),
     (["invoke", "worker", "--event", "api", "--path", "/echo?a=1"], "the query string goes in --query"),
-    (["invoke", "worker", "--event", "api", "--query", "a=1&&b"], "argument --query: 'a=1&&b' is not a query string"),
+    (
+        ["invoke", "worker", "--event", "api", "--query", "a=1&&b"],
+        "argument --query: 'a=1&&b' is not a query string",
+    ),
     (["invoke", "worker", "--event", "pigeon"], "argument --event: invalid choice: 'pigeon'"),
     (["trace"], "the following arguments are required: ID"),
     (["trace", "T-1", "--aws", "--since", "soon"], "argument --since: 'soon' is not a time span"),
@@ -131,18 +151,26 @@ def test_good_option_values_at_the_bounds_pass(capsys):
     demo.options(parser)
     args = parser.parse_args(["--events", "1", "--duplicates", "0.9", "--poison", "0"])
     assert (args.events, args.duplicates, args.poison) == (1, 0.9, 0)
-    args = build_parser().parse_args(["invoke", "api", "--event", "api", "--method", "post", "--query", "?a=1&a=2&b=x%20y&c="])
+    args = build_parser().parse_args(
+        ["invoke", "api", "--event", "api", "--method", "post", "--query", "?a=1&a=2&b=x%20y&c="]
+    )
     assert args.method == "POST" and args.query == {"a": ["1", "2"], "b": "x y", "c": ""}
 
 
 def test_a_bad_trace_id_is_one_line(project, capsys):
     assert main(["invoke", "worker", "--event", "sqs", "--trace-id", "two words", "-c", str(project)]) == 2
     [line] = capsys.readouterr().err.splitlines()
-    assert line == "lambda-kit invoke: --trace-id 'two words' is not a trace id (1-128 letters, digits and -_.:=;/+)"
+    assert (
+        line
+        == "lambda-kit invoke: --trace-id 'two words' is not a trace id (1-128 letters, digits and -_.:=;/+)"
+    )
 
 
 def test_http_options_need_an_api_event(project, capsys):
-    assert main(["invoke", "worker", "--event", "sqs", "--query", "a=1", "--path", "/x", "-c", str(project)]) == 2
+    assert (
+        main(["invoke", "worker", "--event", "sqs", "--query", "a=1", "--path", "/x", "-c", str(project)])
+        == 2
+    )
     [line] = capsys.readouterr().err.splitlines()
     assert line == "lambda-kit invoke: --path, --query only apply to --event api, not --event sqs"
 
@@ -151,7 +179,10 @@ def test_http_options_need_an_api_event(project, capsys):
 
 
 def test_invoke_passes_the_query_string(project, aws_endpoint, capsys):
-    assert main(["invoke", "api", "--event", "api", "--query", "url=myblog.com%2Fa&days=7", "-c", str(project)]) == 0
+    assert (
+        main(["invoke", "api", "--event", "api", "--query", "url=myblog.com%2Fa&days=7", "-c", str(project)])
+        == 0
+    )
     captured = capsys.readouterr()
     response = _response(captured.out)
     assert response["statusCode"] == 200
@@ -185,7 +216,10 @@ def test_invoke_warns_when_the_event_kind_does_not_fit_the_function(project, aws
     err = capsys.readouterr().err.splitlines()
     assert err[0] == f"lambda-kit invoke: warning: worker gets sqs events in {project}, not sns"
     main(["invoke", "api", "--event", "kinesis", "--body", '{"n": 1}', "-c", str(project)])
-    assert capsys.readouterr().err.splitlines()[0] == f"lambda-kit invoke: warning: api gets api events in {project}, not kinesis"
+    assert (
+        capsys.readouterr().err.splitlines()[0]
+        == f"lambda-kit invoke: warning: api gets api events in {project}, not kinesis"
+    )
 
 
 # --- check takes -c ---------------------------------------------------------------------------------

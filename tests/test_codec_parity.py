@@ -35,6 +35,7 @@ TRACE_ID = "parity-trace-1"
 
 # --- values of every kind a function returns ------------------------------------------------------
 
+
 class Colour(enum.Enum):
     RED = "red"
     HALF = Decimal("0.5")
@@ -78,46 +79,140 @@ class Items(list):
     pass
 
 
-EDGE_INTS = [2**63 - 1, 2**63, 2**64 - 1, 2**64, -(2**63), -(2**63) - 1, 10**307, 10**308 - 1, 10**308,
-             -(10**308), 10**400]
-EDGE_DECIMALS = [Decimal(text) for text in (
-    "3", "3.00", "0.1", "0.10", "-0", "-0.0", "1E+2", "1E+400", "-1E+308", "9.99E+307", "1E-400", "1.5E-7",
-    "NaN", "-NaN", "sNaN", "Infinity", "-Infinity", "123456789012345678901234567890.5", "1E+30",
-)]
-EDGE_FLOATS = [0.0, -0.0, 1e-4, 9.99e-5, 1e-5, -1.5e-5, 1e-7, 5e-324, 1e16, 1e22, 1.7976931348623157e308,
-               float("nan"), float("inf"), float("-inf")]
-EDGE_TEXT = ["myblog.com/article1", "</script>", "\u2028\u2029\x85", "\x00\x1f\x7f", "é/ü 💥", '"\\', "\ud800", "a\udfffb"]
-offsets = st.timedeltas(min_value=-datetime.timedelta(hours=23, minutes=59), max_value=datetime.timedelta(hours=23, minutes=59))
+EDGE_INTS = [
+    2**63 - 1,
+    2**63,
+    2**64 - 1,
+    2**64,
+    -(2**63),
+    -(2**63) - 1,
+    10**307,
+    10**308 - 1,
+    10**308,
+    -(10**308),
+    10**400,
+]
+EDGE_DECIMALS = [
+    Decimal(text)
+    for text in (
+        "3",
+        "3.00",
+        "0.1",
+        "0.10",
+        "-0",
+        "-0.0",
+        "1E+2",
+        "1E+400",
+        "-1E+308",
+        "9.99E+307",
+        "1E-400",
+        "1.5E-7",
+        "NaN",
+        "-NaN",
+        "sNaN",
+        "Infinity",
+        "-Infinity",
+        "123456789012345678901234567890.5",
+        "1E+30",
+    )
+]
+EDGE_FLOATS = [
+    0.0,
+    -0.0,
+    1e-4,
+    9.99e-5,
+    1e-5,
+    -1.5e-5,
+    1e-7,
+    5e-324,
+    1e16,
+    1e22,
+    1.7976931348623157e308,
+    float("nan"),
+    float("inf"),
+    float("-inf"),
+]
+EDGE_TEXT = [
+    "myblog.com/article1",
+    "</script>",
+    "\u2028\u2029\x85",
+    "\x00\x1f\x7f",
+    "é/ü 💥",
+    '"\\',
+    "\ud800",
+    "a\udfffb",
+]
+offsets = st.timedeltas(
+    min_value=-datetime.timedelta(hours=23, minutes=59), max_value=datetime.timedelta(hours=23, minutes=59)
+)
 zones = st.none() | st.just(datetime.UTC) | offsets.map(datetime.timezone)
 
 hashable = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.sampled_from(EDGE_INTS), st.floats(), st.text(max_size=8),
-    st.decimals(allow_nan=False), st.sampled_from([d for d in EDGE_DECIMALS if not d.is_snan()]),
-    st.dates(), st.uuids(), st.binary(max_size=6), st.sampled_from([*Colour, *Level, *Kind]),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.sampled_from(EDGE_INTS),
+    st.floats(),
+    st.text(max_size=8),
+    st.decimals(allow_nan=False),
+    st.sampled_from([d for d in EDGE_DECIMALS if not d.is_snan()]),
+    st.dates(),
+    st.uuids(),
+    st.binary(max_size=6),
+    st.sampled_from([*Colour, *Level, *Kind]),
 )
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.sampled_from(EDGE_INTS),
-    st.just(5_000).map(lambda digits: 10**digits),  # drawn, as repr() refuses it: more digits than Python writes
-    st.floats(), st.floats(min_value=-1e-3, max_value=1e-3), st.sampled_from(EDGE_FLOATS),
-    st.text(max_size=12), st.sampled_from(EDGE_TEXT),
-    st.decimals(), st.sampled_from(EDGE_DECIMALS),
-    st.datetimes(timezones=zones), st.dates(), st.times(timezones=zones),
-    st.uuids(), st.binary(max_size=8), st.sampled_from([*Colour, *Level, *Kind]),
-    st.builds(Text, st.text(max_size=6)), st.builds(Whole, st.integers()), st.builds(Real, st.floats()),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.sampled_from(EDGE_INTS),
+    st.just(5_000).map(
+        lambda digits: 10**digits
+    ),  # drawn, as repr() refuses it: more digits than Python writes
+    st.floats(),
+    st.floats(min_value=-1e-3, max_value=1e-3),
+    st.sampled_from(EDGE_FLOATS),
+    st.text(max_size=12),
+    st.sampled_from(EDGE_TEXT),
+    st.decimals(),
+    st.sampled_from(EDGE_DECIMALS),
+    st.datetimes(timezones=zones),
+    st.dates(),
+    st.times(timezones=zones),
+    st.uuids(),
+    st.binary(max_size=8),
+    st.sampled_from([*Colour, *Level, *Kind]),
+    st.builds(Text, st.text(max_size=6)),
+    st.builds(Whole, st.integers()),
+    st.builds(Real, st.floats()),
 )
 keys = st.one_of(
-    st.text(max_size=6), st.sampled_from(["a/b", "\ud800"]), st.integers(), st.floats(), st.none(), st.booleans(),
-    st.decimals(allow_nan=False), st.dates(), st.uuids(), st.binary(max_size=4), st.sampled_from([*Level, *Kind]),
+    st.text(max_size=6),
+    st.sampled_from(["a/b", "\ud800"]),
+    st.integers(),
+    st.floats(),
+    st.none(),
+    st.booleans(),
+    st.decimals(allow_nan=False),
+    st.dates(),
+    st.uuids(),
+    st.binary(max_size=4),
+    st.sampled_from([*Level, *Kind]),
     st.tuples(st.integers()),  # no text for it: refused under every codec
 )
 values = st.recursive(
     scalars,
     lambda inner: st.one_of(
-        st.lists(inner, max_size=4), st.lists(inner, max_size=3).map(tuple),
-        st.dictionaries(keys, inner, max_size=4), st.dictionaries(st.text(max_size=5), inner, max_size=4),
-        st.sets(hashable, max_size=4), st.frozensets(hashable, max_size=3),
-        st.builds(Point, inner, inner), st.builds(Pair, inner, inner),
-        st.dictionaries(st.text(max_size=5), inner, max_size=3).map(Table), st.lists(inner, max_size=3).map(Items),
+        st.lists(inner, max_size=4),
+        st.lists(inner, max_size=3).map(tuple),
+        st.dictionaries(keys, inner, max_size=4),
+        st.dictionaries(st.text(max_size=5), inner, max_size=4),
+        st.sets(hashable, max_size=4),
+        st.frozensets(hashable, max_size=3),
+        st.builds(Point, inner, inner),
+        st.builds(Pair, inner, inner),
+        st.dictionaries(st.text(max_size=5), inner, max_size=3).map(Table),
+        st.lists(inner, max_size=3).map(Items),
     ),
     max_leaves=10,
 )
@@ -126,6 +221,7 @@ PARITY = settings(HOSTILE, max_examples=250)
 
 
 # --- comparing the codecs ------------------------------------------------------------------------
+
 
 def outcome(fn: Any) -> tuple[Any, ...]:
     """What ``fn()`` gives under the current codec: its result, or the type of error it raises."""
@@ -188,6 +284,7 @@ def run_sqs(value: Any, event: dict[str, Any], context: Any) -> tuple[Any, list[
 
 # --- the properties ------------------------------------------------------------------------------
 
+
 @PARITY
 @given(value=values)
 def test_dumps_writes_the_same_values_under_every_codec(value):
@@ -226,10 +323,27 @@ def test_batch_handler_logs_the_same_under_every_codec(value):
 
 
 HOSTILE_BODIES = [
-    "123456789012345678901234567890", "-123456789012345678901234567890", "[18446744073709551616]",
-    '{"n": 1e400}', '{"n": -1e400}', "[NaN]", "[Infinity]", "[-Infinity]", '["\\ud800"]', '["\\udc00x"]',
-    '["\\ud83d\\ude00"]', '{"n": 1.5e308}', '{"n": 1e-400}', '"\ud800"', "[1, 2", "", "\ufeff[1]", ' {"a": 1} ',
-    '{"a": 1, "a": 2}', "[1.0, -0.0, 0.1]", '"caf\u00e9"',
+    "123456789012345678901234567890",
+    "-123456789012345678901234567890",
+    "[18446744073709551616]",
+    '{"n": 1e400}',
+    '{"n": -1e400}',
+    "[NaN]",
+    "[Infinity]",
+    "[-Infinity]",
+    '["\\ud800"]',
+    '["\\udc00x"]',
+    '["\\ud83d\\ude00"]',
+    '{"n": 1.5e308}',
+    '{"n": 1e-400}',
+    '"\ud800"',
+    "[1, 2",
+    "",
+    "\ufeff[1]",
+    ' {"a": 1} ',
+    '{"a": 1, "a": 2}',
+    "[1.0, -0.0, 0.1]",
+    '"caf\u00e9"',
 ]
 
 
@@ -237,6 +351,7 @@ HOSTILE_BODIES = [
 def test_every_codec_reads_a_body_as_the_same_value_or_refuses_it(body):
     """Integers of any size exact; non-finite numbers and lone surrogates refused (as orjson
     refuses them) under every codec."""
+
     def read(text: Any) -> tuple[Any, ...]:
         try:
             return ("ok", codec.loads(text))
@@ -250,10 +365,17 @@ def test_every_codec_reads_a_body_as_the_same_value_or_refuses_it(body):
         assert results[1] == json.loads(body)
 
 
-@pytest.mark.parametrize(("body", "value"), [
-    ("123456789012345678901234567890", 123456789012345678901234567890), ("[-18446744073709551617]", [-(2**64) - 1]),
-    ("[1e400]", None), ("[NaN]", None), ('["\\ud800"]', None), ("[1.5e308]", [1.5e308]),
-])
+@pytest.mark.parametrize(
+    ("body", "value"),
+    [
+        ("123456789012345678901234567890", 123456789012345678901234567890),
+        ("[-18446744073709551617]", [-(2**64) - 1]),
+        ("[1e400]", None),
+        ("[NaN]", None),
+        ('["\\ud800"]', None),
+        ("[1.5e308]", [1.5e308]),
+    ],
+)
 def test_big_integers_stay_exact_and_what_json_cannot_hold_is_refused(body, value):
     for name in CODECS:
         with using_codec(name):
@@ -265,9 +387,17 @@ def test_big_integers_stay_exact_and_what_json_cannot_hold_is_refused(body, valu
 
 
 @settings(HOSTILE, max_examples=200)
-@given(value=st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
-                          | st.text(), lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-                          max_leaves=12))
+@given(
+    value=st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=False, allow_infinity=False)
+        | st.text(),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+        max_leaves=12,
+    )
+)
 def test_what_one_codec_writes_every_codec_reads_back_as_it_was(value):
     for writer in CODECS:
         with using_codec(writer):
@@ -287,7 +417,10 @@ TABLE = [
     (Decimal("1.5E-7"), 1.5e-7),
     (Decimal("-1E+30"), -(10**30)),
     (Decimal("1E+400"), 10**400),
-    (Decimal("1234567890123456789012345.123456789"), "1234567890123456789012345.123456789"),  # no float holds it
+    (
+        Decimal("1234567890123456789012345.123456789"),
+        "1234567890123456789012345.123456789",
+    ),  # no float holds it
     (Decimal("0.1000000000000000055511151231257827"), "0.1000000000000000055511151231257827"),
     (Decimal("1E-400"), "1E-400"),
     (Decimal("NaN"), None),
@@ -318,15 +451,27 @@ TABLE = [
     (Whole(7), 7),
     (Real(1e-5), 1e-5),
     (Table(a=1), {"a": 1}),
-    ({2: "a", None: "b", True: "c", 2.5: "d", Decimal("0.5"): "e", datetime.date(2024, 1, 1): "f", b"k": "g"},
-     {"2": "a", "null": "b", "true": "c", "2.5": "d", "0.5": "e", "2024-01-01": "f", "k": "g"}),
+    (
+        {
+            2: "a",
+            None: "b",
+            True: "c",
+            2.5: "d",
+            Decimal("0.5"): "e",
+            datetime.date(2024, 1, 1): "f",
+            b"k": "g",
+        },
+        {"2": "a", "null": "b", "true": "c", "2.5": "d", "0.5": "e", "2024-01-01": "f", "k": "g"},
+    ),
     ({"url": "myblog.com/article1"}, {"url": "myblog.com/article1"}),
     ("\u2028", "\u2028"),
 ]
 
 
 @pytest.mark.parametrize("codec_name", CODECS)
-@pytest.mark.parametrize(("value", "written_as"), TABLE, ids=[f"{type(v).__name__}_{i}" for i, (v, _) in enumerate(TABLE)])
+@pytest.mark.parametrize(
+    ("value", "written_as"), TABLE, ids=[f"{type(v).__name__}_{i}" for i, (v, _) in enumerate(TABLE)]
+)
 def test_each_type_is_written_as_the_table_says(value, written_as, codec_name):
     with using_codec(codec_name):
         text = codec.dumps(value)
@@ -344,7 +489,9 @@ REFUSED = [
 
 
 @pytest.mark.parametrize("codec_name", CODECS)
-@pytest.mark.parametrize(("value", "error", "message"), REFUSED, ids=[e.__name__ + str(i) for i, (_, e, _) in enumerate(REFUSED)])
+@pytest.mark.parametrize(
+    ("value", "error", "message"), REFUSED, ids=[e.__name__ + str(i) for i, (_, e, _) in enumerate(REFUSED)]
+)
 def test_what_json_cannot_hold_is_refused_alike(value, error, message, codec_name):
     with using_codec(codec_name), pytest.raises(error, match=re.escape(message)) as raised:
         codec.dumps(value)
@@ -358,15 +505,19 @@ def nested(depth: int, inner: Any) -> Any:
 
 
 @pytest.mark.parametrize("codec_name", CODECS)
-@pytest.mark.parametrize(("value", "fits"), [
-    (nested(codec.MAX_NESTING, 1), True),
-    (nested(codec.MAX_NESTING, {1}), False),  # the set becomes one more array
-    (nested(codec.MAX_NESTING - 1, {1}), True),
-    (nested(codec.MAX_NESTING - 1, Point(1)), True),
-    (nested(codec.MAX_NESTING - 1, Point([1])), False),
-    (nested(codec.MAX_NESTING + 1, 1), False),
-    (nested(codec.MAX_NESTING, 2**64), True),  # orjson refuses the int: the standard library writes it
-], ids=["254", "254+set", "253+set", "253+dataclass", "253+dataclass+list", "255", "254+bigint"])
+@pytest.mark.parametrize(
+    ("value", "fits"),
+    [
+        (nested(codec.MAX_NESTING, 1), True),
+        (nested(codec.MAX_NESTING, {1}), False),  # the set becomes one more array
+        (nested(codec.MAX_NESTING - 1, {1}), True),
+        (nested(codec.MAX_NESTING - 1, Point(1)), True),
+        (nested(codec.MAX_NESTING - 1, Point([1])), False),
+        (nested(codec.MAX_NESTING + 1, 1), False),
+        (nested(codec.MAX_NESTING, 2**64), True),  # orjson refuses the int: the standard library writes it
+    ],
+    ids=["254", "254+set", "253+set", "253+dataclass", "253+dataclass+list", "255", "254+bigint"],
+)
 def test_nesting_is_bounded_alike(value, fits, codec_name):
     with using_codec(codec_name):
         if fits:
@@ -385,12 +536,23 @@ def test_circular_values_are_refused_alike():
 
 @pytest.mark.parametrize("codec_name", CODECS)
 def test_a_dynamodb_number_answers_200_with_an_exact_body(codec_name):
-    item = {"PK": "a", "count": Decimal("3"), "ratio": Decimal("0.1"), "tags": {"x"},
-            "exact": Decimal("1234567890123456789012345.123456789")}
+    item = {
+        "PK": "a",
+        "count": Decimal("3"),
+        "ratio": Decimal("0.1"),
+        "tags": {"x"},
+        "exact": Decimal("1234567890123456789012345.123456789"),
+    }
     with using_codec(codec_name), captured() as out:
         response = api_handler(lambda request, context: item)(api_event(), lambda_context())
     assert response["statusCode"] == 200
-    expected = {"PK": "a", "count": 3, "ratio": 0.1, "tags": ["x"], "exact": "1234567890123456789012345.123456789"}
+    expected = {
+        "PK": "a",
+        "count": 3,
+        "ratio": 0.1,
+        "tags": ["x"],
+        "exact": "1234567890123456789012345.123456789",
+    }
     assert strict(response["body"]) == expected
     assert strict(out[-1])["result"] == expected
 
@@ -404,6 +566,7 @@ def test_urls_in_log_lines_are_greppable(codec_name):
 
 
 # --- choosing the codec ----------------------------------------------------------------------------
+
 
 @pytest.fixture
 def restore_codec(monkeypatch):
@@ -436,7 +599,10 @@ def test_an_unknown_codec_name_is_one_clear_error(restore_codec):
     restore_codec.setenv("LAMBDA_KIT_JSON", "simplejson")
     with pytest.raises(ValueError) as raised:
         codec.reload()
-    assert str(raised.value) == "LAMBDA_KIT_JSON='simplejson' names no codec: use orjson, ujson or json, or leave it unset"
+    assert (
+        str(raised.value)
+        == "LAMBDA_KIT_JSON='simplejson' names no codec: use orjson, ujson or json, or leave it unset"
+    )
 
 
 def test_a_forced_codec_that_is_not_installed_says_so(restore_codec):
@@ -444,7 +610,10 @@ def test_a_forced_codec_that_is_not_installed_says_so(restore_codec):
     restore_codec.setitem(sys.modules, "ujson", None)
     with pytest.raises(ImportError) as raised:
         codec.reload()
-    assert str(raised.value) == "LAMBDA_KIT_JSON=ujson, but ujson is not installed: pip install ujson, or unset LAMBDA_KIT_JSON"
+    assert (
+        str(raised.value)
+        == "LAMBDA_KIT_JSON=ujson, but ujson is not installed: pip install ujson, or unset LAMBDA_KIT_JSON"
+    )
     assert raised.value.__cause__ is None and raised.value.__suppress_context__
 
 
@@ -456,23 +625,46 @@ def test_no_codec_library_is_imported_until_first_use():
         "codec.dumps({'a': 1})\nprint(codec.name in sys.modules)\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "LAMBDA_KIT_JSON"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    ).stdout
     assert out.split("\n")[:2] == ["[]", "True"]
 
 
-@pytest.mark.parametrize(("key", "text"), [
-    ("k", "k"), ("é/", "é/"), (None, "null"), (True, "true"), (False, "false"), (3, "3"), (-2.5, "-2.5"),
-    (1e-5, "1e-05"), (float("nan"), "null"), (Decimal("1.50"), "1.5"), (Decimal("2E+1"), "20"),
-    (Decimal("1E+400"), "1" + "0" * 400), (10**400, "1" + "0" * 400), (Level.LOW, "1"), (Kind.PATH, "a/b"),
-    (b"k\xff", "k\\xff"), (datetime.date(2024, 1, 2), "2024-01-02"), (uuid.UUID(int=1), "00000000-0000-0000-0000-000000000001"),
-    (Text("t"), "t"), (Whole(7), "7"),
-], ids=lambda v: type(v).__name__)
+@pytest.mark.parametrize(
+    ("key", "text"),
+    [
+        ("k", "k"),
+        ("é/", "é/"),
+        (None, "null"),
+        (True, "true"),
+        (False, "false"),
+        (3, "3"),
+        (-2.5, "-2.5"),
+        (1e-5, "1e-05"),
+        (float("nan"), "null"),
+        (Decimal("1.50"), "1.5"),
+        (Decimal("2E+1"), "20"),
+        (Decimal("1E+400"), "1" + "0" * 400),
+        (10**400, "1" + "0" * 400),
+        (Level.LOW, "1"),
+        (Kind.PATH, "a/b"),
+        (b"k\xff", "k\\xff"),
+        (datetime.date(2024, 1, 2), "2024-01-02"),
+        (uuid.UUID(int=1), "00000000-0000-0000-0000-000000000001"),
+        (Text("t"), "t"),
+        (Whole(7), "7"),
+    ],
+    ids=lambda v: type(v).__name__,
+)
 def test_a_key_is_the_text_of_its_value(key, text):
     assert codec.key_text(key) == text
 
 
-@pytest.mark.parametrize(("key", "error"), [((1,), TypeError), (Point(1), TypeError), ("\ud800", UnicodeEncodeError),
-                                            (object(), TypeError)])
+@pytest.mark.parametrize(
+    ("key", "error"),
+    [((1,), TypeError), (Point(1), TypeError), ("\ud800", UnicodeEncodeError), (object(), TypeError)],
+)
 def test_a_key_with_no_text_is_refused(key, error):
     with pytest.raises(error):
         codec.key_text(key)
@@ -488,7 +680,9 @@ def test_sets_whose_items_do_not_compare_keep_every_item(codec_name):
 def test_the_codec_is_chosen_on_first_use_of_any_of_its_names(attr):
     code = f"from lambda_kit import codec\nvalue = codec.{attr}\nprint(codec.name, callable(value) or value == codec.name)"
     env = {k: v for k, v in os.environ.items() if k != "LAMBDA_KIT_JSON"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    ).stdout
     assert out.split() == [CODECS[0], "True"]
 
 

@@ -19,9 +19,25 @@ from lambda_kit.sources import all_sources
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME_IMPORTS = "import importlib, json, logging, os, sys, time, traceback"  # awslambdaric's bootstrap.py
 # heavy on a cold start: third-party packages, and the standard library's large subsystems
-HEAVY = ("asyncio", "boto3", "botocore", "datadog", "aws_lambda_powertools", "orjson", "ujson", "pydantic",
-         "yaml", "moto", "opentelemetry", "email", "http.client", "http.server", "urllib.request", "concurrent",
-         "multiprocessing")
+HEAVY = (
+    "asyncio",
+    "boto3",
+    "botocore",
+    "datadog",
+    "aws_lambda_powertools",
+    "orjson",
+    "ujson",
+    "pydantic",
+    "yaml",
+    "moto",
+    "opentelemetry",
+    "email",
+    "http.client",
+    "http.server",
+    "urllib.request",
+    "concurrent",
+    "multiprocessing",
+)
 
 
 DECORATORS = sorted({source.decorator for source in all_sources()})
@@ -50,7 +66,9 @@ def loaded_by(decorator: str) -> set[str]:
         "print(json.dumps(sorted(set(sys.modules) - before)))"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True, env=env, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True, env=env, cwd=ROOT
+    )
     return set(json.loads(out.stdout))
 
 
@@ -59,7 +77,11 @@ def test_a_decorated_handler_loads_nothing_heavy_beyond_lambdas_runtime(decorato
     loaded = loaded_by(decorator)
     heavy = sorted(m for m in loaded if m.split(".")[0] in HEAVY or m in HEAVY)
     assert heavy == []
-    assert {m for m in loaded if m.startswith("lambda_kit.")} >= {"lambda_kit.decorators", "lambda_kit.log", "lambda_kit.log.logger"}
+    assert {m for m in loaded if m.startswith("lambda_kit.")} >= {
+        "lambda_kit.decorators",
+        "lambda_kit.log",
+        "lambda_kit.log.logger",
+    }
 
 
 @pytest.mark.parametrize("decorator", DECORATORS)

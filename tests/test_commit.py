@@ -83,7 +83,9 @@ def test_a_commit_that_returns_records_or_ids_fails_just_those(capfd, by):
     response, lines = run(handler, event, capfd)
     assert response == {"batchItemFailures": [{"itemIdentifier": ids(event)[1]}]}
     assert_processed(lines, event, [0, 2])
-    assert_failed_at_commit(lines, event, [1], "CommitFailed", "the batch commit reported this record as failed")
+    assert_failed_at_commit(
+        lines, event, [1], "CommitFailed", "the batch commit reported this record as failed"
+    )
 
 
 def test_a_commit_that_raises_fails_every_record_it_was_given(capfd):
@@ -105,9 +107,16 @@ def test_a_commit_that_returns_no_collection_of_records_fails_every_record(capfd
     event = sqs_event({"n": 1}, {"n": 2}, {"n": 3}, trace_id=TRACE_IDS)
     response, lines = run(handler, event, capfd)
     assert response == {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in ids(event)]}
-    assert_failed_at_commit(lines, event, [0, 1, 2], "TypeError", (
-        "the commit returned a value of type int: return the records (or record ids) that failed, or None, "
-        "or raise to fail them all"))
+    assert_failed_at_commit(
+        lines,
+        event,
+        [0, 1, 2],
+        "TypeError",
+        (
+            "the commit returned a value of type int: return the records (or record ids) that failed, or None, "
+            "or raise to fail them all"
+        ),
+    )
 
 
 @pytest.mark.parametrize("answer", [{"batchItemFailures": []}, "id-1", b"id-1"], ids=["dict", "str", "bytes"])
@@ -134,7 +143,10 @@ def test_a_record_that_failed_in_the_function_never_reaches_the_commit(capfd):
     assert response == {"batchItemFailures": [{"itemIdentifier": ids(event)[1]}]}
     assert given == [ids(event)[0], ids(event)[2]]
     assert [line["message"] for line in of_level(lines, "ERROR")] == ["record failed"]
-    assert [line["record_id"] for line in with_message(lines, "record processed")] == [ids(event)[0], ids(event)[2]]
+    assert [line["record_id"] for line in with_message(lines, "record processed")] == [
+        ids(event)[0],
+        ids(event)[2],
+    ]
 
 
 def test_a_commit_is_not_called_when_no_record_was_accepted(capfd):
@@ -163,10 +175,12 @@ def test_the_lines_after_the_commit_carry_each_records_tracer_keys(capfd):
     """Each line written after the commit is its own record's: it carries that record's tracer
     keys (here a W3C ``traceparent`` per message), not another record's or none."""
     trace_ids = [f"{n:032x}" for n in (0xA1, 0xB2)]
-    event = {"Records": [
-        sqs_record({"n": n}, message_attributes={"traceparent": f"00-{trace_id}-{n:016x}-01"})
-        for n, trace_id in zip((1, 2), trace_ids, strict=True)
-    ]}
+    event = {
+        "Records": [
+            sqs_record({"n": n}, message_attributes={"traceparent": f"00-{trace_id}-{n:016x}-01"})
+            for n, trace_id in zip((1, 2), trace_ids, strict=True)
+        ]
+    }
     handler = sqs_handler(commit=lambda items: [items[1][0]])(lambda message, context: message["n"])
     response, lines = run(handler, event, capfd)
     assert response == {"batchItemFailures": [{"itemIdentifier": ids(event)[1]}]}
@@ -178,17 +192,20 @@ def test_the_lines_after_the_commit_carry_each_records_tracer_keys(capfd):
 def test_a_stream_commit_that_refuses_a_record_reports_it_by_sequence_number(capfd):
     event = kinesis_event({"n": 1}, {"n": 2})
     numbers = [raw["kinesis"]["sequenceNumber"] for raw in event["Records"]]
-    handler = stream_handler(commit=lambda items: [record.id for record, _ in items if record.payload["n"] == 2])(
-        lambda payload, context: payload["n"]
-    )
+    handler = stream_handler(
+        commit=lambda items: [record.id for record, _ in items if record.payload["n"] == 2]
+    )(lambda payload, context: payload["n"])
     assert handler(event, lambda_context()) == {"batchItemFailures": [{"itemIdentifier": numbers[1]}]}
     lines = read_lines(capfd)
     assert [line["source"] for line in with_message(lines, "record failed at commit")] == ["kinesis"]
     assert [line["record_id"] for line in with_message(lines, "record processed")] == [numbers[0]]
 
 
-@pytest.mark.parametrize("commit", [None, lambda items: None, lambda items: [items[0][0]]],
-                         ids=["no commit", "commit accepts", "commit refuses"])
+@pytest.mark.parametrize(
+    "commit",
+    [None, lambda items: None, lambda items: [items[0][0]]],
+    ids=["no commit", "commit accepts", "commit refuses"],
+)
 @pytest.mark.parametrize("fails", [False, True], ids=["returns", "raises"])
 @pytest.mark.parametrize("kind", ["def", "async def"])
 def test_each_records_line_gives_its_duration_in_milliseconds(capfd, commit, fails, kind):
@@ -216,6 +233,7 @@ def test_each_records_line_gives_its_duration_in_milliseconds(capfd, commit, fai
 def test_the_commit_is_its_own_line_and_not_in_each_records_duration(capfd, kind):
     """A batch's commit writes one ``batch committed`` line with its own duration; each record's
     ``record processed`` line gives the record's own time, not the commit's."""
+
     def commit(items):
         time.sleep(0.06)
 

@@ -194,7 +194,10 @@ def test_one_counter_update_per_key_carries_the_summed_amount(counter, dynamodb)
 def test_without_a_read_duplicates_cost_one_resend_not_one_request_each(counter_table, dynamodb):
     counter = Counter(counter_table, client=dynamodb, backoff=no_wait(), read_first=False)
     counter.increment_many([("k", f"e{i}") for i in range(0, 100, 5)])  # 20 counted before
-    with requests_sent(dynamodb, "TransactWriteItems") as sent, requests_sent(dynamodb, "BatchGetItem") as read:
+    with (
+        requests_sent(dynamodb, "TransactWriteItems") as sent,
+        requests_sent(dynamodb, "BatchGetItem") as read,
+    ):
         result = counter.increment_many([("k", f"e{i}") for i in range(90)])
     assert len(result.duplicates) == 18 and len(result.counted) == 72
     assert len(sent) == 2 and read == []  # cancelled once (all 18 duplicates reported at once), then the rest
@@ -205,7 +208,10 @@ def test_read_first_a_known_duplicate_costs_a_read_not_a_cancelled_transaction(c
     counter = Counter(counter_table, client=dynamodb, backoff=no_wait(), read_first=True)
     counter.increment_many([("k", f"e{i}") for i in range(0, 100, 5)])  # 20 counted before
     batch = [("k", f"e{i}") for i in range(90)] + [("j", "e0"), ("k", "e1")]
-    with requests_sent(dynamodb, "TransactWriteItems") as sent, requests_sent(dynamodb, "BatchGetItem") as read:
+    with (
+        requests_sent(dynamodb, "TransactWriteItems") as sent,
+        requests_sent(dynamodb, "BatchGetItem") as read,
+    ):
         result = counter.increment_many(batch)
     assert result.duplicates == [("k", f"e{i}") for i in range(0, 90, 5)] + [("k", "e1")]
     assert len(result.counted) == 73 and ("j", "e0") in result.counted
@@ -222,7 +228,10 @@ def test_a_batch_of_known_duplicates_writes_nothing(counter_table, dynamodb):
     counter = Counter(counter_table, client=dynamodb, read_first=True)
     batch = [(f"k{i % 3}", f"e{i}") for i in range(150)]
     counter.increment_many(batch)
-    with requests_sent(dynamodb, "TransactWriteItems") as sent, requests_sent(dynamodb, "BatchGetItem") as read:
+    with (
+        requests_sent(dynamodb, "TransactWriteItems") as sent,
+        requests_sent(dynamodb, "BatchGetItem") as read,
+    ):
         assert counter.increment_many(batch) == IncrementResult(counted=[], duplicates=batch)
     assert sent == [] and [len(body["RequestItems"][counter_table]["Keys"]) for body in read] == [100, 50]
 
@@ -235,7 +244,9 @@ def test_the_counter_reads_first_only_while_it_meets_duplicates(counter_table, d
     fresh = (f"e{i}" for i in itertools.count())
 
     def call(duplicates: int) -> None:
-        batch = [("k", next(fresh)) for _ in range(50 - duplicates)] + [("k", f"e{i}") for i in range(duplicates)]
+        batch = [("k", next(fresh)) for _ in range(50 - duplicates)] + [
+            ("k", f"e{i}") for i in range(duplicates)
+        ]
         with requests_sent(dynamodb, "BatchGetItem") as read:
             result = counter.increment_many(batch)
         assert len(result.duplicates) == duplicates
@@ -245,7 +256,9 @@ def test_the_counter_reads_first_only_while_it_meets_duplicates(counter_table, d
         call(duplicates)
     # the first duplicates are found by a cancelled transaction, the next ones by the read
     assert reads_per_call == [0, 0, 0, 1, 1]
-    assert counter.increment("k", next(fresh)) is True  # one event weighs one event: the estimate barely moves
+    assert (
+        counter.increment("k", next(fresh)) is True
+    )  # one event weighs one event: the estimate barely moves
     for _ in range(16):
         call(0)
     # once they are gone, the estimate of the duplicate share decays (over ~200 events) and the reads stop
@@ -298,7 +311,9 @@ def test_sixteen_threads_racing_overlapping_batches_count_exactly(counter_table,
         mine = rng.sample(universe, 40) + rng.sample(universe, 5)  # some events twice in this thread
         rng.shuffle(mine)
         counter = Counter(
-            counter_table, client=client, read_first=(None, True, False)[seed % 3],
+            counter_table,
+            client=client,
+            read_first=(None, True, False)[seed % 3],
             backoff=Backoff(attempts=10, base=0.01, cap=0.2),
         )
         try:
@@ -317,7 +332,9 @@ def test_sixteen_threads_racing_overlapping_batches_count_exactly(counter_table,
         for thread in threads:
             thread.join()
     assert not errors, errors
-    touched = {(key, event_id): amount for key, event_id, amount in (e for batch, _ in results for e in batch)}
+    touched = {
+        (key, event_id): amount for key, event_id, amount in (e for batch, _ in results for e in batch)
+    }
     counted = Tally(ref for _, result in results for ref in result.counted)
     assert counted == Tally(touched.keys()), "every event counted by exactly one call"
     for batch, result in results:
@@ -467,7 +484,9 @@ def test_http_5xx_on_the_default_client_is_retried(counter_table, backend, monke
     assert counter.get("k") == 1
 
 
-def test_the_default_client_leaves_validation_to_the_counter_and_dynamodb(counter_table, backend, monkeypatch):
+def test_the_default_client_leaves_validation_to_the_counter_and_dynamodb(
+    counter_table, backend, monkeypatch
+):
     """botocore's parameter validation walks every action of a 100-action transaction (about a
     third of the call's CPU, paid on every batch); the counter builds its requests from checked
     keys and DynamoDB validates them again, so its own client skips it and still counts."""
@@ -476,12 +495,16 @@ def test_the_default_client_leaves_validation_to_the_counter_and_dynamodb(counte
     from botocore.exceptions import ClientError, ParamValidationError
 
     try:  # botocore would refuse this before sending it; DynamoDB may or may not
-        counter.client.get_item(TableName=counter_table, Key={"PK": {"S": "k"}, "SK": {"S": "COUNT"}}, ConsistentRead="yes")
+        counter.client.get_item(
+            TableName=counter_table, Key={"PK": {"S": "k"}, "SK": {"S": "COUNT"}}, ConsistentRead="yes"
+        )
     except ParamValidationError:
         pytest.fail("the counter's client validates its requests in botocore")
     except ClientError:
         pass
-    assert counter.increment_many([("k", f"e{n}") for n in range(60)]).counted == [("k", f"e{n}") for n in range(60)]
+    assert counter.increment_many([("k", f"e{n}") for n in range(60)]).counted == [
+        ("k", f"e{n}") for n in range(60)
+    ]
     assert counter.get("k") == 60
 
 
@@ -590,9 +613,18 @@ def test_shards_spread_a_counter_and_sum_on_read(counter_table, dynamodb):
     # each shard is its own partition key (so a hot key's writes spread over partitions),
     # and its markers live under it
     items = dynamodb.scan(TableName=counter_table)["Items"]
-    counter_pks = {i["PK"]["S"] for i in items if i["SK"]["S"] == "COUNT" and i["PK"]["S"].startswith("URL#hot")}
-    assert len(counter_pks) > 1 and counter_pks <= {"URL#hot", "URL#hot#SHARD#1", "URL#hot#SHARD#2", "URL#hot#SHARD#3"}
-    marker_pks = {i["PK"]["S"] for i in items if i["SK"]["S"].startswith(MARKER_PREFIX) and "hot" in i["PK"]["S"]}
+    counter_pks = {
+        i["PK"]["S"] for i in items if i["SK"]["S"] == "COUNT" and i["PK"]["S"].startswith("URL#hot")
+    }
+    assert len(counter_pks) > 1 and counter_pks <= {
+        "URL#hot",
+        "URL#hot#SHARD#1",
+        "URL#hot#SHARD#2",
+        "URL#hot#SHARD#3",
+    }
+    marker_pks = {
+        i["PK"]["S"] for i in items if i["SK"]["S"].startswith(MARKER_PREFIX) and "hot" in i["PK"]["S"]
+    }
     assert marker_pks == counter_pks
     assert {key_of(pk) for pk in marker_pks} == {"URL#hot"}
     with requests_sent(dynamodb, "BatchGetItem") as sent:
@@ -607,7 +639,9 @@ def test_shards_spread_a_counter_and_sum_on_read(counter_table, dynamodb):
 def test_counter_item_carries_the_trace_id_of_its_last_change(counter_table, dynamodb):
     counter = Counter(counter_table, client=dynamodb)
     counter.increment_many([Increment("URL#a", "e1", 1, "T-1"), Increment("URL#a", "e2", 1, "T-2")])
-    item = dynamodb.get_item(TableName=counter_table, Key={"PK": {"S": "URL#a"}, "SK": {"S": "COUNT"}})["Item"]
+    item = dynamodb.get_item(TableName=counter_table, Key={"PK": {"S": "URL#a"}, "SK": {"S": "COUNT"}})[
+        "Item"
+    ]
     assert item["count"]["N"] == "2" and item["trace_id"]["S"] == "T-2"
 
 
@@ -627,7 +661,9 @@ def test_a_key_cannot_add_to_another_counters_shard(counter_table, dynamodb):
     ordinary = [("K#SHARD#", "x", 2), ("K#SHARD#b", "x", 3), ("K#SHARD#1#DAY", "x", 4)]
     assert plain.increment_many(ordinary).duplicates == []
     assert plain.get_many(["K#SHARD#", "K#SHARD#b", "K#SHARD#1#DAY"], consistent=True) == {
-        "K#SHARD#": 2, "K#SHARD#b": 3, "K#SHARD#1#DAY": 4,
+        "K#SHARD#": 2,
+        "K#SHARD#b": 3,
+        "K#SHARD#1#DAY": 4,
     }
     assert sharded.get("K", consistent=True) == 40
 
@@ -648,15 +684,25 @@ def test_a_key_cannot_reach_another_counters_markers(counter_table, dynamodb):
     odd = [("EVENT#e1", "COUNT"), ("COUNT", "EVENT#e1"), ("K", "COUNT"), ("K#EVENT#e1", "e1")]
     assert plain.increment_many(odd).counted == odd
     assert plain.get_many(["EVENT#e1", "COUNT", "K", "K#EVENT#e1"], consistent=True) == {
-        "EVENT#e1": 1, "COUNT": 1, "K": 1, "K#EVENT#e1": 1,
+        "EVENT#e1": 1,
+        "COUNT": 1,
+        "K": 1,
+        "K#EVENT#e1": 1,
     }
     assert sharded.get("K", consistent=True) == 2  # the marker-named event added to K's shard 0 only
     scanned = dynamodb.scan(TableName=counter_table, ConsistentRead=True)["Items"]
     items = {(i["PK"]["S"], i["SK"]["S"]) for i in scanned}
     assert items == {
-        ("K", "COUNT"), ("K", "EVENT#COUNT"), ("K#SHARD#1", "COUNT"), ("K#SHARD#1", f"EVENT#{event_id}"),
-        ("EVENT#e1", "COUNT"), ("EVENT#e1", "EVENT#COUNT"), ("COUNT", "COUNT"), ("COUNT", "EVENT#EVENT#e1"),
-        ("K#EVENT#e1", "COUNT"), ("K#EVENT#e1", "EVENT#e1"),
+        ("K", "COUNT"),
+        ("K", "EVENT#COUNT"),
+        ("K#SHARD#1", "COUNT"),
+        ("K#SHARD#1", f"EVENT#{event_id}"),
+        ("EVENT#e1", "COUNT"),
+        ("EVENT#e1", "EVENT#COUNT"),
+        ("COUNT", "COUNT"),
+        ("COUNT", "EVENT#EVENT#e1"),
+        ("K#EVENT#e1", "COUNT"),
+        ("K#EVENT#e1", "EVENT#e1"),
     }
 
 
@@ -834,7 +880,9 @@ def test_a_counter_without_boto3_says_which_extra_installs_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "boto3", None)  # as if boto3 were not installed
     with pytest.raises(MissingExtra) as raised:
         Counter("ViewStats").increment("URL#a", "view-1")
-    assert str(raised.value) == "lambda_kit.counters.Counter needs boto3: pip install 'lambda-event-kit[local]'"
+    assert (
+        str(raised.value) == "lambda_kit.counters.Counter needs boto3: pip install 'lambda-event-kit[local]'"
+    )
 
 
 def test_a_counter_without_boto3_names_the_extra_in_one_line():

@@ -90,7 +90,9 @@ def table(counter_table) -> str:
 
 
 def counter_on(table: str, client, sleeps: list[float] | None = None, **kwargs) -> Counter:
-    return Counter(table, client=client, backoff=exact_backoff(sleeps if sleeps is not None else []), **kwargs)
+    return Counter(
+        table, client=client, backoff=exact_backoff(sleeps if sleeps is not None else []), **kwargs
+    )
 
 
 # -- which errors are retried, and with which token --------------------------------------------------
@@ -99,7 +101,9 @@ def counter_on(table: str, client, sleeps: list[float] | None = None, **kwargs) 
 def test_a_5xx_with_a_code_nobody_listed_is_retried_with_the_same_token(table, dynamodb):
     sleeps: list[float] = []
     counter = counter_on(table, dynamodb, sleeps)
-    with scripted(dynamodb, "TransactWriteItems", error("NewKindOfOutage", 503), error("NewKindOfOutage", 500)) as calls:
+    with scripted(
+        dynamodb, "TransactWriteItems", error("NewKindOfOutage", 503), error("NewKindOfOutage", 500)
+    ) as calls:
         assert counter.increment_many([("k", "e1"), ("k", "e2")]).counted == [("k", "e1"), ("k", "e2")]
     assert len(calls) == 3 and sleeps == [0.05, 0.1]
     # the outcome of a 5xx is unknown: the resend is the same request, so DynamoDB can answer it as done
@@ -210,8 +214,13 @@ def test_a_redelivered_batch_costs_one_cancelled_transaction_and_a_read(table, d
     cancelled by its markers, and the rest is read, not sent to be cancelled in turn."""
     batch = [("k", f"e{i}") for i in range(250)]
     counter_on(table, dynamodb).increment_many(batch)
-    with requests_sent(dynamodb, "BatchGetItem") as read, requests_sent(dynamodb, "TransactWriteItems") as written:
-        assert counter_on(table, dynamodb).increment_many(batch) == IncrementResult(counted=[], duplicates=batch)
+    with (
+        requests_sent(dynamodb, "BatchGetItem") as read,
+        requests_sent(dynamodb, "TransactWriteItems") as written,
+    ):
+        assert counter_on(table, dynamodb).increment_many(batch) == IncrementResult(
+            counted=[], duplicates=batch
+        )
     assert [len(body["TransactItems"]) for body in written] == [100]
     assert [len(body["RequestItems"][table]["Keys"]) for body in read] == [100, 51]
 
@@ -221,9 +230,10 @@ def test_a_cancellation_by_a_conflict_alone_reads_nothing(table, dynamodb):
     that an event was counted: the resend goes without a read of the markers still to be sent."""
     sleeps: list[float] = []
     counter = counter_on(table, dynamodb, sleeps)
-    with scripted(dynamodb, "TransactWriteItems", cancelled({"Code": "TransactionConflict"})), requests_sent(
-        dynamodb, "BatchGetItem"
-    ) as read:
+    with (
+        scripted(dynamodb, "TransactWriteItems", cancelled({"Code": "TransactionConflict"})),
+        requests_sent(dynamodb, "BatchGetItem") as read,
+    ):
         assert len(counter.increment_many([("k", f"e{i}") for i in range(150)]).counted) == 150
     assert read == [] and sleeps == [0.05]
 
@@ -251,20 +261,35 @@ def test_conflicts_on_every_try_propagate_the_cancellation_after_the_last(table,
             InvalidKeyError,
             "DynamoDB rejected the increment of counter key 'k': Item size has exceeded the maximum allowed size",
         ),
-        ([{"Code": "None"}, {"Code": "ValidationError"}], InvalidKeyError,
-         "DynamoDB rejected the increment of counter key 'k': "),
+        (
+            [{"Code": "None"}, {"Code": "ValidationError"}],
+            InvalidKeyError,
+            "DynamoDB rejected the increment of counter key 'k': ",
+        ),
         (
             [{"Code": "ItemCollectionSizeLimitExceeded", "Message": "Collection too large"}],
             CounterError,
             "DynamoDB cancelled the increment of counter key 'k': ItemCollectionSizeLimitExceeded Collection too large",
         ),
-        ([{}, {"Code": "ItemCollectionSizeLimitExceeded"}], CounterError,
-         "DynamoDB cancelled the increment of counter key 'k': ItemCollectionSizeLimitExceeded "),
+        (
+            [{}, {"Code": "ItemCollectionSizeLimitExceeded"}],
+            CounterError,
+            "DynamoDB cancelled the increment of counter key 'k': ItemCollectionSizeLimitExceeded ",
+        ),
         # a failed condition on the counter update (not a marker) is no duplicate
-        ([{"Code": "None"}, {"Code": "ConditionalCheckFailed", "Message": "odd"}], CounterError,
-         "DynamoDB cancelled the increment of counter key 'k': ConditionalCheckFailed odd"),
+        (
+            [{"Code": "None"}, {"Code": "ConditionalCheckFailed", "Message": "odd"}],
+            CounterError,
+            "DynamoDB cancelled the increment of counter key 'k': ConditionalCheckFailed odd",
+        ),
     ],
-    ids=["validation-on-marker", "validation-on-update", "other-code", "other-code-bare", "condition-on-update"],
+    ids=[
+        "validation-on-marker",
+        "validation-on-update",
+        "other-code",
+        "other-code-bare",
+        "condition-on-update",
+    ],
 )
 def test_a_cancellation_reason_becomes_one_line_naming_the_key(table, dynamodb, reasons, kind, message):
     sleeps: list[float] = []
@@ -276,7 +301,9 @@ def test_a_cancellation_reason_becomes_one_line_naming_the_key(table, dynamodb, 
     assert len(calls) == 1 and sleeps == [] and counter.get("k") == 0
 
 
-@pytest.mark.parametrize("reasons", [None, [], [{"Code": "None"}, {"Message": "no code"}]], ids=["absent", "empty", "none"])
+@pytest.mark.parametrize(
+    "reasons", [None, [], [{"Code": "None"}, {"Message": "no code"}]], ids=["absent", "empty", "none"]
+)
 def test_a_cancellation_without_a_usable_reason_is_an_error_not_a_retry(table, dynamodb, reasons):
     counter = counter_on(table, dynamodb, read_first=False)
     extra = {} if reasons is None else {"CancellationReasons": reasons}
@@ -377,7 +404,9 @@ def test_invalid_events_are_named_exactly(table, dynamodb):
     # the limits themselves are accepted (and DynamoDB takes them)
     longest_id = "é" * 509
     assert len(longest_id.encode()) == 1018
-    assert counter.increment_many([("k", longest_id, 10**38 - 1), ("k", "e2", -(10**38 - 1))]).duplicates == []
+    assert (
+        counter.increment_many([("k", longest_id, 10**38 - 1), ("k", "e2", -(10**38 - 1))]).duplicates == []
+    )
     assert counter.get("k") == 0
 
 
@@ -437,8 +466,9 @@ def edited_reads(client, edit: Callable[[int, dict, list[dict]], None]) -> Itera
     def change(parsed, **_kwargs):
         edit(next(answers), parsed, asked[-1])
 
-    with hook(client, "before-call.dynamodb.BatchGetItem", remember), hook(
-        client, "after-call.dynamodb.BatchGetItem", change
+    with (
+        hook(client, "before-call.dynamodb.BatchGetItem", remember),
+        hook(client, "after-call.dynamodb.BatchGetItem", change),
     ):
         yield
 
@@ -484,7 +514,9 @@ def test_get_many_reads_answers_that_leave_out_empty_members(table, dynamodb):
 
 
 def test_a_counter_item_without_a_count_reads_zero(table, dynamodb):
-    dynamodb.put_item(TableName=table, Item={"PK": {"S": "k"}, "SK": {"S": COUNTER_SK}, "trace_id": {"S": "t"}})
+    dynamodb.put_item(
+        TableName=table, Item={"PK": {"S": "k"}, "SK": {"S": COUNTER_SK}, "trace_id": {"S": "t"}}
+    )
     assert counter_on(table, dynamodb).get_many(["k", "j"]) == {"k": 0, "j": 0}
 
 
@@ -495,9 +527,11 @@ def test_a_throttled_marker_read_skips_only_its_own_chunk(table, dynamodb):
     counter = counter_on(table, dynamodb, read_first=True)
     batch = [("k", f"e{i}") for i in range(150)]
     counter.increment_many(batch)
-    with scripted(dynamodb, "BatchGetItem", error("ThrottlingException")), requests_sent(
-        dynamodb, "BatchGetItem"
-    ) as read, requests_sent(dynamodb, "TransactWriteItems") as written:
+    with (
+        scripted(dynamodb, "BatchGetItem", error("ThrottlingException")),
+        requests_sent(dynamodb, "BatchGetItem") as read,
+        requests_sent(dynamodb, "TransactWriteItems") as written,
+    ):
         assert counter.increment_many(batch) == IncrementResult(counted=[], duplicates=batch)
     # the second 50 markers are still read (and found): only the first 100 are written, 99 markers and
     # their update, cancelled by its markers; that cancellation has the last unread marker read (and
@@ -545,12 +579,15 @@ def test_a_cancellation_by_another_writer_has_the_rest_read_not_cancelled_again(
     def concurrent_writer(_body):
         other.increment_many([("k", "e0"), ("k", "e120")])
 
-    with scripted(dynamodb, "TransactWriteItems", concurrent_writer), requests_sent(
-        dynamodb, "BatchGetItem"
-    ) as read, requests_sent(dynamodb, "TransactWriteItems") as written:
+    with (
+        scripted(dynamodb, "TransactWriteItems", concurrent_writer),
+        requests_sent(dynamodb, "BatchGetItem") as read,
+        requests_sent(dynamodb, "TransactWriteItems") as written,
+    ):
         result = counter.increment_many(batch)
     assert result == IncrementResult(
-        counted=[event for event in batch if event[1] not in ("e0", "e120")], duplicates=[("k", "e0"), ("k", "e120")]
+        counted=[event for event in batch if event[1] not in ("e0", "e120")],
+        duplicates=[("k", "e0"), ("k", "e120")],
     )
     assert [len(body["RequestItems"][table]["Keys"]) for body in read] == reads
     assert [len(body["TransactItems"]) for body in written] == transactions

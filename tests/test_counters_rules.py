@@ -65,7 +65,10 @@ def test_backoff_refuses_what_cannot_be_a_policy_in_one_line():
 def test_buckets_are_utc_whatever_the_local_time_zone(new_york_local_time):
     late = datetime(2022, 3, 28, 23, 30, tzinfo=UTC)
     assert to_utc(late.timestamp()) == late and to_utc(late.timestamp()).tzinfo is UTC
-    assert day_key(late.timestamp()) == "DAY#2022-03-28" and hour_key(int(late.timestamp())) == "HOUR#2022-03-28T23"
+    assert (
+        day_key(late.timestamp()) == "DAY#2022-03-28"
+        and hour_key(int(late.timestamp())) == "HOUR#2022-03-28T23"
+    )
     # an aware time in another zone is converted to UTC, not to the local zone
     assert to_utc("2022-03-29T01:30:00+02:00") == late and to_utc("2022-03-29T01:30:00+02:00").tzinfo is UTC
     assert day_key("2022-03-28T21:30:00-04:00") == "DAY#2022-03-29"

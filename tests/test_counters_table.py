@@ -57,7 +57,8 @@ def test_a_counter_table_on_dynamodb_local_is_where_counter_counts_and_leaves_no
         assert table.backend == "DynamoDB Local"
         described = table.client.describe_table(TableName=name)["Table"]
         assert described["KeySchema"] == [
-            {"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"},
+            {"AttributeName": "PK", "KeyType": "HASH"},
+            {"AttributeName": "SK", "KeyType": "RANGE"},
         ]
         types = {a["AttributeName"]: a["AttributeType"] for a in described["AttributeDefinitions"]}
         assert types == {"PK": "S", "SK": "S"}
@@ -136,7 +137,7 @@ def test_importing_lambda_kit_testing_imports_neither_pytest_nor_an_extra():
 TESTS = ["test_counts.py", "test_named.py"]
 CONFTEST = "from lambda_kit.testing import counter_table  # noqa: F401  (a pytest fixture)\n"
 
-TEST_COUNTS = '''
+TEST_COUNTS = """
 from pathlib import Path
 
 from lambda_kit.counters import Counter
@@ -156,9 +157,9 @@ def test_a_view_counts_once(counter_table):
 def test_each_test_has_a_fresh_table_on_the_same_dynamodb(counter_table):
     assert Counter("counters").get("URL#a", consistent=True) == 0
     assert urls == [counter_table.url]
-'''
+"""
 
-TEST_NAMED = '''
+TEST_NAMED = """
 import pytest
 
 from lambda_kit.counters import Counter
@@ -172,7 +173,7 @@ def counter_table_name():
 def test_the_table_takes_the_name_the_code_uses(counter_table):
     assert counter_table.name == "ViewStats"
     assert Counter("ViewStats").increment("URL#b", "view-1") is True
-'''
+"""
 
 
 def test_the_fixture_in_a_users_conftest_gives_each_test_a_fresh_table_for_one_session(tmp_path):

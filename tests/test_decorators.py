@@ -41,8 +41,16 @@ IDS = [d.__name__ for d in DECORATORS]
 
 def test_public_names():
     expected = {
-        "sqs_handler", "sns_handler", "stream_handler", "api_handler", "get_logger",
-        "current_trace_id", "current_record", "HTTPError", "propagate", "UnsupportedEvent",
+        "sqs_handler",
+        "sns_handler",
+        "stream_handler",
+        "api_handler",
+        "get_logger",
+        "current_trace_id",
+        "current_record",
+        "HTTPError",
+        "propagate",
+        "UnsupportedEvent",
     }
     assert expected <= set(lambda_kit.__all__)
     assert issubclass(HTTPError, Exception)

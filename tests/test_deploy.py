@@ -81,7 +81,9 @@ def grants(resources: dict[str, Any], name: str) -> dict[str, set[str]]:
         assert statement["Effect"] == "Allow"
         for action in as_list(statement["Action"]):
             for resource in as_list(statement["Resource"]):
-                granted.setdefault(action, set()).add(target(resource) or json.dumps(resource, sort_keys=True))
+                granted.setdefault(action, set()).add(
+                    target(resource) or json.dumps(resource, sort_keys=True)
+                )
     return granted
 
 
@@ -116,7 +118,12 @@ def test_requirements_are_fetched_for_the_runtime_not_the_local_python():
     assert args["--python-version"] == RUNTIME_VERSION
     assert args["--implementation"] == "cp"
     assert args["--only-binary"] == ":all:"
-    assert args["--platform"] == {"x86_64": "manylinux2014_x86_64", "arm64": "manylinux2014_aarch64"}[CONFIG["provider"]["architecture"]]
+    assert (
+        args["--platform"]
+        == {"x86_64": "manylinux2014_x86_64", "arm64": "manylinux2014_aarch64"}[
+            CONFIG["provider"]["architecture"]
+        ]
+    )
     assert "--no-compile" in args  # pip would compile .pyc for the packaging machine's Python
     assert options["dockerizePip"] is False
     assert options["pythonBin"] == "python3"  # not the runtime's python3.12
@@ -143,9 +150,18 @@ def test_artifact_holds_what_the_functions_import_and_nothing_else(packaged):
     assert _top_level(names) == {"lambda_kit", "handlers", "orjson"}
     assert "lambda_kit/__init__.py" in names and "handlers/ingest.py" in names
     # Compiled wheels are Lambda's (CPython 3.12, x86_64 Linux), whatever machine packaged them.
-    assert [n for n in names if re.fullmatch(rf"orjson/orjson\.cpython-{RUNTIME_VERSION.replace('.', '')}-x86_64-linux-gnu\.so", n)]
+    assert [
+        n
+        for n in names
+        if re.fullmatch(rf"orjson/orjson\.cpython-{RUNTIME_VERSION.replace('.', '')}-x86_64-linux-gnu\.so", n)
+    ]
     # lambda_kit without the local stack, the CLI and the test helpers
-    for unwanted in ("lambda_kit/local/", "lambda_kit/cli/", "lambda_kit/serverless_config.py", "lambda_kit/testing/"):
+    for unwanted in (
+        "lambda_kit/local/",
+        "lambda_kit/cli/",
+        "lambda_kit/serverless_config.py",
+        "lambda_kit/testing/",
+    ):
         assert not [n for n in names if n.startswith(unwanted)], unwanted
     assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", ".pyi", ".dist-info/RECORD"))]
 
@@ -187,18 +203,26 @@ def test_the_functions_run_from_the_artifact_on_the_runtimes_python(packaged, tm
     task = tmp_path / "task"
     zipfile.ZipFile(packaged["artifact"]).extractall(task)
     events = {
-        "handlers": {name: packaged["template"]["Resources"][function_id(name)]["Properties"]["Handler"] for name in FUNCTIONS},
+        "handlers": {
+            name: packaged["template"]["Resources"][function_id(name)]["Properties"]["Handler"]
+            for name in FUNCTIONS
+        },
         "events": {
             "ingest": testing.api_event("POST", "/views", body={"url": ""}),
             "counter": testing.sqs_event({"not": "a view"}),
             "milestones": testing.sns_event({"not": "a milestone"}),
-            "aggregator": testing.dynamodb_stream_event(testing.dynamodb_record("INSERT", {"PK": "AGG#x", "SK": "y"}, {"PK": "AGG#x", "SK": "y"})),
+            "aggregator": testing.dynamodb_stream_event(
+                testing.dynamodb_record("INSERT", {"PK": "AGG#x", "SK": "y"}, {"PK": "AGG#x", "SK": "y"})
+            ),
         },
     }
     (tmp_path / "events.json").write_text(json.dumps(events))
     result = subprocess.run(
         [python, "-I", "-S", "-c", RUNTIME_CHECK, str(task), str(tmp_path / "events.json")],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.splitlines()[-1])
@@ -231,20 +255,31 @@ def test_functions(resources):
         assert variables["TABLE_NAME"] == f"{SERVICE}-{STAGE}-stats"
         assert variables["LOG_LEVEL"]
         assert env_needed.get(name, set()) <= set(variables)
-    assert target(functions[function_id("ingest")]["Properties"]["Environment"]["Variables"]["VIEWS_QUEUE_URL"]) == "ViewsQueue"
+    assert (
+        target(functions[function_id("ingest")]["Properties"]["Environment"]["Variables"]["VIEWS_QUEUE_URL"])
+        == "ViewsQueue"
+    )
 
 
 def test_log_groups_have_retention(resources):
     groups = of_type(resources, "AWS::Logs::LogGroup")
-    assert {g["Properties"]["LogGroupName"] for g in groups.values()} >= {f"/aws/lambda/{SERVICE}-{STAGE}-{n}" for n in FUNCTIONS}
+    assert {g["Properties"]["LogGroupName"] for g in groups.values()} >= {
+        f"/aws/lambda/{SERVICE}-{STAGE}-{n}" for n in FUNCTIONS
+    }
     assert all(isinstance(g["Properties"].get("RetentionInDays"), int) for g in groups.values())
 
 
 def test_ingest_http_api_routes_and_throttling(resources):
     routes = of_type(resources, "AWS::ApiGatewayV2::Route")
-    assert sorted(r["Properties"]["RouteKey"] for r in routes.values()) == ["GET /stats", "GET /views", "POST /views"]
+    assert sorted(r["Properties"]["RouteKey"] for r in routes.values()) == [
+        "GET /stats",
+        "GET /views",
+        "POST /views",
+    ]
     integrations = of_type(resources, "AWS::ApiGatewayV2::Integration")
-    assert [target(i["Properties"]["IntegrationUri"]) for i in integrations.values()] == [function_id("ingest")]
+    assert [target(i["Properties"]["IntegrationUri"]) for i in integrations.values()] == [
+        function_id("ingest")
+    ]
     [stage] = of_type(resources, "AWS::ApiGatewayV2::Stage").values()
     settings = stage["Properties"]["DefaultRouteSettings"]
     assert settings["ThrottlingRateLimit"] > 0 and settings["ThrottlingBurstLimit"] > 0
@@ -278,9 +313,15 @@ def test_aggregator_reads_only_view_markers_and_article_counters(resources):
     patterns = [json.loads(f["Pattern"]) for f in mapping["FilterCriteria"]["Filters"]]
     assert patterns == [
         # a new view marker, on an article's total or day bucket
-        {"eventName": ["INSERT"], "dynamodb": {"Keys": {"PK": {"S": [{"prefix": "URL#"}]}, "SK": {"S": [{"prefix": "EVENT#"}]}}}},
+        {
+            "eventName": ["INSERT"],
+            "dynamodb": {"Keys": {"PK": {"S": [{"prefix": "URL#"}]}, "SK": {"S": [{"prefix": "EVENT#"}]}}},
+        },
         # a change of an article's counter (milestones, distinct articles)
-        {"eventName": ["INSERT", "MODIFY"], "dynamodb": {"Keys": {"PK": {"S": [{"prefix": "URL#"}]}, "SK": {"S": ["COUNT"]}}}},
+        {
+            "eventName": ["INSERT", "MODIFY"],
+            "dynamodb": {"Keys": {"PK": {"S": [{"prefix": "URL#"}]}, "SK": {"S": ["COUNT"]}}},
+        },
     ]
 
 
@@ -303,12 +344,23 @@ def test_milestones_subscription_and_async_failures(resources):
     assert (properties["Protocol"], target(properties["Endpoint"])) == ("lambda", function_id("milestones"))
     assert target(properties["RedrivePolicy"]["deadLetterTargetArn"]) == "MilestonesDLQ"
     # the topic may write to that DLQ, and only that topic
-    [policy] = [p for p in of_type(resources, "AWS::SQS::QueuePolicy").values() if target(p["Properties"]["Queues"][0]) == "MilestonesDLQ"]
+    [policy] = [
+        p
+        for p in of_type(resources, "AWS::SQS::QueuePolicy").values()
+        if target(p["Properties"]["Queues"][0]) == "MilestonesDLQ"
+    ]
     [statement] = policy["Properties"]["PolicyDocument"]["Statement"]
-    assert statement["Principal"] == {"Service": "sns.amazonaws.com"} and statement["Action"] == "sqs:SendMessage"
+    assert (
+        statement["Principal"] == {"Service": "sns.amazonaws.com"}
+        and statement["Action"] == "sqs:SendMessage"
+    )
     assert target(statement["Condition"]["ArnEquals"]["aws:SourceArn"]) == "MilestonesTopic"
     # the handler's own failures, after Lambda's async retries
-    [config] = [c["Properties"] for c in of_type(resources, "AWS::Lambda::EventInvokeConfig").values() if target(c["Properties"]["FunctionName"]) == function_id("milestones")]
+    [config] = [
+        c["Properties"]
+        for c in of_type(resources, "AWS::Lambda::EventInvokeConfig").values()
+        if target(c["Properties"]["FunctionName"]) == function_id("milestones")
+    ]
     assert 0 <= config["MaximumRetryAttempts"] <= 2
     assert target(config["DestinationConfig"]["OnFailure"]["Destination"]) == "MilestonesHandlerDLQ"
 
@@ -316,7 +368,10 @@ def test_milestones_subscription_and_async_failures(resources):
 def test_table(resources):
     table = resources["ViewStatsTable"]["Properties"]
     assert table["BillingMode"] == "PAY_PER_REQUEST"
-    assert table["KeySchema"] == [{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}]
+    assert table["KeySchema"] == [
+        {"AttributeName": "PK", "KeyType": "HASH"},
+        {"AttributeName": "SK", "KeyType": "RANGE"},
+    ]
     assert table["StreamSpecification"]["StreamViewType"] == "NEW_AND_OLD_IMAGES"
     assert table["TimeToLiveSpecification"] == {"AttributeName": "ttl", "Enabled": True}
 
@@ -329,7 +384,10 @@ def test_every_async_or_stream_source_has_a_failure_destination(resources):
         else:
             assert mapping["Properties"]["DestinationConfig"]["OnFailure"]["Destination"], name
             assert mapping["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"], name
-    invoke_configs = {target(c["Properties"]["FunctionName"]): c["Properties"] for c in of_type(resources, "AWS::Lambda::EventInvokeConfig").values()}
+    invoke_configs = {
+        target(c["Properties"]["FunctionName"]): c["Properties"]
+        for c in of_type(resources, "AWS::Lambda::EventInvokeConfig").values()
+    }
     for name, subscription in of_type(resources, "AWS::SNS::Subscription").items():
         assert subscription["Properties"]["RedrivePolicy"]["deadLetterTargetArn"], name
         function = target(subscription["Properties"]["Endpoint"])
@@ -354,7 +412,13 @@ def test_every_queue_has_a_redrive_policy_or_is_a_dead_letter_queue(resources):
             dead_letter.add(target(value))
     for name, queue in of_type(resources, "AWS::SQS::Queue").items():
         assert name in dead_letter or "RedrivePolicy" in queue["Properties"], name
-    assert {"ViewsDLQ", "MilestonesDLQ", "MilestonesHandlerDLQ", "AggregatorDLQ", "ClickstreamDLQ"} <= dead_letter
+    assert {
+        "ViewsDLQ",
+        "MilestonesDLQ",
+        "MilestonesHandlerDLQ",
+        "AggregatorDLQ",
+        "ClickstreamDLQ",
+    } <= dead_letter
 
 
 # ------------------------------------------------------------------ IAM, least privilege per function
@@ -379,7 +443,10 @@ EXPECTED_GRANTS = {
     },
     "aggregator": {
         **{a: {"ViewStatsTable"} for a in COUNTING},
-        **{f"dynamodb:{a}": {"ViewStatsTable"} for a in ("DescribeStream", "GetRecords", "GetShardIterator", "ListStreams")},
+        **{
+            f"dynamodb:{a}": {"ViewStatsTable"}
+            for a in ("DescribeStream", "GetRecords", "GetShardIterator", "ListStreams")
+        },
         "sns:Publish": {"MilestonesTopic"},
         "sqs:SendMessage": {"AggregatorDLQ"},
     },
@@ -391,7 +458,14 @@ EXPECTED_GRANTS = {
         **{a: {"ViewStatsTable"} for a in COUNTING},
         **{
             f"kinesis:{a}": {"ClickstreamStream"}
-            for a in ("DescribeStream", "DescribeStreamSummary", "GetRecords", "GetShardIterator", "ListShards", "PutRecord")
+            for a in (
+                "DescribeStream",
+                "DescribeStreamSummary",
+                "GetRecords",
+                "GetShardIterator",
+                "ListShards",
+                "PutRecord",
+            )
         },
         "sqs:SendMessage": {"ClickstreamDLQ"},
     },
@@ -427,12 +501,19 @@ def test_no_action_or_resource_wildcards(resources):
                 if isinstance(resource, str):
                     assert "*" not in resource, (name, resource)
                 elif "Fn::Sub" in resource:  # only log streams of a named log group
-                    assert resource["Fn::Sub"].count("*") == 1 and resource["Fn::Sub"].endswith(":*"), (name, resource)
+                    assert resource["Fn::Sub"].count("*") == 1 and resource["Fn::Sub"].endswith(":*"), (
+                        name,
+                        resource,
+                    )
 
 
 def test_roles_match_the_wiring(resources):
     """Each event source can be read and each failure destination written by the function's role."""
-    reads = {"AWS::SQS::Queue": "sqs:ReceiveMessage", "AWS::Kinesis::Stream": "kinesis:GetRecords", "AWS::DynamoDB::Table": "dynamodb:GetRecords"}
+    reads = {
+        "AWS::SQS::Queue": "sqs:ReceiveMessage",
+        "AWS::Kinesis::Stream": "kinesis:GetRecords",
+        "AWS::DynamoDB::Table": "dynamodb:GetRecords",
+    }
     for mapping in of_type(resources, "AWS::Lambda::EventSourceMapping").values():
         properties = mapping["Properties"]
         function = target(properties["FunctionName"])

@@ -36,7 +36,17 @@ DOCS_PORT = 3000  # the port the pages show `lambda-kit local` on: its default
 BLOCK_TIMEOUT = 300  # seconds for one block; `make run` takes ~40 s on 2 busy cores
 VENV_BIN = Path(sys.executable).parent
 # what a page's directory leaves out of the repository: the state of its own runs and builds
-LEFT_OUT = {".git", ".lambda-kit", ".serverless", ".mutate", ".pytest_cache", ".hypothesis", "dist", "build", "__pycache__"}
+LEFT_OUT = {
+    ".git",
+    ".lambda-kit",
+    ".serverless",
+    ".mutate",
+    ".pytest_cache",
+    ".hypothesis",
+    "dist",
+    "build",
+    "__pycache__",
+}
 # python -c MARKER FILE PAGE [FILE PAGE ...]: run the snippet files in one namespace, each under the
 # name of its page (so a traceback points at the page), printing MARKER before the last one
 RUN_SNIPPETS = """
@@ -60,10 +70,14 @@ def reader_environment() -> dict[str, str]:
     env = {
         key: value
         for key, value in os.environ.items()
-        if not key.startswith(("AWS_", "LAMBDA_KIT_", "PYTEST_", "COV_", "MAKE"))  # MAKELEVEL: make test's own make
+        if not key.startswith(
+            ("AWS_", "LAMBDA_KIT_", "PYTEST_", "COV_", "MAKE")
+        )  # MAKELEVEL: make test's own make
         and key not in ("LOG_LEVEL", "VIRTUAL_ENV", "PYTHONPATH", "MFLAGS")
     }
-    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if Path(p) != VENV_BIN and p)
+    env["PATH"] = os.pathsep.join(
+        p for p in env.get("PATH", "").split(os.pathsep) if Path(p) != VENV_BIN and p
+    )
     env["PYTHONUNBUFFERED"] = "1"  # stdout and stderr interleave as on a terminal
     return env
 
@@ -103,8 +117,12 @@ class LocalStack:
         self.logs = self.workdir / ".lambda-kit" / "logs.jsonl"
         self.process = subprocess.Popen(
             [str(VENV_BIN / "lambda-kit"), "local", "--port", "0"],
-            cwd=self.workdir, env=reader_environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True, start_new_session=True,
+            cwd=self.workdir,
+            env=reader_environment(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
         )
         self.output: list[str] = []
         self.address = self._wait_until_serving()
@@ -134,14 +152,20 @@ class LocalStack:
 
 @pytest.fixture(scope="session")
 def docs_local_stack(tmp_path_factory) -> Iterator[LocalStack]:
-    usage = subprocess.run([str(VENV_BIN / "lambda-kit"), "local", "--help"], capture_output=True, text=True, check=True).stdout
+    usage = subprocess.run(
+        [str(VENV_BIN / "lambda-kit"), "local", "--help"], capture_output=True, text=True, check=True
+    ).stdout
     port_help = " ".join(usage.split("--port PORT", 2)[-1].split())
-    assert f"default: {DOCS_PORT})" in port_help, f"the pages show `lambda-kit local` on its default port: {port_help}"
+    assert f"default: {DOCS_PORT})" in port_help, (
+        f"the pages show `lambda-kit local` on its default port: {port_help}"
+    )
     stack = LocalStack(tmp_path_factory.mktemp("local-stack"))
     yield stack
     stack.stop()
     rest = stack.process.stdout.read() if stack.process.stdout else ""
-    assert stack.process.returncode == 0, "lambda-kit local did not stop cleanly on Ctrl-C:\n" + "".join(stack.output) + rest
+    assert stack.process.returncode == 0, (
+        "lambda-kit local did not stop cleanly on Ctrl-C:\n" + "".join(stack.output) + rest
+    )
 
 
 def use_local_stack(page_run: PageRun, args: list[str]) -> None:
@@ -166,7 +190,10 @@ def use_table(page_run: PageRun, args: list[str]) -> None:
     create_counter_table(client, name)
 
 
-FIXTURES: dict[str, Callable[[PageRun, list[str]], None]] = {"local-stack": use_local_stack, "table": use_table}
+FIXTURES: dict[str, Callable[[PageRun, list[str]], None]] = {
+    "local-stack": use_local_stack,
+    "table": use_table,
+}
 
 
 # --- running a page ---------------------------------------------------------------------------------
@@ -208,17 +235,26 @@ class PageRun:
             text = block.text
             for old, new in self.replacements.items():
                 text = text.replace(old, new)
-            run = {"file": self.write_file, "python": self.python, "shell": self.shell, "page": self.inner_page}[kind]
+            run = {
+                "file": self.write_file,
+                "python": self.python,
+                "shell": self.shell,
+                "page": self.inner_page,
+            }[kind]
             status, output = run(block, text)
             expected = int(block.mark("exit")[1][0]) if block.mark("exit") else 0  # type: ignore[index]
             if status != expected:
-                raise AssertionError(f"{block.where}: exit status {status}, expected {expected}:\n{text}\n--- printed:\n{screen(output)}")
+                raise AssertionError(
+                    f"{block.where}: exit status {status}, expected {expected}:\n{text}\n--- printed:\n{screen(output)}"
+                )
             self.last = (block, output)
             self.ran += 1
 
     def compare(self, block: Block) -> None:
         if self.last is None:
-            raise MarkupError(f"{block.where}: an output block must follow a block that runs (or mark it skip with why)")
+            raise MarkupError(
+                f"{block.where}: an output block must follow a block that runs (or mark it skip with why)"
+            )
         ran, output = self.last
         numbers_vary = block.mark("output")[2] == NUMBERS_VARY  # type: ignore[index]
         if not output_matches(block.text, output, numbers_vary):
@@ -228,8 +264,16 @@ class PageRun:
             )
 
     def _process(self, command: list[str], env: dict[str, str], cwd: Path) -> tuple[int, str]:
-        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+        )
         try:
             output, _ = process.communicate(timeout=BLOCK_TIMEOUT)
         except subprocess.TimeoutExpired:
@@ -249,7 +293,9 @@ class PageRun:
     def write_file(self, block: Block, text: str) -> tuple[int, str]:
         path = self.workdir / str(block.file)
         if path.parent.is_symlink():
-            raise MarkupError(f"{block.where}: {block.file} would write into the repository's {path.parent.name}/: choose another folder")
+            raise MarkupError(
+                f"{block.where}: {block.file} would write into the repository's {path.parent.name}/: choose another folder"
+            )
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         if path.suffix != ".py":
@@ -257,7 +303,9 @@ class PageRun:
         if path.name.startswith("test_"):
             # plain pytest: the venv's plugins (hypothesis, xdist ...) cost ~1.5 s to load and no example uses them
             env = {**self.python_environment(), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-            return self._process([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", path.name], env, path.parent)
+            return self._process(
+                [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", path.name], env, path.parent
+            )
         return self._snippet([(block, text)], path.parent)
 
     def python(self, block: Block, text: str) -> tuple[int, str]:
@@ -315,7 +363,9 @@ PAGES = pages()
 def test_examples_run(path: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     page = read_page(path)
     run = PageRun(page, tmp_path, request)
-    if any(block.kind == "shell" and "make " in block.text for block in page.blocks) and (reason := stale_setup(run.workdir)):
+    if any(block.kind == "shell" and "make " in block.text for block in page.blocks) and (
+        reason := stale_setup(run.workdir)
+    ):
         pytest.fail(reason)
     run.run()
 
@@ -338,13 +388,19 @@ def test_links_resolve(path: Path) -> None:
 
 def test_readme_is_short() -> None:
     size = len((ROOT / "README.md").read_bytes())
-    assert size <= README_LIMIT, f"README.md is {size} bytes: move reference text to a page under docs/ (limit {README_LIMIT})"
+    assert size <= README_LIMIT, (
+        f"README.md is {size} bytes: move reference text to a page under docs/ (limit {README_LIMIT})"
+    )
 
 
 def test_every_page_is_linked_from_the_readme_or_the_index() -> None:
     linked = set()
     for home in (ROOT / "README.md", ROOT / "docs" / "index.md"):
-        linked |= {(home.parent / href.partition("#")[0]).resolve() for _, href in read_page(home).links if "://" not in href}
+        linked |= {
+            (home.parent / href.partition("#")[0]).resolve()
+            for _, href in read_page(home).links
+            if "://" not in href
+        }
     orphans = [relative(page) for page in PAGES[1:] if page.resolve() not in linked]
     assert not orphans, f"pages no reader can reach: link them from docs/index.md: {orphans}"
 
@@ -365,7 +421,10 @@ def _page(tmp_path: Path, text: str) -> Path:
         ("```\nno language\n```\n", "block the test cannot run"),
         ("<!-- docs-test: skip -->\n```sh\nnpx serverless deploy\n```\n", "needs its reason"),
         ("<!-- docs-test: sometimes -->\n```sh\ntrue\n```\n", "unknown docs-test directive"),
-        ("<!-- docs-test: output -->\n\nSome prose.\n\n```sh\ntrue\n```\n", "not right before a fenced block"),
+        (
+            "<!-- docs-test: output -->\n\nSome prose.\n\n```sh\ntrue\n```\n",
+            "not right before a fenced block",
+        ),
     ],
 )
 def test_a_block_the_test_cannot_run_must_be_marked(tmp_path, text, message):
@@ -440,4 +499,8 @@ def test_a_python_block_can_continue_the_one_before(tmp_path, request):
     alone = tmp_path / "alone"
     alone.mkdir()
     with pytest.raises(MarkupError, match="needs a python block before it"):
-        PageRun(read_page(_page(alone, "<!-- docs-test: continue -->\n```python\nprint(1)\n```\n")), alone, request).run()
+        PageRun(
+            read_page(_page(alone, "<!-- docs-test: continue -->\n```python\nprint(1)\n```\n")),
+            alone,
+            request,
+        ).run()

@@ -18,8 +18,8 @@ def section(heading: str) -> str:
         found = re.search(rf"^(#+) {re.escape(heading)}\n", text, re.MULTILINE)
         if found:
             level = len(found.group(1))
-            end = re.search(rf"^#{{1,{level}}} ", text[found.end():], re.MULTILINE)
-            return text[found.end(): found.end() + end.start() if end else None]
+            end = re.search(rf"^#{{1,{level}}} ", text[found.end() :], re.MULTILINE)
+            return text[found.end() : found.end() + end.start() if end else None]
     raise AssertionError(f"no section {heading!r} in the README or docs/")
 
 

@@ -20,8 +20,8 @@ def section() -> str:
         found = re.search(rf"^(#+) {re.escape(HEADING)}\n", text, re.MULTILINE)
         if found:
             level = len(found.group(1))
-            end = re.search(rf"^#{{1,{level}}} ", text[found.end():], re.MULTILINE)
-            return text[found.end(): found.end() + end.start() if end else None]
+            end = re.search(rf"^#{{1,{level}}} ", text[found.end() :], re.MULTILINE)
+            return text[found.end() : found.end() + end.start() if end else None]
     raise AssertionError(f"no section {HEADING!r} in the README or docs/")
 
 
@@ -44,5 +44,13 @@ def test_the_section_names_every_log_key_and_the_read_order():
     text = section()
     for key in LOG_KEYS:
         assert f"`{key}`" in text
-    order = [text.index(name) for name in ("lambda_kit's `trace_id`", "W3C `traceparent`", "Datadog: a `_datadog`", "X-Ray: the SQS")]
+    order = [
+        text.index(name)
+        for name in (
+            "lambda_kit's `trace_id`",
+            "W3C `traceparent`",
+            "Datadog: a `_datadog`",
+            "X-Ray: the SQS",
+        )
+    ]
     assert order == sorted(order)

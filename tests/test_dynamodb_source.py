@@ -28,7 +28,9 @@ def one_change(record: dict) -> tuple[dict, list]:
 def test_binary_values_read_by_boto3_are_taken_as_the_bytes_they_are():
     # boto3's DynamoDB Streams client returns B and BS as bytes, not base64 text (the local stack's poller)
     record = dynamodb_record("INSERT", keys={"PK": "a"}, new_image={"PK": "a"})
-    record["dynamodb"]["NewImage"].update({"blob": {"B": b"\x00\xff"}, "blobs": {"BS": [b"x", bytearray(b"y")]}})
+    record["dynamodb"]["NewImage"].update(
+        {"blob": {"B": b"\x00\xff"}, "blobs": {"BS": [b"x", bytearray(b"y")]}}
+    )
     response, [change] = one_change(record)
     assert response == {"batchItemFailures": []}
     assert change["new_image"] == {"PK": "a", "blob": b"\x00\xff", "blobs": {b"x", b"y"}}
@@ -38,7 +40,10 @@ def test_a_binary_value_that_is_neither_text_nor_bytes_fails_its_record_saying_w
     record = dynamodb_record("INSERT", keys={"PK": "a"}, new_image={"PK": "a"})
     record["dynamodb"]["NewImage"]["blob"] = {"B": 12}
     response, seen = one_change(record)
-    assert response == {"batchItemFailures": [{"itemIdentifier": record["dynamodb"]["SequenceNumber"]}]} and seen == []
+    assert (
+        response == {"batchItemFailures": [{"itemIdentifier": record["dynamodb"]["SequenceNumber"]}]}
+        and seen == []
+    )
     [error] = of_level(read_lines(capfd), "ERROR")
     assert error["error"] == "stream image is malformed (binary attribute holds int, not base64 text)"
 
@@ -56,7 +61,9 @@ def test_a_record_without_a_sequence_number_as_text_cannot_be_read(sequence_numb
     record = dynamodb_record("INSERT", keys={"PK": "a"}, new_image={"PK": "a"})
     record["dynamodb"]["SequenceNumber"] = sequence_number
     response, seen = one_change(record)
-    assert response == {"batchItemFailures": [{"itemIdentifier": ""}]} and seen == []  # the whole batch is retried
+    assert (
+        response == {"batchItemFailures": [{"itemIdentifier": ""}]} and seen == []
+    )  # the whole batch is retried
     [error] = of_level(read_lines(capfd), "ERROR")
     assert error["error"] == "record has no dynamodb.SequenceNumber" and error["source"] == "dynamodb"
     assert error["payload"] == record  # the record as it came, to look at
@@ -69,7 +76,11 @@ def test_the_error_line_of_a_malformed_image_shows_the_change_on_its_first_attem
     sequence_number = record["dynamodb"]["SequenceNumber"]
     assert response == {"batchItemFailures": [{"itemIdentifier": sequence_number}]}
     [error] = of_level(read_lines(capfd), "ERROR")
-    assert (error["record_id"], error["attempt"], error["trace_id"]) == (sequence_number, 1, record["eventID"])
+    assert (error["record_id"], error["attempt"], error["trace_id"]) == (
+        sequence_number,
+        1,
+        record["eventID"],
+    )
     assert error["source"] == "dynamodb"
     assert error["payload"] == record["dynamodb"]  # what could not be decoded, to look at
 
@@ -99,9 +110,14 @@ def test_an_async_function_runs_records_that_have_no_item_key_each_in_a_lane_of_
     del keyless["dynamodb"]["Keys"]
     assert handler({"Records": [good, keyless]}, lambda_context()) == {"batchItemFailures": []}
     assert seen == [{"PK": "a"}, {"n": 1}]
-    for unreadable, why in (("junk", "record has no dynamodb object"), ({"eventSource": "aws:dynamodb", "dynamodb": "x"}, "record has no dynamodb object")):
+    for unreadable, why in (
+        ("junk", "record has no dynamodb object"),
+        ({"eventSource": "aws:dynamodb", "dynamodb": "x"}, "record has no dynamodb object"),
+    ):
         seen.clear()
-        assert handler({"Records": [good, unreadable]}, lambda_context()) == {"batchItemFailures": [{"itemIdentifier": ""}]}
+        assert handler({"Records": [good, unreadable]}, lambda_context()) == {
+            "batchItemFailures": [{"itemIdentifier": ""}]
+        }
         assert seen == [{"PK": "a"}]
         [error] = of_level(read_lines(capfd), "ERROR")
         assert error["error"] == why and error["source"] == "dynamodb"
@@ -125,7 +141,12 @@ def test_with_a_model_a_change_without_its_new_image_fails_naming_the_stream_vie
     }
     [line] = of_level(read_lines(capfd), "ERROR")
     assert line["message"] == "record failed validation"
-    assert line["invalid"] == [{"field": "NewImage", "problem": "the record has no NewImage: the stream's view type must include it (NEW_AND_OLD_IMAGES)"}]
+    assert line["invalid"] == [
+        {
+            "field": "NewImage",
+            "problem": "the record has no NewImage: the stream's view type must include it (NEW_AND_OLD_IMAGES)",
+        }
+    ]
 
 
 def test_a_window_with_a_malformed_image_goes_back_with_the_state_before_it():
@@ -137,17 +158,26 @@ def test_a_window_with_a_malformed_image_goes_back_with_the_state_before_it():
     bad = dynamodb_record("INSERT", keys={"PK": "b"}, new_image={"PK": "b"})
     bad["dynamodb"]["NewImage"]["odd"] = {"ZZ": "1"}
     event = tumbling_window({"Records": [good, bad]}, {})
-    assert handler(event, None) == {"state": {"n": 1}, "batchItemFailures": [{"itemIdentifier": bad["dynamodb"]["SequenceNumber"]}]}
+    assert handler(event, None) == {
+        "state": {"n": 1},
+        "batchItemFailures": [{"itemIdentifier": bad["dynamodb"]["SequenceNumber"]}],
+    }
 
 
 def test_a_dynamodb_window_ends_with_on_window_end():
     ended = []
 
-    @stream_handler(log_event=False, log_result=False, on_window_end=lambda window: ended.append(dict(window.state)))
+    @stream_handler(
+        log_event=False, log_result=False, on_window_end=lambda window: ended.append(dict(window.state))
+    )
     def handler(change, context):
         current_window().state["n"] = current_window().state.get("n", 0) + 1
 
-    event = tumbling_window({"Records": [dynamodb_record("INSERT", keys={"PK": "a"}, new_image={"PK": "a"})]}, {"n": 1}, final=True)
+    event = tumbling_window(
+        {"Records": [dynamodb_record("INSERT", keys={"PK": "a"}, new_image={"PK": "a"})]},
+        {"n": 1},
+        final=True,
+    )
     assert handler(event, None) == {"state": {"n": 2}, "batchItemFailures": []}
     assert ended == [{"n": 2}]
 
@@ -157,7 +187,11 @@ def test_a_malformed_traceparent_in_the_image_is_warned_about_as_dynamodb(capfd)
     response, [change] = one_change(record)
     assert response == {"batchItemFailures": []} and change["new_image"]["traceparent"] == "not-w3c"
     [warning] = of_level(read_lines(capfd), "WARNING")
-    assert (warning["source"], warning["rejected_trace_context"], warning["trace_id"]) == ("dynamodb", "'not-w3c'", record["eventID"])
+    assert (warning["source"], warning["rejected_trace_context"], warning["trace_id"]) == (
+        "dynamodb",
+        "'not-w3c'",
+        record["eventID"],
+    )
 
 
 # --- numbers are exact -----------------------------------------------------------------------------
@@ -178,7 +212,10 @@ NUMBERS = [
     ("1E+130", 1e130),
     ("-1E-130", -1e-130),
     ("1234567890123456789012345.123456789", Decimal("1234567890123456789012345.123456789")),
-    ("1.2345678901234567890123456789012345678", Decimal("1.2345678901234567890123456789012345678")),  # 38 digits
+    (
+        "1.2345678901234567890123456789012345678",
+        Decimal("1.2345678901234567890123456789012345678"),
+    ),  # 38 digits
     ("-0.12345678901234567890123456789012345678", Decimal("-0.12345678901234567890123456789012345678")),
     ("9.9999999999999999999999999999999999999E+125", Decimal("9.9999999999999999999999999999999999999E+125")),
     ("1.0000000000000000000000000000000000001E-130", Decimal("1.0000000000000000000000000000000000001E-130")),
@@ -191,7 +228,9 @@ def image_number(text: str) -> object:
     record["dynamodb"]["NewImage"]["ns"] = {"NS": [text, "7"]}
     response, [change] = one_change(record)
     assert response == {"batchItemFailures": []}
-    assert change["keys"]["n"] == change["new_image"]["n"] and type(change["keys"]["n"]) is type(change["new_image"]["n"])
+    assert change["keys"]["n"] == change["new_image"]["n"] and type(change["keys"]["n"]) is type(
+        change["new_image"]["n"]
+    )
     assert change["new_image"]["ns"] == {change["new_image"]["n"], 7}  # a set of numbers: the same rule
     return change["new_image"]["n"]
 
@@ -227,7 +266,10 @@ def test_an_image_nested_deeper_than_64_levels_fails_its_record_saying_so(capfd)
     assert response == {"batchItemFailures": []}
     record["dynamodb"]["NewImage"]["deep"] = nested_list(65)
     response, seen = one_change(record)
-    assert response == {"batchItemFailures": [{"itemIdentifier": record["dynamodb"]["SequenceNumber"]}]} and seen == []
+    assert (
+        response == {"batchItemFailures": [{"itemIdentifier": record["dynamodb"]["SequenceNumber"]}]}
+        and seen == []
+    )
     [error] = of_level(read_lines(capfd), "ERROR")
     assert error["error"] == "stream image is malformed (attributes are nested deeper than 64 levels)"
 
@@ -237,7 +279,10 @@ def test_a_number_dynamodb_cannot_hold_fails_its_record_saying_so(text, capfd):
     record = dynamodb_record("INSERT", keys={"PK": "a"}, new_image={"PK": "a"})
     record["dynamodb"]["NewImage"]["n"] = {"N": text}
     response, seen = one_change(record)
-    assert response == {"batchItemFailures": [{"itemIdentifier": record["dynamodb"]["SequenceNumber"]}]} and seen == []
+    assert (
+        response == {"batchItemFailures": [{"itemIdentifier": record["dynamodb"]["SequenceNumber"]}]}
+        and seen == []
+    )
     [error] = of_level(read_lines(capfd), "ERROR")
     assert error["error"].startswith(f"stream image is malformed ({text!r} is not a number")
 

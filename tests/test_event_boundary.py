@@ -35,8 +35,13 @@ from lambda_kit.errors import UndecodableRecord
 from lambda_kit.testing import EXAMPLES, api_event, event, lambda_context, sqs_event
 
 DECORATORS = {
-    "sqs_handler": sqs_handler, "sns_handler": sns_handler, "stream_handler": stream_handler, "api_handler": api_handler,
-    "kafka_handler": kafka_handler, "eventbridge_handler": eventbridge_handler, "s3_handler": s3_handler,
+    "sqs_handler": sqs_handler,
+    "sns_handler": sns_handler,
+    "stream_handler": stream_handler,
+    "api_handler": api_handler,
+    "kafka_handler": kafka_handler,
+    "eventbridge_handler": eventbridge_handler,
+    "s3_handler": s3_handler,
 }
 DECORATORS["cloudwatch_logs_handler"] = cloudwatch_logs_handler
 
@@ -46,31 +51,75 @@ PAYLOADS = {"s3": "n/1.txt"}  # an S3 event's payload names an object; the other
 # unless it is registered for them.
 FOREIGN = {
     "an EventBridge event": {
-        "version": "0", "id": "6a7e8feb-b491-4cf7-a9f1-bf3703467718", "detail-type": "EC2 Instance State-change Notification",
-        "source": "aws.ec2", "account": "111122223333", "time": "2017-12-22T18:43:48Z", "region": "us-west-1",
+        "version": "0",
+        "id": "6a7e8feb-b491-4cf7-a9f1-bf3703467718",
+        "detail-type": "EC2 Instance State-change Notification",
+        "source": "aws.ec2",
+        "account": "111122223333",
+        "time": "2017-12-22T18:43:48Z",
+        "region": "us-west-1",
         "resources": ["arn:aws:ec2:us-west-1:123456789012:instance/i-1234567890abcdef0"],
         "detail": {"instance-id": "i-1234567890abcdef0", "state": "terminated"},
     },
     "an EventBridge Pipes batch of SQS messages": [
-        {"messageId": "059f36b4-87a3-44ab-83d2-661975830a7d", "receiptHandle": "AQEBwJnKyrHigUMZj6rYigCgxlaS3SLy0a",
-         "body": '{"url": "/a"}', "attributes": {"ApproximateReceiveCount": "1"}, "messageAttributes": {},
-         "md5OfBody": "e4e68fb7bd0e697a0ae8f1bb342846b3", "eventSource": "aws:sqs",
-         "eventSourceARN": "arn:aws:sqs:us-east-2:123456789012:my-queue", "awsRegion": "us-east-2"},
+        {
+            "messageId": "059f36b4-87a3-44ab-83d2-661975830a7d",
+            "receiptHandle": "AQEBwJnKyrHigUMZj6rYigCgxlaS3SLy0a",
+            "body": '{"url": "/a"}',
+            "attributes": {"ApproximateReceiveCount": "1"},
+            "messageAttributes": {},
+            "md5OfBody": "e4e68fb7bd0e697a0ae8f1bb342846b3",
+            "eventSource": "aws:sqs",
+            "eventSourceARN": "arn:aws:sqs:us-east-2:123456789012:my-queue",
+            "awsRegion": "us-east-2",
+        },
     ],
     "a Kafka event": {
-        "eventSource": "aws:kafka", "eventSourceArn": "arn:aws:kafka:us-east-1:123456789012:cluster/vpc-2priv-2pub/751d2973",
+        "eventSource": "aws:kafka",
+        "eventSourceArn": "arn:aws:kafka:us-east-1:123456789012:cluster/vpc-2priv-2pub/751d2973",
         "bootstrapServers": "b-2.demo-cluster-1.a1bcde.c1.kafka.us-east-1.amazonaws.com:9092",
-        "records": {"mytopic-0": [{"topic": "mytopic", "partition": 0, "offset": 15, "timestamp": 1545084650987,
-                                   "timestampType": "CREATE_TIME", "key": "abcDEFghiJKLmnoPQRstuVWXyz1234==",
-                                   "value": "SGVsbG8sIHRoaXMgaXMgYSB0ZXN0Lg==", "headers": []}]},
+        "records": {
+            "mytopic-0": [
+                {
+                    "topic": "mytopic",
+                    "partition": 0,
+                    "offset": 15,
+                    "timestamp": 1545084650987,
+                    "timestampType": "CREATE_TIME",
+                    "key": "abcDEFghiJKLmnoPQRstuVWXyz1234==",
+                    "value": "SGVsbG8sIHRoaXMgaXMgYSB0ZXN0Lg==",
+                    "headers": [],
+                }
+            ]
+        },
     },
-    "an S3 notification": {"Records": [{
-        "eventVersion": "2.1", "eventSource": "aws:s3", "awsRegion": "us-east-1", "eventTime": "2019-09-03T19:37:27.192Z",
-        "eventName": "ObjectCreated:Put", "s3": {"s3SchemaVersion": "1.0", "bucket": {"name": "DOC-EXAMPLE-BUCKET"},
-                                                 "object": {"key": "b21b84d653bb07b05b1e6b33684dc11b", "size": 1305107}}}]},
-    "a CloudWatch Logs subscription": {"awslogs": {"data": "H4sIAAAAAAAAAHWPwQqCMBiGX0V2ckhlVN5GwdQMT+rW3gDBQMlcBoaBDsmTNbHa"}},
-    "a scheduled event": {"version": "0", "id": "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa", "detail-type": "Scheduled Event",
-                          "source": "aws.events", "time": "2015-10-08T16:53:06Z", "detail": {}},
+    "an S3 notification": {
+        "Records": [
+            {
+                "eventVersion": "2.1",
+                "eventSource": "aws:s3",
+                "awsRegion": "us-east-1",
+                "eventTime": "2019-09-03T19:37:27.192Z",
+                "eventName": "ObjectCreated:Put",
+                "s3": {
+                    "s3SchemaVersion": "1.0",
+                    "bucket": {"name": "DOC-EXAMPLE-BUCKET"},
+                    "object": {"key": "b21b84d653bb07b05b1e6b33684dc11b", "size": 1305107},
+                },
+            }
+        ]
+    },
+    "a CloudWatch Logs subscription": {
+        "awslogs": {"data": "H4sIAAAAAAAAAHWPwQqCMBiGX0V2ckhlVN5GwdQMT+rW3gDBQMlcBoaBDsmTNbHa"}
+    },
+    "a scheduled event": {
+        "version": "0",
+        "id": "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa",
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "time": "2015-10-08T16:53:06Z",
+        "detail": {},
+    },
     "a direct invocation with a plain payload": {"url": "/a", "time": "2024-05-21T10:00:00Z"},
 }
 
@@ -110,7 +159,11 @@ def test_each_decorator_takes_its_own_sources_and_refuses_every_other(decorator,
     assert str(error) == f"{decorator} cannot process {registry.get(source).label}: use {fits}"
     assert (error.decorator, error.fits) == (decorator, fits)
     assert line["level"] == "ERROR" and line["message"] == "event not processed: unsupported event"
-    assert line["error_type"] == "UnsupportedEvent" and line["error"] == str(error) and line["decorator"] == decorator
+    assert (
+        line["error_type"] == "UnsupportedEvent"
+        and line["error"] == str(error)
+        and line["decorator"] == decorator
+    )
     # the event's shape, never its values (the DLQ holds the event itself)
     assert line["event_shape"] == log.outline(example) and "event" not in line
     assert "T-1" not in json.dumps(line)
@@ -141,7 +194,10 @@ def test_a_cloudwatch_logs_subscription_is_taken_by_its_decorator_alone(capfd):
     """The sample above is cut short: cloudwatch_logs_handler fails it with its reason, raised for
     Lambda's retries (never acknowledged); every other decorator names the one that fits."""
     subscription = FOREIGN["a CloudWatch Logs subscription"]
-    assert registry.describe(subscription) == ("a CloudWatch Logs subscription event", "cloudwatch_logs_handler")
+    assert registry.describe(subscription) == (
+        "a CloudWatch Logs subscription event",
+        "cloudwatch_logs_handler",
+    )
     with pytest.raises(UndecodableRecord, match="awslogs.data is not gzip data"):
         cloudwatch_logs_handler(lambda e, c: None)(subscription, lambda_context())
     [line] = read_lines(capfd)
@@ -155,14 +211,22 @@ def test_a_pipes_batch_is_taken_by_its_decorator_and_named_in_the_others_refusal
     assert calls == [{"url": "/a"}]
     read_lines(capfd)
     error, _ = refusal(stream_handler(lambda p, c: None), batch, capfd)
-    assert str(error) == "stream_handler cannot process an EventBridge Pipes batch of SQS messages: use sqs_handler"
+    assert (
+        str(error)
+        == "stream_handler cannot process an EventBridge Pipes batch of SQS messages: use sqs_handler"
+    )
     error, _ = refusal(sqs_handler(lambda m, c: None), [{"a": 1}], capfd)
-    assert str(error) == "sqs_handler cannot process a top-level list, as EventBridge Pipes sends: sqs_handler processes an SQS event"
+    assert (
+        str(error)
+        == "sqs_handler cannot process a top-level list, as EventBridge Pipes sends: sqs_handler processes an SQS event"
+    )
 
 
 def test_the_kafka_event_is_taken_by_kafka_handler_alone(capfd):
     calls = []
-    kafka_handler(json=False)(lambda m, c: calls.append(m["value"]))(FOREIGN["a Kafka event"], lambda_context())
+    kafka_handler(json=False)(lambda m, c: calls.append(m["value"]))(
+        FOREIGN["a Kafka event"], lambda_context()
+    )
     assert calls == [b"Hello, this is a test."]
     read_lines(capfd)
     error, _ = refusal(sqs_handler(lambda m, c: None), FOREIGN["a Kafka event"], capfd)
@@ -199,9 +263,13 @@ def test_refused_events_are_counted_as_failures_not_as_processed(capfd, monkeypa
 
 # --- async and generator functions ----------------------------------------------------------------
 
+
 async def echo_async(payload, context):
     await asyncio.sleep(0)
-    return {"trace_id": current_trace_id(), "payload": payload if not hasattr(payload, "method") else payload.method}
+    return {
+        "trace_id": current_trace_id(),
+        "payload": payload if not hasattr(payload, "method") else payload.method,
+    }
 
 
 async def stream_async(payload, context):
@@ -214,7 +282,9 @@ def stream_sync(payload, context):
 
 @pytest.mark.parametrize("decorator", sorted(DECORATORS))
 @pytest.mark.parametrize("source", registry.NAMES)
-def test_an_async_function_runs_under_each_decorator_and_is_refused_the_others_events(decorator, source, capfd):
+def test_an_async_function_runs_under_each_decorator_and_is_refused_the_others_events(
+    decorator, source, capfd
+):
     """An ``async def`` is awaited: it runs, in the record's trace scope, and its result is logged
     (it was once logged as a coroutine and its record acknowledged unprocessed)."""
     calls = []
@@ -232,7 +302,11 @@ def test_an_async_function_runs_under_each_decorator_and_is_refused_the_others_e
         return
     handler(example, lambda_context())
     assert len(calls) == 1 and (calls[0] == "T-async" or source in ("api", "s3"))
-    results = [line["result"] for line in read_lines(capfd) if line["message"] in ("record processed", "request processed")]
+    results = [
+        line["result"]
+        for line in read_lines(capfd)
+        if line["message"] in ("record processed", "request processed")
+    ]
     assert results == [{"done": True}]
 
 
@@ -242,7 +316,10 @@ def test_an_async_function_runs_under_each_decorator_and_is_refused_the_others_e
 def test_decorating_a_generator_function_fails_at_import_time(decorator, function, form):
     """Calling a generator function does not run its body: its records would pass unprocessed."""
     kind = "async generator" if function is stream_async else "generator"
-    with pytest.raises(TypeError, match=rf"@{decorator} cannot wrap {kind} function '{function.__name__}'.*instead of yielding"):
+    with pytest.raises(
+        TypeError,
+        match=rf"@{decorator} cannot wrap {kind} function '{function.__name__}'.*instead of yielding",
+    ):
         if form == "bare":
             DECORATORS[decorator](function)
         else:
@@ -252,6 +329,7 @@ def test_decorating_a_generator_function_fails_at_import_time(decorator, functio
 def test_a_plain_function_that_returns_an_awaitable_has_it_run(capfd):
     """A plain def that returns a coroutine (a lambda over an async def, say): the coroutine is run
     to its end; one that raises fails its record alone."""
+
     async def work(message):
         await asyncio.sleep(0)
         if message.get("fail"):
@@ -267,7 +345,8 @@ def test_a_plain_function_that_returns_an_awaitable_has_it_run(capfd):
     assert response == {"batchItemFailures": [{"itemIdentifier": failed}]}
     lines = read_lines(capfd)
     assert [line["result"] for line in lines if line["message"] == "record processed"] == [
-        {"seen": 1, "trace_id": "T-aw"}, {"seen": 3, "trace_id": "T-aw"},
+        {"seen": 1, "trace_id": "T-aw"},
+        {"seen": 3, "trace_id": "T-aw"},
     ]
     [error] = of_level(lines, "ERROR")
     assert error["record_id"] == failed and error["error_type"] == "ValueError"
@@ -281,9 +360,16 @@ class AsyncCallable:
         return payload
 
 
-@pytest.mark.parametrize("function", [
-    functools.partial(echo_async), functools.partial(functools.partial(echo_async)), AsyncCallable(), AsyncCallable().method,
-], ids=["partial", "partial of partial", "callable object", "bound method"])
+@pytest.mark.parametrize(
+    "function",
+    [
+        functools.partial(echo_async),
+        functools.partial(functools.partial(echo_async)),
+        AsyncCallable(),
+        AsyncCallable().method,
+    ],
+    ids=["partial", "partial of partial", "callable object", "bound method"],
+)
 def test_wrapped_async_functions_are_known_as_async(function, capfd):
     """They take the event loop's path, where max_concurrency is allowed."""
     handler = sqs_handler(max_concurrency=2)(function)
@@ -291,7 +377,9 @@ def test_wrapped_async_functions_are_known_as_async(function, capfd):
     assert len(with_message(read_lines(capfd), "record processed")) == 2
 
 
-@pytest.mark.parametrize("function", [functools.partial(stream_async), functools.partial(stream_sync)], ids=["async", "plain"])
+@pytest.mark.parametrize(
+    "function", [functools.partial(stream_async), functools.partial(stream_sync)], ids=["async", "plain"]
+)
 def test_wrapped_generator_functions_are_refused(function):
     with pytest.raises(TypeError, match="generator function"):
         sns_handler(function)
@@ -328,6 +416,7 @@ def test_an_api_function_returning_an_awaitable_answers_with_its_result(capfd):
 
 
 # --- where async cannot run, it fails loudly -------------------------------------------------------
+
 
 def test_an_async_handler_called_inside_a_running_loop_raises_before_any_record_runs(capfd):
     """Nothing is acknowledged: the invocation raises, Lambda retries the whole batch."""

@@ -91,11 +91,14 @@ def test_a_detail_sent_as_json_text_is_decoded():
     assert seen[0][0] == {"n": 1, "trace_id": "T-text"} and seen[0][3] == "T-text"
 
 
-@pytest.mark.parametrize(("change", "why"), [
-    ({"detail": "{not json"}, "detail is not valid JSON"),
-    ({"id": ""}, "event has no id"),
-    ({"id": None}, "event has no id"),
-])
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"detail": "{not json"}, "detail is not valid JSON"),
+        ({"id": ""}, "event has no id"),
+        ({"id": None}, "event has no id"),
+    ],
+)
 def test_an_undecodable_event_fails_without_reaching_the_function(change, why, capfd):
     handler, seen = recording()
     event = {**eventbridge_event({"n": 1}), **change}
@@ -106,11 +109,14 @@ def test_an_undecodable_event_fails_without_reaching_the_function(change, why, c
     assert error["message"] == "record could not be decoded" and error["error"].startswith(why)
 
 
-@pytest.mark.parametrize("event", [
-    {"detail-type": "x", "source": "y"},  # no detail
-    {"Records": []},
-    {"version": "0", "id": "1", "detail": {}},  # no detail-type or source
-])
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"detail-type": "x", "source": "y"},  # no detail
+        {"Records": []},
+        {"version": "0", "id": "1", "detail": {}},  # no detail-type or source
+    ],
+)
 def test_events_that_are_not_eventbridge_events_are_refused(event, capfd):
     handler, seen = recording()
     with pytest.raises(UnsupportedEvent, match="eventbridge_handler cannot process"):
@@ -127,6 +133,7 @@ def test_scheduled_events_have_an_empty_detail(capfd):
 
 # --- the adapter's exact lines (make mutate on sources/eventbridge.py) -----------------------------
 
+
 def test_an_event_without_an_id_fails_as_eventbridge_with_its_raw_form(capfd):
     event = eventbridge_event({"n": 1})
     del event["id"]
@@ -134,7 +141,11 @@ def test_an_event_without_an_id_fails_as_eventbridge_with_its_raw_form(capfd):
         eventbridge_handler(lambda detail, context: None)(event, lambda_context())
     [error] = of_level(read_lines(capfd), "ERROR")
     assert (error["message"], error["source"], error["record_id"], error["error"]) == (
-        "record could not be decoded", "eventbridge", "", "event has no id")
+        "record could not be decoded",
+        "eventbridge",
+        "",
+        "event has no id",
+    )
     assert error["payload"] == event
 
 
@@ -160,12 +171,21 @@ def test_a_failed_event_is_its_first_attempt_and_carries_the_event_as_it_came(ca
         eventbridge_handler(handler)(event, lambda_context())
     assert seen == [event]
     [error] = of_level(read_lines(capfd), "ERROR")
-    assert (error["source"], error["record_id"], error["attempt"], error["trace_id"]) == ("eventbridge", event["id"], 1, "t-eb")
+    assert (error["source"], error["record_id"], error["attempt"], error["trace_id"]) == (
+        "eventbridge",
+        event["id"],
+        1,
+        "t-eb",
+    )
 
 
 def test_a_malformed_traceparent_in_the_detail_is_warned_about_as_eventbridge(capfd):
     event = eventbridge_event({"n": 1, "traceparent": "not-w3c"})
     eventbridge_handler(lambda detail, context: None)(event, lambda_context())
     [warning] = of_level(read_lines(capfd), "WARNING")
-    assert (warning["message"], warning["source"], warning["rejected_trace_context"], warning["trace_id"]) == (
-        "ignored an invalid traceparent; reading the next place", "eventbridge", "'not-w3c'", event["id"])
+    assert (
+        warning["message"],
+        warning["source"],
+        warning["rejected_trace_context"],
+        warning["trace_id"],
+    ) == ("ignored an invalid traceparent; reading the next place", "eventbridge", "'not-w3c'", event["id"])

@@ -35,6 +35,7 @@ def body(response: dict[str, Any]) -> Any:
 
 # --- what the services return, in Lambda's event shapes ---------------------------------------
 
+
 def queue_arn(sqs: Any, url: str) -> str:
     return sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
 
@@ -49,7 +50,8 @@ def receive_all(sqs: Any, url: str) -> list[dict[str, Any]]:
             return messages
         messages.extend(got)
         sqs.delete_message_batch(
-            QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(got)]
+            QueueUrl=url,
+            Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(got)],
         )
 
 
@@ -63,7 +65,12 @@ def sqs_records(sqs: Any, url: str) -> list[dict[str, Any]]:
             "body": m["Body"],
             "attributes": m.get("Attributes", {}),
             "messageAttributes": {
-                name: {"stringValue": a.get("StringValue"), "stringListValues": [], "binaryListValues": [], "dataType": a["DataType"]}
+                name: {
+                    "stringValue": a.get("StringValue"),
+                    "stringListValues": [],
+                    "binaryListValues": [],
+                    "dataType": a["DataType"],
+                }
                 for name, a in m.get("MessageAttributes", {}).items()
             },
             "md5OfBody": m["MD5OfBody"],
@@ -184,6 +191,7 @@ def batches(records: list[dict[str, Any]], size: int = 100) -> list[dict[str, An
 
 # --- the deployed service, on moto ------------------------------------------------------------
 
+
 class Service:
     """The resources of serverless.yml on moto, and the event source mappings played by hand."""
 
@@ -234,6 +242,7 @@ def service(aws_endpoint, counter_table, unique_name, monkeypatch):
 
 # --- the whole path ---------------------------------------------------------------------------
 
+
 def test_one_trace_id_crosses_api_counter_aggregator_and_milestones(service, capfd):
     for i in range(9):
         service.post(view(client=f"reader-{i}"))
@@ -260,7 +269,11 @@ def test_one_trace_id_crosses_api_counter_aggregator_and_milestones(service, cap
     assert stats["views"] == 10 and stats["articles"] == 1
     assert len(stats["daily"]) == 30 and stats["daily"][today] == 10 and sum(stats["daily"].values()) == 10
     [milestone] = stats["milestones"]
-    assert milestone["url"] == "myblog.com/article1" and milestone["milestone"] == 10 and milestone["views"] == 10
+    assert (
+        milestone["url"] == "myblog.com/article1"
+        and milestone["milestone"] == 10
+        and milestone["views"] == 10
+    )
 
 
 def test_get_views_reads_total_and_last_30_days(service):
@@ -274,7 +287,9 @@ def test_get_views_reads_total_and_last_30_days(service):
     days = last_days()
     assert stats["url"] == "myblog.com/article1" and stats["views"] == 3
     assert list(stats["daily"]) == days
-    assert stats["daily"][days[-1]] == 1 and stats["daily"][days[-3]] == 1 and sum(stats["daily"].values()) == 2
+    assert (
+        stats["daily"][days[-1]] == 1 and stats["daily"][days[-3]] == 1 and sum(stats["daily"].values()) == 2
+    )
 
     unknown = body(service.api("GET", "/views", query={"url": "myblog.com/never"}))
     assert unknown["views"] == 0 and set(unknown["daily"].values()) == {0}
@@ -283,6 +298,7 @@ def test_get_views_reads_total_and_last_30_days(service):
 
 
 # --- the counter ------------------------------------------------------------------------------
+
 
 def test_a_poison_message_fails_alone_and_the_rest_of_the_batch_counts(service):
     good = [view(client=f"c{i}") for i in range(4)]
@@ -367,11 +383,14 @@ def test_a_redelivered_message_is_counted_once(service):
     for _ in range(2):
         assert counter.handler({"Records": records}, lambda_context("counter")) == {"batchItemFailures": []}
     today = last_days(1)[0]
-    counts = service.counter.get_many([article_key("myblog.com/article1"), day_key("myblog.com/article1", today)])
+    counts = service.counter.get_many(
+        [article_key("myblog.com/article1"), day_key("myblog.com/article1", today)]
+    )
     assert list(counts.values()) == [1, 1]
 
 
 # --- the aggregator ---------------------------------------------------------------------------
+
 
 def test_a_redelivered_stream_record_is_aggregated_once(service):
     for i in range(3):
@@ -381,7 +400,9 @@ def test_a_redelivered_stream_record_is_aggregated_once(service):
     records = service.stream.new_records()
 
     for _ in range(2):  # the same batch delivered again (e.g. after a timeout)
-        assert aggregator.handler({"Records": records}, lambda_context("aggregator")) == {"batchItemFailures": []}
+        assert aggregator.handler({"Records": records}, lambda_context("aggregator")) == {
+            "batchItemFailures": []
+        }
 
     today = last_days(1)[0]
     counts = service.counter.get_many([SITE_VIEWS, DISTINCT_ARTICLES, site_day_key(today)])
@@ -392,12 +413,18 @@ def test_the_aggregator_ignores_its_own_writes(service):
     service.post(view())
     service.settle()  # leaves the aggregator's AGG# markers and counters on the stream, read below
     before = service.counter.get_many([SITE_VIEWS, DISTINCT_ARTICLES])
-    service.dynamodb.put_item(TableName=service.table, Item={"PK": {"S": "AGG#VIEWS"}, "SK": {"S": "EVENT#x"}})
+    service.dynamodb.put_item(
+        TableName=service.table, Item={"PK": {"S": "AGG#VIEWS"}, "SK": {"S": "EVENT#x"}}
+    )
     service.dynamodb.put_item(TableName=service.table, Item={"PK": {"S": "MILESTONES"}, "SK": {"S": "a#10"}})
     records = service.stream.new_records()
     results = [aggregator.handler({"Records": [r]}, lambda_context("aggregator")) for r in records]
     assert results and all(r == {"batchItemFailures": []} for r in results)
-    assert service.counter.get_many([SITE_VIEWS, DISTINCT_ARTICLES]) == before == {SITE_VIEWS: 1, DISTINCT_ARTICLES: 1}
+    assert (
+        service.counter.get_many([SITE_VIEWS, DISTINCT_ARTICLES])
+        == before
+        == {SITE_VIEWS: 1, DISTINCT_ARTICLES: 1}
+    )
 
 
 def test_milestones_are_the_ones_a_change_crosses():
@@ -409,6 +436,7 @@ def test_milestones_are_the_ones_a_change_crosses():
 
 
 # --- milestones -------------------------------------------------------------------------------
+
 
 def test_a_milestone_delivered_twice_is_recorded_once(service):
     event = sns_event({"url": "myblog.com/article1", "views": 100, "milestone": 100}, trace_id="trace-M")
@@ -427,7 +455,10 @@ def test_a_milestone_delivered_twice_is_recorded_once(service):
 
 # --- clickstream ------------------------------------------------------------------------------
 
-def test_clickstream_counts_like_the_queue_and_an_event_on_both_counts_once(service, unique_name, monkeypatch):
+
+def test_clickstream_counts_like_the_queue_and_an_event_on_both_counts_once(
+    service, unique_name, monkeypatch
+):
     import boto3
 
     kinesis = boto3.client("kinesis")
@@ -438,11 +469,20 @@ def test_clickstream_counts_like_the_queue_and_an_event_on_both_counts_once(serv
     service.post(both)
     service.settle()
     # The same view, its time written with another offset, plus a new one and a broken one.
-    same = {**both, "time": datetime.fromisoformat(both["time"]).astimezone(timezone(timedelta(hours=2))).isoformat()}
-    for doc in (same, view(client="kinesis-only"), {"url": "myblog.com/article1", "time": "yesterday", "clientId": "x"}):
+    same = {
+        **both,
+        "time": datetime.fromisoformat(both["time"]).astimezone(timezone(timedelta(hours=2))).isoformat(),
+    }
+    for doc in (
+        same,
+        view(client="kinesis-only"),
+        {"url": "myblog.com/article1", "time": "yesterday", "clientId": "x"},
+    ):
         kinesis.put_record(StreamName=stream.name, Data=json.dumps(doc).encode(), PartitionKey="p")
 
-    assert clickstream.handler({"Records": stream.new_records()}, lambda_context("clickstream")) == {"batchItemFailures": []}
+    assert clickstream.handler({"Records": stream.new_records()}, lambda_context("clickstream")) == {
+        "batchItemFailures": []
+    }
     assert service.counter.get(article_key("myblog.com/article1")) == 2
 
     for _ in range(2):  # the broken record comes back (requeued) until its last attempt
@@ -457,12 +497,16 @@ def test_clickstream_counts_like_the_queue_and_an_event_on_both_counts_once(serv
 
 # --- validation -------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("doc", "names"),
     [
         ({"time": "2022-03-28T13:17:23+00:00", "clientId": "c"}, "url is missing"),
         ({"url": "  ", "time": "2022-03-28T13:17:23+00:00", "clientId": "c"}, "url is blank"),
-        ({"url": "a/" + "x" * 2047, "time": "2022-03-28T13:17:23+00:00", "clientId": "c"}, "url is longer than 2,048"),
+        (
+            {"url": "a/" + "x" * 2047, "time": "2022-03-28T13:17:23+00:00", "clientId": "c"},
+            "url is longer than 2,048",
+        ),
         ({"url": "a", "time": "28/03/2022", "clientId": "c"}, "time must be an ISO 8601"),
         ({"url": "a", "time": "2022-03-28", "clientId": "c"}, "time must be an ISO 8601"),
         ({"url": "a", "time": 1648473443, "clientId": "c"}, "time must be a string"),

@@ -35,6 +35,7 @@ def request_for(version: str, method: str = "GET", path: str = "/p", **options: 
         return api_event(method, path, version="alb", multi_value=True, **options)
     return api_event(method, path, version=version, **options)
 
+
 FRESH_ID = re.compile(r"[0-9a-f]{32}")
 
 
@@ -43,16 +44,22 @@ def xray_root(event):
     else None: lambda_kit reads it after its own header and before making a fresh id."""
     from aws_xray_sdk.core.models.trace_header import TraceHeader
 
-    for headers in (event.get("headers") or {}, {k: v[-1] for k, v in (event.get("multiValueHeaders") or {}).items() if v}):
+    for headers in (
+        event.get("headers") or {},
+        {k: v[-1] for k, v in (event.get("multiValueHeaders") or {}).items() if v},
+    ):
         for name, value in headers.items():
             if name.lower() == "x-amzn-trace-id":
                 return TraceHeader.from_header_str(value).root
     return None
+
+
 SECRET = "S3CR3T-7f1c"
 LEAKS = (SECRET, "/var/task", "/opt/python", "site-packages", "lambda_kit/", "Traceback", 'File "', "hunter2")
 
 
 # --- functions that misbehave in every way ----------------------------------------------------
+
 
 class Unprintable(Exception):
     def __str__(self) -> str:
@@ -72,23 +79,53 @@ BEHAVIOURS: dict[str, Any] = {
     "chained": lambda r, c: _raise_chained(),
     "unprintable": lambda r, c: _raise(Unprintable()),
     "http_400": lambda r, c: _raise(HTTPError(400, "bad input")),
-    "http_404_headers": lambda r, c: _raise(HTTPError(404, "no such thing", {"X-Trace-Id": "forged\n", "Retry": "1"})),
+    "http_404_headers": lambda r, c: _raise(
+        HTTPError(404, "no such thing", {"X-Trace-Id": "forged\n", "Retry": "1"})
+    ),
     "http_503": lambda r, c: _raise(HTTPError(503, "try later")),
     "http_out_of_range": lambda r, c: _raise(HTTPError(200, "not an error status")),
     "http_surrogate": lambda r, c: _raise(HTTPError(422, "bad \ud800 value")),
     "http_object_message": lambda r, c: _raise(HTTPError(409, object())),  # type: ignore[arg-type]
     "unserializable": lambda request, context: {"when": object()},
     "surrogate_result": lambda request, context: {"text": "\ud800"},
-    "status_dict": lambda r, c: {"statusCode": 201, "headers": {"x-trace-id": "forged\r\nX: 1"}, "body": {"a": 1}},
+    "status_dict": lambda r, c: {
+        "statusCode": 201,
+        "headers": {"x-trace-id": "forged\r\nX: 1"},
+        "body": {"a": 1},
+    },
     "status_dict_bad_headers": lambda r, c: {"statusCode": 201, "headers": {1: "x"}, "body": "ok"},
     "none": lambda request, context: None,
-    "read_everything": lambda r, c: {"n": [len(r.query_all), len(r.query), len(r.cookies), len(r.path_params), len(r.body_bytes),
-                                            len(r.body), type(r.json).__name__, len(r.headers), r.shape]},
-    "bytes_body": lambda r, c: {"statusCode": 200, "body": r.body_bytes, "cookies": ["k=v"], "multiValueHeaders": {"X": ["1", "2"]}},
+    "read_everything": lambda r, c: {
+        "n": [
+            len(r.query_all),
+            len(r.query),
+            len(r.cookies),
+            len(r.path_params),
+            len(r.body_bytes),
+            len(r.body),
+            type(r.json).__name__,
+            len(r.headers),
+            r.shape,
+        ]
+    },
+    "bytes_body": lambda r, c: {
+        "statusCode": 200,
+        "body": r.body_bytes,
+        "cookies": ["k=v"],
+        "multiValueHeaders": {"X": ["1", "2"]},
+    },
     "bad_status": lambda r, c: {"statusCode": "teapot"},
 }
-SERVER_ERRORS = {"runtime_error", "key_error", "os_error", "chained", "unprintable", "unserializable",
-                 "surrogate_result", "bad_status"}
+SERVER_ERRORS = {
+    "runtime_error",
+    "key_error",
+    "os_error",
+    "chained",
+    "unprintable",
+    "unserializable",
+    "surrogate_result",
+    "bad_status",
+}
 
 
 def _raise_chained() -> Any:
@@ -123,7 +160,20 @@ def check_response(response: Any, event: Any, trace_header: str = "X-Trace-Id") 
 
 # --- strategies --------------------------------------------------------------------------------
 
-NASTY = ["", "\x00", "\n", "\r\n", '","level":"ERROR', "\ud800", "\u2028", "é", "x" * 300, "{", '{"a":', "[1,]"]
+NASTY = [
+    "",
+    "\x00",
+    "\n",
+    "\r\n",
+    '","level":"ERROR',
+    "\ud800",
+    "\u2028",
+    "é",
+    "x" * 300,
+    "{",
+    '{"a":',
+    "[1,]",
+]
 nasty_text = st.one_of(st.text(max_size=20), st.sampled_from(NASTY))
 json_value = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | nasty_text,
@@ -131,11 +181,27 @@ json_value = st.recursive(
     max_leaves=8,
 )
 HOSTILE_TRACE_IDS = [
-    "abc\ndef", "abc\r\nX-Injected: 1", '","level":"ERROR","trace_id":"forged', '{"trace_id": "x"}',
-    "x" * 10_240, "ünïcødé-ïd", "a\x00b", "\x1b[31m", "id with spaces", "", " ", "x" * 129, "<script>",
-    "\ud800", "a\u2028b", "tab\there", "semi;ok;but\nnot",
+    "abc\ndef",
+    "abc\r\nX-Injected: 1",
+    '","level":"ERROR","trace_id":"forged',
+    '{"trace_id": "x"}',
+    "x" * 10_240,
+    "ünïcødé-ïd",
+    "a\x00b",
+    "\x1b[31m",
+    "id with spaces",
+    "",
+    " ",
+    "x" * 129,
+    "<script>",
+    "\ud800",
+    "a\u2028b",
+    "tab\there",
+    "semi;ok;but\nnot",
 ]
-trace_values = st.one_of(st.sampled_from(HOSTILE_TRACE_IDS), st.text(max_size=40), st.sampled_from(["T-1", "a:b/c"]))
+trace_values = st.one_of(
+    st.sampled_from(HOSTILE_TRACE_IDS), st.text(max_size=40), st.sampled_from(["T-1", "a:b/c"])
+)
 bodies = st.one_of(
     st.none(),
     json_value.map(json.dumps),
@@ -144,18 +210,46 @@ bodies = st.one_of(
     st.sampled_from(["x" * (1024 * 1024 + 1), json.dumps({"big": "é" * 600_000}, ensure_ascii=False)]),
     json_value,  # not even a string
 )
-content_types = st.sampled_from([None, "application/json", "application/json; charset=utf-8", "text/plain",
-                                 "application/x-www-form-urlencoded", "application/problem+json", "APPLICATION/JSON",
-                                 "multipart/form-data; boundary=x", ""])
+content_types = st.sampled_from(
+    [
+        None,
+        "application/json",
+        "application/json; charset=utf-8",
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "application/problem+json",
+        "APPLICATION/JSON",
+        "multipart/form-data; boundary=x",
+        "",
+    ]
+)
 API_PATHS = [
-    ("headers",), ("multiValueHeaders",), ("body",), ("isBase64Encoded",), ("requestContext",),
-    ("requestContext", "requestId"), ("requestContext", "http"), ("httpMethod",), ("rawPath",), ("path",),
-    ("queryStringParameters",), ("multiValueQueryStringParameters",), ("pathParameters",), ("cookies",),
-    ("rawQueryString",), ("requestContext", "elb"), ("requestContext", "domainName"), ("version",),
+    ("headers",),
+    ("multiValueHeaders",),
+    ("body",),
+    ("isBase64Encoded",),
+    ("requestContext",),
+    ("requestContext", "requestId"),
+    ("requestContext", "http"),
+    ("httpMethod",),
+    ("rawPath",),
+    ("path",),
+    ("queryStringParameters",),
+    ("multiValueQueryStringParameters",),
+    ("pathParameters",),
+    ("cookies",),
+    ("rawQueryString",),
+    ("requestContext", "elb"),
+    ("requestContext", "domainName"),
+    ("version",),
 ]
-query_text = st.one_of(st.text(st.characters(blacklist_categories=("Cs",)), max_size=12),
-                       st.sampled_from([t for t in NASTY if "\ud800" not in t]))  # a URL holds no lone surrogate
-queries = st.none() | st.dictionaries(query_text.filter(bool), st.one_of(query_text, st.lists(query_text, min_size=1, max_size=3)), max_size=4)
+query_text = st.one_of(
+    st.text(st.characters(blacklist_categories=("Cs",)), max_size=12),
+    st.sampled_from([t for t in NASTY if "\ud800" not in t]),
+)  # a URL holds no lone surrogate
+queries = st.none() | st.dictionaries(
+    query_text.filter(bool), st.one_of(query_text, st.lists(query_text, min_size=1, max_size=3)), max_size=4
+)
 
 
 @st.composite
@@ -172,15 +266,18 @@ def api_events(draw: Any) -> Any:
     if draw(st.booleans()):
         headers["Cookie"] = draw(nasty_text)
     shape = draw(st.sampled_from(SHAPES))
-    event = request_for(shape, draw(st.sampled_from(["GET", "POST", "put"])), headers=headers, query=draw(queries))
+    event = request_for(
+        shape, draw(st.sampled_from(["GET", "POST", "put"])), headers=headers, query=draw(queries)
+    )
     event["body"] = draw(bodies)
     if draw(st.booleans()) and isinstance(event["body"], str):
         if draw(st.booleans()):
             event["body"] = base64.b64encode(event["body"].encode("utf-8", "surrogatepass")).decode()
         event["isBase64Encoded"] = True
     if kind == "mutated":
-        for path, junk, delete in draw(st.lists(st.tuples(st.sampled_from(API_PATHS), json_value, st.booleans()),
-                                                min_size=1, max_size=3)):
+        for path, junk, delete in draw(
+            st.lists(st.tuples(st.sampled_from(API_PATHS), json_value, st.booleans()), min_size=1, max_size=3)
+        ):
             target = event
             for key in path[:-1]:
                 target = target.get(key) if isinstance(target, dict) else None
@@ -194,15 +291,22 @@ def api_events(draw: Any) -> Any:
 
 # --- the property -------------------------------------------------------------------------------
 
+
 @HOSTILE
-@given(event=api_events(), behaviour=st.sampled_from(sorted(BEHAVIOURS)),
-       context=st.sampled_from([None, "ctx", "mock"]), codec_name=st.sampled_from(CODECS))
+@given(
+    event=api_events(),
+    behaviour=st.sampled_from(sorted(BEHAVIOURS)),
+    context=st.sampled_from([None, "ctx", "mock"]),
+    codec_name=st.sampled_from(CODECS),
+)
 def test_api_handler_answers_any_request_without_leaking(event, behaviour, context, codec_name):
     """Any HTTP request gets a well-formed answer in its shape; anything else is refused, never
     answered 200."""
     kind, event = event
     calls = []
-    handler = api_handler(lambda request, context: calls.append(request) or BEHAVIOURS[behaviour](request, context))
+    handler = api_handler(
+        lambda request, context: calls.append(request) or BEHAVIOURS[behaviour](request, context)
+    )
     ctx = {None: None, "ctx": lambda_context(), "mock": MagicMock()}[context]
     with using_codec(codec_name), captured() as out:
         try:
@@ -231,14 +335,21 @@ def test_api_handler_answers_any_request_without_leaking(event, behaviour, conte
     if behaviour == "bytes_body" and status == 200:
         raw = event["body"]
         text = "" if raw is None else raw if isinstance(raw, str) else str(raw)
-        sent = base64.b64decode(text) if event.get("isBase64Encoded") is True and text else text.encode("utf-8", "surrogatepass")
+        sent = (
+            base64.b64decode(text)
+            if event.get("isBase64Encoded") is True and text
+            else text.encode("utf-8", "surrogatepass")
+        )
         shape = kind_of(event)
         assert response["isBase64Encoded"] is True and body_bytes(response) == sent
         assert header_values(response, shape, "set-cookie") == ["k=v"]
-        assert sorted(v for value in header_values(response, shape, "x") for v in value.replace(", ", ",").split(",")) == ["1", "2"]
+        assert sorted(
+            v for value in header_values(response, shape, "x") for v in value.replace(", ", ",").split(",")
+        ) == ["1", "2"]
 
 
 # --- no internals in any response ---------------------------------------------------------------
+
 
 @pytest.mark.parametrize("codec_name", CODECS)
 @pytest.mark.parametrize("shape", SHAPES)
@@ -253,14 +364,17 @@ def test_server_errors_say_nothing_of_the_exception(behaviour, codec_name, shape
     assert error["trace_id"] == trace_id and error["error_type"]
 
 
-@pytest.mark.parametrize(("behaviour", "status", "message"), [
-    ("http_400", 400, "bad input"),
-    ("http_404_headers", 404, "no such thing"),
-    ("http_503", 503, "try later"),
-    ("http_surrogate", 422, "bad ? value"),
-    ("http_object_message", 409, "Conflict"),
-    ("http_out_of_range", 500, "not an error status"),  # not an error status: a server error
-])
+@pytest.mark.parametrize(
+    ("behaviour", "status", "message"),
+    [
+        ("http_400", 400, "bad input"),
+        ("http_404_headers", 404, "no such thing"),
+        ("http_503", 503, "try later"),
+        ("http_surrogate", 422, "bad ? value"),
+        ("http_object_message", 409, "Conflict"),
+        ("http_out_of_range", 500, "not an error status"),  # not an error status: a server error
+    ],
+)
 @pytest.mark.parametrize("codec_name", CODECS)
 @pytest.mark.parametrize("shape", SHAPES)
 def test_http_errors_answer_their_status_and_message(behaviour, status, message, codec_name, shape):
@@ -273,6 +387,7 @@ def test_http_errors_answer_their_status_and_message(behaviour, status, message,
 
 # --- 413, 415, 400 --------------------------------------------------------------------------------
 
+
 def called_with(calls: list[Any]) -> Any:
     def handler(request: Any, context: Any) -> Any:
         calls.append(request)
@@ -282,12 +397,15 @@ def called_with(calls: list[Any]) -> Any:
 
 
 @pytest.mark.parametrize("version", SHAPES)
-@pytest.mark.parametrize(("body", "base64_body", "max_body"), [
-    ("x" * (1024 * 1024 + 1), False, None),
-    ("x" * (1024 * 1024 + 1), True, None),
-    ("é" * (512 * 1024 + 1), False, None),  # counted in bytes: 1 MiB + 2 bytes of UTF-8
-    ('{"a": "' + "y" * 20 + '"}', False, 16),
-])
+@pytest.mark.parametrize(
+    ("body", "base64_body", "max_body"),
+    [
+        ("x" * (1024 * 1024 + 1), False, None),
+        ("x" * (1024 * 1024 + 1), True, None),
+        ("é" * (512 * 1024 + 1), False, None),  # counted in bytes: 1 MiB + 2 bytes of UTF-8
+        ('{"a": "' + "y" * 20 + '"}', False, 16),
+    ],
+)
 def test_oversized_body_is_413_and_never_reaches_the_function(version, body, base64_body, max_body):
     calls: list[Any] = []
     options = {} if max_body is None else {"max_body": max_body}
@@ -302,10 +420,18 @@ def test_oversized_body_is_413_and_never_reaches_the_function(version, body, bas
     assert all(len(text.encode()) <= 64 * 1024 for text in out)
 
 
-@pytest.mark.parametrize("content_type", [
-    "text/plain", "application/xml", "application/x-www-form-urlencoded", "multipart/form-data; boundary=b",
-    "application/jsonp", "text/json-ish", "application/json-patch",
-])
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "text/plain",
+        "application/xml",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=b",
+        "application/jsonp",
+        "text/json-ish",
+        "application/json-patch",
+    ],
+)
 @pytest.mark.parametrize("version", SHAPES)
 def test_wrong_content_type_is_415_on_json(content_type, version):
     event = request_for(version, "POST", body={"a": 1}, headers={"Content-Type": content_type})
@@ -315,9 +441,15 @@ def test_wrong_content_type_is_415_on_json(content_type, version):
     assert status == 415 and decoded["error"] == "Content-Type must be application/json"
 
 
-@pytest.mark.parametrize("content_type", [
-    "application/json", "application/json; charset=utf-8", "APPLICATION/JSON", "application/problem+json",
-])
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "application/json",
+        "application/json; charset=utf-8",
+        "APPLICATION/JSON",
+        "application/problem+json",
+    ],
+)
 def test_json_content_types_are_accepted(content_type):
     event = api_event("POST", body={"a": 1}, headers={"content-type": content_type})
     with captured():
@@ -326,8 +458,9 @@ def test_json_content_types_are_accepted(content_type):
 
 
 @pytest.mark.parametrize("codec_name", CODECS)
-@pytest.mark.parametrize("body", ["{", '{"a": ', "", "not json", "[1,]", "NaN-ish", '{"a": 1} trailing', "\x00",
-                                  "[" * 5_000])
+@pytest.mark.parametrize(
+    "body", ["{", '{"a": ', "", "not json", "[1,]", "NaN-ish", '{"a": 1} trailing', "\x00", "[" * 5_000]
+)
 def test_bad_json_is_400_and_not_a_server_error(body, codec_name):
     event = api_event("POST", body=body)
     with using_codec(codec_name), captured() as out:
@@ -347,11 +480,14 @@ def test_bad_base64_body_is_400_not_a_crash():
 
 # --- trace-id header injection ------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("codec_name", CODECS)
 @pytest.mark.parametrize("version", SHAPES)
 # ids of letters, digits and "_" only: a repr() of these strings comes out escaped differently in a second
 # pytest session of one process (make mutate's fork server), where the test would not be found
-@pytest.mark.parametrize("value", HOSTILE_TRACE_IDS, ids=lambda v: re.sub(r"[^A-Za-z0-9]+", "_", v[:24]) or "empty")
+@pytest.mark.parametrize(
+    "value", HOSTILE_TRACE_IDS, ids=lambda v: re.sub(r"[^A-Za-z0-9]+", "_", v[:24]) or "empty"
+)
 def test_hostile_trace_header_never_becomes_the_trace_id_nor_a_raw_log_line(value, version, codec_name):
     event = request_for(version, "GET", "/p", headers={"X-Trace-Id": value})
     handler = api_handler(lambda request, context: {"seen": current_trace_id()})
@@ -378,15 +514,23 @@ def test_hostile_trace_header_never_becomes_the_trace_id_nor_a_raw_log_line(valu
 
 
 @HOSTILE
-@given(value=st.text(min_size=1, max_size=200), header=st.sampled_from(["X-Trace-Id", "x-trace-id", "X-TRACE-ID"]),
-       version=st.sampled_from(SHAPES), codec_name=st.sampled_from(CODECS))
+@given(
+    value=st.text(min_size=1, max_size=200),
+    header=st.sampled_from(["X-Trace-Id", "x-trace-id", "X-TRACE-ID"]),
+    version=st.sampled_from(SHAPES),
+    codec_name=st.sampled_from(CODECS),
+)
 def test_any_trace_header_is_used_only_when_valid(value, header, version, codec_name):
     event = request_for(version, "GET", "/p", headers={header: value})
     with using_codec(codec_name), captured() as out:
         response = api_handler(lambda request, context: None)(event, None)
     status, trace_id, _ = check_response(response, event)
     xray = xray_root(event)
-    assert trace_id == value if is_valid_id(value) else (trace_id == xray if xray else FRESH_ID.fullmatch(trace_id))
+    assert (
+        trace_id == value
+        if is_valid_id(value)
+        else (trace_id == xray if xray else FRESH_ID.fullmatch(trace_id))
+    )
     lines = parse_lines(out)
     assert all(line["trace_id"] == trace_id for line in lines)
     assert len(lines) == (2 if is_valid_id(value) else 3)
@@ -411,21 +555,32 @@ def test_multi_value_trace_header_is_not_a_trace_id():
 
 
 @HOSTILE
-@given(shape=st.sampled_from(SHAPES),
-       query=st.dictionaries(st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=8),
-                             st.lists(query_text, min_size=1, max_size=3), max_size=4))
+@given(
+    shape=st.sampled_from(SHAPES),
+    query=st.dictionaries(
+        st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=8),
+        st.lists(query_text, min_size=1, max_size=3),
+        max_size=4,
+    ),
+)
 def test_every_value_of_every_query_parameter_arrives_decoded(shape, query):
     """``query_all`` is what the client sent, whatever it holds (``&``, ``=``, ``+``, ``%``, non-ASCII)."""
     seen = []
     event = request_for(shape, query=query)
     with captured():
-        response = api_handler(lambda request, context: seen.append((request.query_all, request.query)))(event, None)
+        response = api_handler(lambda request, context: seen.append((request.query_all, request.query)))(
+            event, None
+        )
     assert check_response(response, event)[0] == 200
     expected = {name: values[-1:] if shape == "alb" else values for name, values in query.items()}
     assert seen == [(expected, {name: values[-1] for name, values in query.items()})]
 
 
-cookie_part = st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E, blacklist_characters=';="\\,'), min_size=1, max_size=10)
+cookie_part = st.text(
+    st.characters(min_codepoint=0x21, max_codepoint=0x7E, blacklist_characters=';="\\,'),
+    min_size=1,
+    max_size=10,
+)
 
 
 @HOSTILE
@@ -439,7 +594,11 @@ def test_cookies_arrive_whole_on_every_shape(shape, cookies):
 
 
 @HOSTILE
-@given(shape=st.sampled_from(SHAPES), data=st.binary(max_size=300), content_type=st.sampled_from(["image/png", "application/octet-stream", None]))
+@given(
+    shape=st.sampled_from(SHAPES),
+    data=st.binary(max_size=300),
+    content_type=st.sampled_from(["image/png", "application/octet-stream", None]),
+)
 def test_binary_bodies_go_through_both_ways_byte_for_byte(shape, data, content_type):
     headers = {"Content-Type": content_type} if content_type else None
     event = request_for(shape, "PUT", body=data, headers=headers)
@@ -451,12 +610,17 @@ def test_binary_bodies_go_through_both_ways_byte_for_byte(shape, data, content_t
 
 
 @HOSTILE
-@given(shape=st.sampled_from(SHAPES), cookies=st.lists(st.text(min_size=1, max_size=30), min_size=1, max_size=4),
-       status=st.integers(100, 599))
+@given(
+    shape=st.sampled_from(SHAPES),
+    cookies=st.lists(st.text(min_size=1, max_size=30), min_size=1, max_size=4),
+    status=st.integers(100, 599),
+)
 def test_every_cookie_a_function_sets_reaches_the_client_in_its_shape(shape, cookies, status):
     event = request_for(shape)
     with captured():
-        response = api_handler(lambda request, context: {"statusCode": status, "cookies": cookies})(event, None)
+        response = api_handler(lambda request, context: {"statusCode": status, "cookies": cookies})(
+            event, None
+        )
     sent_headers(response, kind_of(event))
     assert response["statusCode"] == status
     assert sorted(header_values(response, kind_of(event), "set-cookie")) == sorted(cookies)
@@ -464,11 +628,20 @@ def test_every_cookie_a_function_sets_reaches_the_client_in_its_shape(shape, coo
 
 # --- bodies in the log: masked exactly when they parse as JSON ---------------------------------------
 
-DEEP = {"user": "ann",
-        "profile": {"items": [{"name": "n", "password": "pw-S3CR3T-1"}], "nested": {"token": "tk-S3CR3T-2"}}}
+DEEP = {
+    "user": "ann",
+    "profile": {"items": [{"name": "n", "password": "pw-S3CR3T-1"}], "nested": {"token": "tk-S3CR3T-2"}},
+}
 MASKED = {"user": "ann", "profile": {"items": [{"name": "n", "password": "***"}], "nested": {"token": "***"}}}
-PREFIXES = {"none": "", "spaces": "   ", "newline": "\n", "crlf": "\r\n", "tab": "\t", "bom": "\ufeff",
-            "bom-then-space": "\ufeff \n"}
+PREFIXES = {
+    "none": "",
+    "spaces": "   ",
+    "newline": "\n",
+    "crlf": "\r\n",
+    "tab": "\t",
+    "bom": "\ufeff",
+    "bom-then-space": "\ufeff \n",
+}
 
 
 def logged(out: list[str], message: str) -> dict[str, Any]:
@@ -498,8 +671,11 @@ def test_a_json_request_body_is_masked_and_read_whatever_leads_it(shape, prefix,
 @pytest.mark.parametrize("shape", SHAPES)
 def test_a_json_response_body_is_masked_whatever_its_leading_whitespace_or_bom(shape, prefix, codec_name):
     text = PREFIXES[prefix] + json.dumps(DEEP)
-    for returned in ({"statusCode": 200, "body": text}, {"statusCode": 200, "body": text.encode()},
-                     (text, 201)):
+    for returned in (
+        {"statusCode": 200, "body": text},
+        {"statusCode": 200, "body": text.encode()},
+        (text, 201),
+    ):
         handler = api_handler(lambda request, context, r=returned: r)
         with using_codec(codec_name), captured() as out:
             response = handler(request_for(shape), lambda_context())
@@ -508,8 +684,9 @@ def test_a_json_response_body_is_masked_whatever_its_leading_whitespace_or_bom(s
         assert logged(out, "request processed")["result"] == MASKED
 
 
-@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded",
-                                          "application/xml"])
+@pytest.mark.parametrize(
+    "content_type", ["text/plain", "application/x-www-form-urlencoded", "application/xml"]
+)
 def test_a_json_body_of_another_content_type_is_masked_too(content_type):
     """``request.json`` refuses it (415), but it parses as JSON by the same rule: the log masks it."""
     event = api_event("POST", body="\ufeff " + json.dumps(DEEP), headers={"content-type": content_type})
@@ -519,8 +696,9 @@ def test_a_json_body_of_another_content_type_is_masked_too(content_type):
     assert logged(out, "request received")["body"] == MASKED
 
 
-@pytest.mark.parametrize("body", ["password=S3CR3T", "not json {", "{'password': 'S3CR3T'}", "[1, 2",
-                                  "\ufeff\ufeff[]"])
+@pytest.mark.parametrize(
+    "body", ["password=S3CR3T", "not json {", "{'password': 'S3CR3T'}", "[1, 2", "\ufeff\ufeff[]"]
+)
 def test_a_body_that_is_not_json_is_logged_as_its_text(body):
     """Not JSON, and no form: the text as sent (a reader sees what came), and ``request.json`` answers 400."""
     event = api_event("POST", body=body)

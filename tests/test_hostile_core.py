@@ -30,8 +30,13 @@ from lambda_kit import sources as registry
 from lambda_kit.testing import cloudwatch_logs_event, event, kinesis_event, lambda_context, sqs_event
 
 DECORATORS = {
-    "sqs_handler": sqs_handler, "sns_handler": sns_handler, "stream_handler": stream_handler, "api_handler": api_handler,
-    "kafka_handler": kafka_handler, "eventbridge_handler": eventbridge_handler, "s3_handler": s3_handler,
+    "sqs_handler": sqs_handler,
+    "sns_handler": sns_handler,
+    "stream_handler": stream_handler,
+    "api_handler": api_handler,
+    "kafka_handler": kafka_handler,
+    "eventbridge_handler": eventbridge_handler,
+    "s3_handler": s3_handler,
     "cloudwatch_logs_handler": cloudwatch_logs_handler,
 }
 SOURCES = [name for name in registry.NAMES if name != "api"]  # the batch sources: one record each here
@@ -42,14 +47,22 @@ def decorator_of(source: str) -> Any:
     return DECORATORS[registry.get(source).decorator]
 
 
-def run(source: str, fn: Any, payload: Any = None, **options: Any) -> tuple[Any, list[dict[str, Any]], BaseException | None]:
+def run(
+    source: str, fn: Any, payload: Any = None, **options: Any
+) -> tuple[Any, list[dict[str, Any]], BaseException | None]:
     """One event of ``source`` through its decorator: (response, lines, what it raised)."""
     handler = decorator_of(source)(**options)(fn) if options else decorator_of(source)(fn)
     raised = response = None
     with captured() as out:
         try:
-            response = handler(event(source, PAYLOADS.get(source, {"n": 1}) if payload is None else payload,
-                                     trace_id="t-hostile"), lambda_context("hostile-fn"))
+            response = handler(
+                event(
+                    source,
+                    PAYLOADS.get(source, {"n": 1}) if payload is None else payload,
+                    trace_id="t-hostile",
+                ),
+                lambda_context("hostile-fn"),
+            )
         except Exception as exc:
             raised = exc
     return response, parse_lines(out), raised
@@ -86,8 +99,11 @@ class Opaque:
         raise RuntimeError("no text")
 
 
-@pytest.mark.parametrize("result", [BrokenMapping(a=1), Opaque(), {Opaque(): Opaque()}, [BrokenMapping()] * 3],
-                         ids=["broken mapping", "no text", "opaque key", "list of broken"])
+@pytest.mark.parametrize(
+    "result",
+    [BrokenMapping(a=1), Opaque(), {Opaque(): Opaque()}, [BrokenMapping()] * 3],
+    ids=["broken mapping", "no text", "opaque key", "list of broken"],
+)
 @pytest.mark.parametrize("source", SOURCES)
 def test_a_result_that_cannot_be_read_is_logged_as_text_and_the_record_is_processed(source, result):
     """Issue 28.1: a return value whose ``items()`` raises crashed the whole batch."""
@@ -132,9 +148,25 @@ def test_a_returned_batch_response_fails_only_its_own_record():
     assert response == {"batchItemFailures": [{"itemIdentifier": batch["Records"][1]["messageId"]}]}
 
 
-SECRETS = {key: f"hidden-{index}" for index, key in enumerate((
-    "pwd", "passwd", "privateKey", "private_key", "passphrase", "client_secret", "sessionToken", "credentials",
-    "X-Api-Key", "apiKey", "Authorization", "refresh_token"))}
+SECRETS = {
+    key: f"hidden-{index}"
+    for index, key in enumerate(
+        (
+            "pwd",
+            "passwd",
+            "privateKey",
+            "private_key",
+            "passphrase",
+            "client_secret",
+            "sessionToken",
+            "credentials",
+            "X-Api-Key",
+            "apiKey",
+            "Authorization",
+            "refresh_token",
+        )
+    )
+}
 
 
 def assert_masked(lines: list[dict[str, Any]]) -> None:
@@ -178,7 +210,9 @@ def test_a_cloudwatch_logs_record_is_masked_in_its_message_and_its_json():
     """Issue 28.2: 90 of 90 cases printed the ``message`` raw beside a masked ``json``."""
     message = json.dumps({"level": "INFO", "message": "login", "password": "hunter2", "token": "t0k"})
     with captured() as out:
-        cloudwatch_logs_handler(lambda log_event, context: None)(cloudwatch_logs_event(message), lambda_context())
+        cloudwatch_logs_handler(lambda log_event, context: None)(
+            cloudwatch_logs_event(message), lambda_context()
+        )
     lines = parse_lines(out)
     written = json.dumps(lines)
     assert "hunter2" not in written and "t0k" not in written
@@ -193,7 +227,9 @@ def test_text_that_only_looks_like_json_is_written_as_it_is():
     assert log.clean('{"a": 1}') == '{"a": 1}'  # nothing to mask: the text as it came
 
 
-@pytest.mark.parametrize("key", [["a", "list"], {"a": 1}, 7, None, True], ids=["list", "dict", "int", "none", "bool"])
+@pytest.mark.parametrize(
+    "key", [["a", "list"], {"a": 1}, 7, None, True], ids=["list", "dict", "int", "none", "bool"]
+)
 def test_a_partition_key_of_any_type_never_costs_the_batch_under_max_concurrency(key):
     """Issue 28.1: non-string Kinesis partition keys raised out of an ``async def``'s batch."""
     batch = kinesis_event({"n": 1}, {"n": 2})

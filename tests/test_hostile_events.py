@@ -55,9 +55,30 @@ from lambda_kit.trace import is_valid_id
 # --- strategies ---------------------------------------------------------------------------
 
 NASTY_TEXT = [
-    "", "\x00", "\n", "\r\n", "\t\x0b\x0c", '","level":"ERROR', '"}\n{"level":"ERROR"}', "\ud800",
-    "\udfff\ud800", "\u2028\u2029\x85", "\x1b[31mred", "../../etc/passwd", "{", "[1,", '{"a":',
-    "null", "1e400", "NaN", "-Infinity", "💥" * 3, "a" * 200, "trace-ok-1", "\\", "\\u0000",
+    "",
+    "\x00",
+    "\n",
+    "\r\n",
+    "\t\x0b\x0c",
+    '","level":"ERROR',
+    '"}\n{"level":"ERROR"}',
+    "\ud800",
+    "\udfff\ud800",
+    "\u2028\u2029\x85",
+    "\x1b[31mred",
+    "../../etc/passwd",
+    "{",
+    "[1,",
+    '{"a":',
+    "null",
+    "1e400",
+    "NaN",
+    "-Infinity",
+    "💥" * 3,
+    "a" * 200,
+    "trace-ok-1",
+    "\\",
+    "\\u0000",
 ]
 nasty_text = st.one_of(
     st.text(max_size=24),
@@ -144,22 +165,42 @@ def mutations(paths: list[tuple[str, ...]]) -> st.SearchStrategy[list[tuple[tupl
 
 
 SQS_PATHS = [
-    ("messageId",), ("body",), ("messageAttributes",), ("messageAttributes", "trace_id"),
-    ("messageAttributes", "trace_id", "stringValue"), ("attributes",),
-    ("attributes", "ApproximateReceiveCount"), ("eventSource",),
+    ("messageId",),
+    ("body",),
+    ("messageAttributes",),
+    ("messageAttributes", "trace_id"),
+    ("messageAttributes", "trace_id", "stringValue"),
+    ("attributes",),
+    ("attributes", "ApproximateReceiveCount"),
+    ("eventSource",),
 ]
 SNS_PATHS = [
-    ("Sns",), ("Sns", "MessageId"), ("Sns", "Message"), ("Sns", "MessageAttributes"),
-    ("Sns", "MessageAttributes", "trace_id"), ("Sns", "MessageAttributes", "trace_id", "Value"),
-    ("Sns", "Subject"), ("EventSource",),
+    ("Sns",),
+    ("Sns", "MessageId"),
+    ("Sns", "Message"),
+    ("Sns", "MessageAttributes"),
+    ("Sns", "MessageAttributes", "trace_id"),
+    ("Sns", "MessageAttributes", "trace_id", "Value"),
+    ("Sns", "Subject"),
+    ("EventSource",),
 ]
 KINESIS_PATHS = [
-    ("kinesis",), ("kinesis", "sequenceNumber"), ("kinesis", "data"), ("eventID",), ("eventSource",),
+    ("kinesis",),
+    ("kinesis", "sequenceNumber"),
+    ("kinesis", "data"),
+    ("eventID",),
+    ("eventSource",),
     ("eventSourceARN",),
 ]
 DYNAMODB_PATHS = [
-    ("dynamodb",), ("dynamodb", "SequenceNumber"), ("dynamodb", "NewImage"), ("dynamodb", "OldImage"),
-    ("dynamodb", "Keys"), ("eventName",), ("eventID",), ("eventSource",),
+    ("dynamodb",),
+    ("dynamodb", "SequenceNumber"),
+    ("dynamodb", "NewImage"),
+    ("dynamodb", "OldImage"),
+    ("dynamodb", "Keys"),
+    ("eventName",),
+    ("eventID",),
+    ("eventSource",),
 ]
 
 
@@ -182,7 +223,9 @@ def sns_records(draw: Any) -> Any:
         return kind, draw(json_value)
     if kind == "foreign":
         return kind, draw(st.sampled_from(foreign_records()))
-    record = sns_record("{}", trace_id=draw(st.none() | trace_candidates), subject=draw(st.none() | nasty_text))
+    record = sns_record(
+        "{}", trace_id=draw(st.none() | trace_candidates), subject=draw(st.none() | nasty_text)
+    )
     record["Sns"]["Message"] = draw(body_text)
     return kind, mutate(record, draw(mutations(SNS_PATHS))) if kind == "mutated" else record
 
@@ -199,7 +242,9 @@ kinesis_data = st.one_of(
         lambda t: b64(_dumps({"lambda_kit_requeue": t[0], "data": t[1], "trace_id": t[2]}))
     ),
     st.tuples(st.integers(-3, 5), json_value).map(
-        lambda t: b64(_dumps({"lambda_kit_requeue": {"attempt": t[0]}, "data": b64(_dumps(t[1])), "trace_id": "T"}))
+        lambda t: b64(
+            _dumps({"lambda_kit_requeue": {"attempt": t[0]}, "data": b64(_dumps(t[1])), "trace_id": "T"})
+        )
     ),
 )
 
@@ -230,7 +275,9 @@ attribute_leaf = st.one_of(
     json_value.map(lambda v: {"NULL": v}),
     st.lists(nasty_text, max_size=3).map(lambda v: {"SS": v}),
     st.lists(number_text, max_size=3).map(lambda v: {"NS": v}),
-    st.one_of(st.binary(max_size=8).map(b64), nasty_text, st.integers(-5, 10**12), json_value).map(lambda v: {"B": v}),
+    st.one_of(st.binary(max_size=8).map(b64), nasty_text, st.integers(-5, 10**12), json_value).map(
+        lambda v: {"B": v}
+    ),
     st.lists(st.binary(max_size=8).map(b64) | st.integers(0, 10**12), max_size=3).map(lambda v: {"BS": v}),
     st.tuples(st.sampled_from(UNKNOWN_TYPES), json_value).map(lambda t: {t[0]: t[1]}),
     json_value,  # not an attribute value at all
@@ -242,8 +289,10 @@ attribute_leaf = st.one_of(
 )
 attribute = st.recursive(
     attribute_leaf,
-    lambda inner: st.dictionaries(nasty_text, inner, max_size=3).map(lambda d: {"M": d})
-    | st.lists(inner, max_size=3).map(lambda items: {"L": items}),
+    lambda inner: (
+        st.dictionaries(nasty_text, inner, max_size=3).map(lambda d: {"M": d})
+        | st.lists(inner, max_size=3).map(lambda items: {"L": items})
+    ),
     max_leaves=8,
 )
 image = st.one_of(
@@ -358,19 +407,31 @@ def check_calls(fn: Recorder, lines: list[dict[str, Any]]) -> None:
         assert is_valid_id(trace_id), trace_id
 
 
-def check_refused(clean: bool, refused: BaseException | None, lines: list[dict[str, Any]], fn: Recorder) -> None:
+def check_refused(
+    clean: bool, refused: BaseException | None, lines: list[dict[str, Any]], fn: Recorder
+) -> None:
     """A refused event: never a clean batch of the source; one ERROR line, the function not called."""
     assert isinstance(refused, UnsupportedEvent) and not clean
     assert fn.calls == []
     [error] = lines
-    assert error["level"] == "ERROR" and error["error_type"] == "UnsupportedEvent" and error["error"] == as_logged(str(refused))
+    assert (
+        error["level"] == "ERROR"
+        and error["error_type"] == "UnsupportedEvent"
+        and error["error"] == as_logged(str(refused))
+    )
 
 
 # --- the properties ---------------------------------------------------------------------------
 
+
 @HOSTILE
-@given(event=events(sqs_records()), fail_every=st.sampled_from([0, 1, 2, 3]), json_flag=st.booleans(),
-       context=contexts, codec_name=st.sampled_from(CODECS))
+@given(
+    event=events(sqs_records()),
+    fail_every=st.sampled_from([0, 1, 2, 3]),
+    json_flag=st.booleans(),
+    context=contexts,
+    codec_name=st.sampled_from(CODECS),
+)
 def test_sqs_handler_survives_any_event(event, fail_every, json_flag, context, codec_name):
     event, clean = event
     fn = Recorder(fail_every)
@@ -395,14 +456,23 @@ def test_sqs_handler_survives_any_event(event, fail_every, json_flag, context, c
     assert len(fn.calls) + len(undecodable) == len(records)
     assert len(errors) - len(undecodable) == len(fn.raised)
     assert [as_logged(item) for item in failed_ids] == [line["record_id"] for line in errors]
-    message_ids = {r.get("messageId") for r in records if isinstance(r, dict) and isinstance(r.get("messageId"), str)}
+    message_ids = {
+        r.get("messageId") for r in records if isinstance(r, dict) and isinstance(r.get("messageId"), str)
+    }
     assert all(item in message_ids or item == "" for item in failed_ids)
 
 
 @HOSTILE
-@given(event=events(sns_records()), fail_every=st.sampled_from([0, 1, 2]), json_flag=st.booleans(),
-       context=contexts, codec_name=st.sampled_from(CODECS))
-def test_sns_handler_raises_only_the_functions_error_or_a_decode_error(event, fail_every, json_flag, context, codec_name):
+@given(
+    event=events(sns_records()),
+    fail_every=st.sampled_from([0, 1, 2]),
+    json_flag=st.booleans(),
+    context=contexts,
+    codec_name=st.sampled_from(CODECS),
+)
+def test_sns_handler_raises_only_the_functions_error_or_a_decode_error(
+    event, fail_every, json_flag, context, codec_name
+):
     event, clean = event
     fn = Recorder(fail_every)
     handler = sns_handler(json=json_flag)(fn)
@@ -463,22 +533,32 @@ def check_stream(event: Any, fn: Recorder, response: Any, lines: list[dict[str, 
 
 
 @HOSTILE
-@given(event=events(kinesis_records()), fail_every=st.sampled_from([0, 2, 3]), json_flag=st.booleans(),
-       context=contexts, codec_name=st.sampled_from(CODECS))
+@given(
+    event=events(kinesis_records()),
+    fail_every=st.sampled_from([0, 2, 3]),
+    json_flag=st.booleans(),
+    context=contexts,
+    codec_name=st.sampled_from(CODECS),
+)
 def test_stream_handler_survives_any_kinesis_event(event, fail_every, json_flag, context, codec_name):
     fn = Recorder(fail_every)
     run_stream(stream_handler(json=json_flag)(fn), event, fn, context, codec_name)
 
 
 @HOSTILE
-@given(event=events(dynamodb_records()), fail_every=st.sampled_from([0, 2, 3]), context=contexts,
-       codec_name=st.sampled_from(CODECS))
+@given(
+    event=events(dynamodb_records()),
+    fail_every=st.sampled_from([0, 2, 3]),
+    context=contexts,
+    codec_name=st.sampled_from(CODECS),
+)
 def test_stream_handler_survives_any_dynamodb_event(event, fail_every, context, codec_name):
     fn = Recorder(fail_every)
     run_stream(stream_handler(fn), event, fn, context, codec_name)
 
 
 # --- named cases: each failure says what is wrong ---------------------------------------------
+
 
 def run(handler: Any, event: Any) -> tuple[Any, list[dict[str, Any]]]:
     with captured() as out:
@@ -509,31 +589,40 @@ def test_sqs_undecodable_record_fails_with_its_reason(record, reason, codec_name
         response, lines = run(sqs_handler(fn), {"Records": [record, good]})
     [error] = of_level(lines, "ERROR")
     assert error["message"] == "record could not be decoded" and error["error"].startswith(reason)
-    expected_id = record.get("messageId") if isinstance(record, dict) and isinstance(record.get("messageId"), str) else ""
+    expected_id = (
+        record.get("messageId")
+        if isinstance(record, dict) and isinstance(record.get("messageId"), str)
+        else ""
+    )
     assert response == {"batchItemFailures": [{"itemIdentifier": expected_id}]}
     assert [call[0] for call in fn.calls] == [good["messageId"]]  # the good record still ran
 
 
 @pytest.mark.parametrize("decorator", [sqs_handler, sns_handler, stream_handler])
-@pytest.mark.parametrize(("event", "looks_like"), [
-    (None, "an empty event (null)"),
-    ("Records", "a str, not a JSON object"),
-    (42, "a int, not a JSON object"),
-    ([], "an empty top-level list"),
-    ([{"a": 1}], "a top-level list, as EventBridge Pipes sends"),
-    ({}, "an empty JSON object"),
-    ({"records": []}, "a JSON object with keys records"),
-    ({"Records": None}, "an event whose Records is not a list"),
-    ({"Records": {"0": {}}}, "an event whose Records is not a list"),
-    ({"Records": "[]"}, "an event whose Records is not a list"),
-    ({"Records": [{"a": 1}]}, "an event whose Records no source recognizes"),
-])
+@pytest.mark.parametrize(
+    ("event", "looks_like"),
+    [
+        (None, "an empty event (null)"),
+        ("Records", "a str, not a JSON object"),
+        (42, "a int, not a JSON object"),
+        ([], "an empty top-level list"),
+        ([{"a": 1}], "a top-level list, as EventBridge Pipes sends"),
+        ({}, "an empty JSON object"),
+        ({"records": []}, "a JSON object with keys records"),
+        ({"Records": None}, "an event whose Records is not a list"),
+        ({"Records": {"0": {}}}, "an event whose Records is not a list"),
+        ({"Records": "[]"}, "an event whose Records is not a list"),
+        ({"Records": [{"a": 1}]}, "an event whose Records no source recognizes"),
+    ],
+)
 def test_event_without_a_records_list_is_refused_with_one_clear_error(decorator, event, looks_like):
     fn = Recorder()
     with captured() as out, pytest.raises(UnsupportedEvent) as refused:
         decorator(fn)(event, lambda_context())
     check_refused(False, refused.value, parse_lines(out), fn)
-    assert str(refused.value).startswith(f"{decorator.__name__} cannot process {looks_like}: {decorator.__name__} processes ")
+    assert str(refused.value).startswith(
+        f"{decorator.__name__} cannot process {looks_like}: {decorator.__name__} processes "
+    )
 
 
 @pytest.mark.parametrize("decorator", [sqs_handler, sns_handler, stream_handler])
@@ -647,11 +736,22 @@ def test_huge_sqs_body_reaches_the_function_and_its_log_line_is_cut(codec_name):
 
 
 @pytest.mark.parametrize("decorator", [sqs_handler, sns_handler, stream_handler])
-@pytest.mark.parametrize(("records", "looks_like"), [
-    ([{"eventSource": "aws:codecommit", "codecommit": {"references": []}}, {"eventSource": "aws:unknown"}],
-     "an event mixing records of aws:codecommit, aws:unknown"),
-    ([{"eventSource": "aws:codecommit", "codecommit": {"references": []}}], "an event with aws:codecommit records"),
-])
+@pytest.mark.parametrize(
+    ("records", "looks_like"),
+    [
+        (
+            [
+                {"eventSource": "aws:codecommit", "codecommit": {"references": []}},
+                {"eventSource": "aws:unknown"},
+            ],
+            "an event mixing records of aws:codecommit, aws:unknown",
+        ),
+        (
+            [{"eventSource": "aws:codecommit", "codecommit": {"references": []}}],
+            "an event with aws:codecommit records",
+        ),
+    ],
+)
 def test_records_of_a_source_no_decorator_handles_are_refused(decorator, records, looks_like):
     fn = Recorder()
     with captured() as out, pytest.raises(UnsupportedEvent, match=f"cannot process {looks_like}"):
@@ -659,18 +759,27 @@ def test_records_of_a_source_no_decorator_handles_are_refused(decorator, records
     assert fn.calls == [] and len(of_level(parse_lines(out), "ERROR")) == 1
 
 
-@pytest.mark.parametrize(("decorator", "other", "fits"), [
-    (sqs_handler, sns_record({"n": 1}), "sns_handler"),
-    (sns_handler, sqs_record({"n": 1}), "sqs_handler"),
-    (stream_handler, sqs_record({"n": 1}), "sqs_handler"),
-    (sqs_handler, kinesis_record({"n": 1}), "stream_handler"),
-    (sqs_handler, dynamodb_record("INSERT", new_image={"PK": "a"}), "stream_handler"),
-])
+@pytest.mark.parametrize(
+    ("decorator", "other", "fits"),
+    [
+        (sqs_handler, sns_record({"n": 1}), "sns_handler"),
+        (sns_handler, sqs_record({"n": 1}), "sqs_handler"),
+        (stream_handler, sqs_record({"n": 1}), "sqs_handler"),
+        (sqs_handler, kinesis_record({"n": 1}), "stream_handler"),
+        (sqs_handler, dynamodb_record("INSERT", new_image={"PK": "a"}), "stream_handler"),
+    ],
+)
 def test_another_sources_batch_is_refused_naming_the_decorator_that_fits(decorator, other, fits):
     """Not one failure with an empty id (which SNS ignores): the whole event is refused."""
     fn = Recorder()
-    good = {sqs_handler: sqs_record, sns_handler: sns_record, stream_handler: kinesis_record}[decorator]({"n": 2})
-    for records, says in (([other], f": use {fits}$"), ([good, other], "mixing records of"), ([other, good], "mixing records of")):
+    good = {sqs_handler: sqs_record, sns_handler: sns_record, stream_handler: kinesis_record}[decorator](
+        {"n": 2}
+    )
+    for records, says in (
+        ([other], f": use {fits}$"),
+        ([good, other], "mixing records of"),
+        ([other, good], "mixing records of"),
+    ):
         with captured() as out, pytest.raises(UnsupportedEvent, match=says):
             decorator(fn)({"Records": records}, None)
         assert fn.calls == [] and len(parse_lines(out)) == 1
@@ -680,12 +789,29 @@ def test_another_sources_batch_is_refused_naming_the_decorator_that_fits(decorat
 
 EVENTBRIDGE_PATHS = [("id",), ("detail",), ("detail", "trace_id"), ("detail-type",), ("source",), ("time",)]
 S3_RECORD_PATHS = [
-    ("eventSource",), ("eventName",), ("eventTime",), ("s3",), ("s3", "bucket"), ("s3", "bucket", "name"), ("s3", "object"),
-    ("s3", "object", "key"), ("s3", "object", "size"), ("responseElements",), ("responseElements", "x-amz-request-id"),
+    ("eventSource",),
+    ("eventName",),
+    ("eventTime",),
+    ("s3",),
+    ("s3", "bucket"),
+    ("s3", "bucket", "name"),
+    ("s3", "object"),
+    ("s3", "object", "key"),
+    ("s3", "object", "size"),
+    ("responseElements",),
+    ("responseElements", "x-amz-request-id"),
 ]
 S3_EVENTBRIDGE_PATHS = [
-    ("id",), ("detail",), ("detail", "bucket"), ("detail", "bucket", "name"), ("detail", "object"), ("detail", "object", "key"),
-    ("detail", "request-id"), ("detail", "reason"), ("detail", "deletion-type"), ("detail-type",),
+    ("id",),
+    ("detail",),
+    ("detail", "bucket"),
+    ("detail", "bucket", "name"),
+    ("detail", "object"),
+    ("detail", "object", "key"),
+    ("detail", "request-id"),
+    ("detail", "reason"),
+    ("detail", "deletion-type"),
+    ("detail-type",),
 ]
 key_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
 
@@ -709,7 +835,9 @@ def s3_object_records(draw: Any) -> Any:
         return draw(json_value)
     if kind == "foreign":
         return draw(st.sampled_from(foreign_records()))
-    record = s3_record(draw(key_text), event_name=draw(st.sampled_from(["ObjectCreated:Put", "ObjectRemoved:Delete"])))
+    record = s3_record(
+        draw(key_text), event_name=draw(st.sampled_from(["ObjectCreated:Put", "ObjectRemoved:Delete"]))
+    )
     if draw(st.booleans()):
         record["s3"]["object"]["key"] = draw(nasty_text)  # anything, encoded or not
     return mutate(record, draw(mutations(S3_RECORD_PATHS))) if kind == "mutated" else record
@@ -718,7 +846,9 @@ def s3_object_records(draw: Any) -> Any:
 notification_text = st.one_of(
     st.lists(s3_object_records(), max_size=3).map(lambda records: _dumps({"Records": records})),
     st.just(_dumps(s3_test_message())),
-    st.lists(s3_object_records(), min_size=1, max_size=2).map(lambda records: sns_envelope(_dumps({"Records": records}))),
+    st.lists(s3_object_records(), min_size=1, max_size=2).map(
+        lambda records: sns_envelope(_dumps({"Records": records}))
+    ),
     body_text,
 )
 
@@ -731,8 +861,12 @@ def s3_events(draw: Any) -> tuple[Any, str]:
     if envelope == "direct":
         return {"Records": draw(st.lists(s3_object_records(), max_size=4))}, envelope
     if envelope == "eventbridge":
-        event = s3_eventbridge_event(draw(key_text), detail_type=draw(st.sampled_from(["Object Created", "Object Deleted"])))
-        return (mutate(event, draw(mutations(S3_EVENTBRIDGE_PATHS))) if draw(st.booleans()) else event), envelope
+        event = s3_eventbridge_event(
+            draw(key_text), detail_type=draw(st.sampled_from(["Object Created", "Object Deleted"]))
+        )
+        return (
+            mutate(event, draw(mutations(S3_EVENTBRIDGE_PATHS))) if draw(st.booleans()) else event
+        ), envelope
     messages = []
     for text in draw(st.lists(notification_text, min_size=1, max_size=4)):
         message = sqs_record("{}") if envelope == "sqs" else sns_record("{}")
@@ -740,7 +874,11 @@ def s3_events(draw: Any) -> tuple[Any, str]:
             message["body"] = text
         else:
             message["Sns"]["Message"] = text
-        messages.append(mutate(message, draw(mutations(SQS_PATHS if envelope == "sqs" else SNS_PATHS))) if draw(st.integers(0, 4)) == 0 else message)
+        messages.append(
+            mutate(message, draw(mutations(SQS_PATHS if envelope == "sqs" else SNS_PATHS)))
+            if draw(st.integers(0, 4)) == 0
+            else message
+        )
     return {"Records": messages}, envelope
 
 
@@ -766,8 +904,15 @@ class Ran:
 
 
 @HOSTILE
-@given(event=eventbridge_events(), fail_every=st.sampled_from([0, 1]), context=contexts, codec_name=st.sampled_from(CODECS))
-def test_eventbridge_handler_raises_only_the_functions_error_a_decode_error_or_a_refusal(event, fail_every, context, codec_name):
+@given(
+    event=eventbridge_events(),
+    fail_every=st.sampled_from([0, 1]),
+    context=contexts,
+    codec_name=st.sampled_from(CODECS),
+)
+def test_eventbridge_handler_raises_only_the_functions_error_a_decode_error_or_a_refusal(
+    event, fail_every, context, codec_name
+):
     event, clean = event
     fn = Recorder(fail_every)
     ran = Ran(eventbridge_handler(fn), event, fn, context, codec_name)
@@ -781,7 +926,12 @@ def test_eventbridge_handler_raises_only_the_functions_error_a_decode_error_or_a
 
 
 @HOSTILE
-@given(event=s3_events(), fail_every=st.sampled_from([0, 1, 2]), context=contexts, codec_name=st.sampled_from(CODECS))
+@given(
+    event=s3_events(),
+    fail_every=st.sampled_from([0, 1, 2]),
+    context=contexts,
+    codec_name=st.sampled_from(CODECS),
+)
 def test_s3_handler_routes_every_failure_the_way_its_envelope_retries(event, fail_every, context, codec_name):
     event, envelope = event
     fn = Recorder(fail_every)
@@ -796,7 +946,11 @@ def test_s3_handler_routes_every_failure_the_way_its_envelope_retries(event, fai
         failed_ids = check_batch_response(response)
         assert len(failed_ids) == len(set(failed_ids))  # each failed message once
         assert {as_logged(item) for item in failed_ids} == {line["record_id"] for line in errors}
-        message_ids = {r["messageId"] for r in event["Records"] if isinstance(r, dict) and isinstance(r.get("messageId"), str)}
+        message_ids = {
+            r["messageId"]
+            for r in event["Records"]
+            if isinstance(r, dict) and isinstance(r.get("messageId"), str)
+        }
         assert all(item in message_ids or item == "" for item in failed_ids)
         assert not {call[0] for call in fn.calls} - message_ids  # objects report under their message
         return
@@ -809,6 +963,7 @@ def test_s3_handler_routes_every_failure_the_way_its_envelope_retries(event, fai
 
 
 # --- fd 1 itself: what a real process writes ------------------------------------------------------
+
 
 @pytest.mark.parametrize("codec_name", CODECS)
 def test_hostile_batch_writes_only_valid_lines_to_fd_1(codec_name):
@@ -832,7 +987,10 @@ def test_hostile_batch_writes_only_valid_lines_to_fd_1(codec_name):
     )
     env = {"LAMBDA_KIT_JSON": codec_name, "PYTHONIOENCODING": "utf-8:strict", "PATH": "/usr/bin:/bin"}
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, env=env, timeout=60,
+        [sys.executable, "-c", script],
+        capture_output=True,
+        env=env,
+        timeout=60,
         cwd=Path(__file__).resolve().parent.parent,
     )
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
@@ -847,8 +1005,15 @@ def test_hostile_batch_writes_only_valid_lines_to_fd_1(codec_name):
 
 KAFKA_PATHS = [("topic",), ("partition",), ("offset",), ("key",), ("value",), ("headers",), ("timestamp",)]
 header_lists = st.one_of(
-    st.lists(st.dictionaries(nasty_text, st.lists(st.integers(-300, 300), max_size=4), max_size=2), max_size=3),
-    st.lists(st.fixed_dictionaries({"trace_id": trace_candidates.map(lambda t: list(t.encode("utf-8", "surrogatepass")))}), max_size=1),
+    st.lists(
+        st.dictionaries(nasty_text, st.lists(st.integers(-300, 300), max_size=4), max_size=2), max_size=3
+    ),
+    st.lists(
+        st.fixed_dictionaries(
+            {"trace_id": trace_candidates.map(lambda t: list(t.encode("utf-8", "surrogatepass")))}
+        ),
+        max_size=1,
+    ),
     json_value,
 )
 
@@ -860,7 +1025,9 @@ def kafka_records(draw: Any) -> Any:
         return kind, draw(json_value)
     if kind == "foreign":
         return kind, draw(st.sampled_from(foreign_records()))
-    record = kafka_record(None, topic="t", partition=draw(st.integers(0, 2)), offset=draw(st.integers(0, 10**12)))
+    record = kafka_record(
+        None, topic="t", partition=draw(st.integers(0, 2)), offset=draw(st.integers(0, 10**12))
+    )
     record["value"] = draw(kinesis_data)
     record["headers"] = draw(header_lists)
     return kind, mutate(record, draw(mutations(KAFKA_PATHS))) if kind == "mutated" else record
@@ -871,17 +1038,32 @@ def kafka_events(draw: Any) -> Any:
     """(event, clean): an event whose records map holds lists of Kafka records, or junk."""
     if draw(st.integers(0, 4)) == 0:
         return draw(json_value), False
-    partitions = draw(st.dictionaries(st.sampled_from(["t-0", "t-1", "t-2", "x"]), st.lists(kafka_records(), max_size=4), max_size=3))
-    source = draw(st.sampled_from(["aws:kafka", "SelfManagedKafka", "aws:SelfManagedKafka", "aws:kinesis", None]))
-    event = {"eventSource": source, "records": {key: [record for _, record in batch] for key, batch in partitions.items()}}
+    partitions = draw(
+        st.dictionaries(
+            st.sampled_from(["t-0", "t-1", "t-2", "x"]), st.lists(kafka_records(), max_size=4), max_size=3
+        )
+    )
+    source = draw(
+        st.sampled_from(["aws:kafka", "SelfManagedKafka", "aws:SelfManagedKafka", "aws:kinesis", None])
+    )
+    event = {
+        "eventSource": source,
+        "records": {key: [record for _, record in batch] for key, batch in partitions.items()},
+    }
     if draw(st.integers(0, 5)) == 0:
         event["records"] = draw(json_value)
     return event, source is not None and source != "aws:kinesis"
 
 
 @HOSTILE
-@given(event=kafka_events(), fail_every=st.sampled_from([0, 1, 2, 3]), json_flag=st.booleans(),
-       on_failure=st.sampled_from(["raise", "report"]), context=contexts, codec_name=st.sampled_from(CODECS))
+@given(
+    event=kafka_events(),
+    fail_every=st.sampled_from([0, 1, 2, 3]),
+    json_flag=st.booleans(),
+    on_failure=st.sampled_from(["raise", "report"]),
+    context=contexts,
+    codec_name=st.sampled_from(CODECS),
+)
 def test_kafka_handler_survives_any_event(event, fail_every, json_flag, on_failure, context, codec_name):
     event, kafka_shaped = event
     fn = Recorder(fail_every)
@@ -921,6 +1103,7 @@ def test_kafka_handler_survives_any_event(event, fail_every, json_flag, on_failu
 
 # --- EventBridge Pipes batches ------------------------------------------------------------------
 
+
 def pipes_of(records: st.SearchStrategy[Any], flatten: bool = False) -> st.SearchStrategy[tuple[Any, bool]]:
     def as_list(items: list[Any]) -> tuple[Any, bool]:
         batch = []
@@ -934,8 +1117,12 @@ def pipes_of(records: st.SearchStrategy[Any], flatten: bool = False) -> st.Searc
 
 
 @HOSTILE
-@given(event=pipes_of(sqs_records()), fail_every=st.sampled_from([0, 1, 2]), json_flag=st.booleans(),
-       codec_name=st.sampled_from(CODECS))
+@given(
+    event=pipes_of(sqs_records()),
+    fail_every=st.sampled_from([0, 1, 2]),
+    json_flag=st.booleans(),
+    codec_name=st.sampled_from(CODECS),
+)
 def test_sqs_handler_survives_any_pipes_batch(event, fail_every, json_flag, codec_name):
     batch, clean = event
     fn = Recorder(fail_every)
@@ -950,12 +1137,17 @@ def test_sqs_handler_survives_any_pipes_batch(event, fail_every, json_flag, code
     undecodable = [line for line in errors if line["error_type"] == "UndecodableRecord"]
     assert len(fn.calls) + len(undecodable) == len(batch)
     # each failed record named once (Pipes fails the whole batch on an empty name)
-    assert [as_logged(item) for item in failed_ids] == list(dict.fromkeys(line["record_id"] for line in errors))
+    assert [as_logged(item) for item in failed_ids] == list(
+        dict.fromkeys(line["record_id"] for line in errors)
+    )
 
 
 @HOSTILE
-@given(event=st.one_of(pipes_of(kinesis_records(), flatten=True), pipes_of(dynamodb_records())),
-       fail_every=st.sampled_from([0, 2, 3]), codec_name=st.sampled_from(CODECS))
+@given(
+    event=st.one_of(pipes_of(kinesis_records(), flatten=True), pipes_of(dynamodb_records())),
+    fail_every=st.sampled_from([0, 2, 3]),
+    codec_name=st.sampled_from(CODECS),
+)
 def test_stream_handler_survives_any_pipes_batch(event, fail_every, codec_name):
     batch, clean = event
     fn = Recorder(fail_every)
@@ -974,7 +1166,9 @@ def test_stream_handler_survives_any_pipes_batch(event, fail_every, codec_name):
         assert named == [] and len(fn.calls) == len(batch)
         return
     # the failed record and every record after it are named, each by its eventID ("" when it has none)
-    event_ids = [r.get("eventID") if isinstance(r, dict) and isinstance(r.get("eventID"), str) else "" for r in batch]
+    event_ids = [
+        r.get("eventID") if isinstance(r, dict) and isinstance(r.get("eventID"), str) else "" for r in batch
+    ]
     failed_at = len(fn.calls) - (1 if errors[0]["error_type"] == "RuntimeError" else 0)
     assert 1 <= len(named) <= len(batch) - failed_at  # nothing before the failure is named
     assert all(name in event_ids[failed_at:] or name == "" for name in named)

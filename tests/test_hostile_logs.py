@@ -35,6 +35,7 @@ def codec_name(request):
 
 # --- odd Python values ------------------------------------------------------------------------
 
+
 class Unprintable:
     def __str__(self) -> str:
         raise RuntimeError("no text for you")
@@ -55,23 +56,67 @@ def is_huge_int(value: Any) -> bool:
 
 
 ODD_SCALARS = [
-    2**64, -(2**63) - 1, 10**5_000, -(10**5_000), float("nan"), float("inf"), float("-inf"), -0.0,
-    Decimal("sNaN"), Decimal("NaN"), Decimal("Infinity"), Decimal("-Infinity"), Decimal("1e100000"),
-    Decimal("1.5"), Decimal("10"), Decimal("-1e-100000"), Decimal("123456789012345678901234567890"),
-    datetime.datetime(2024, 2, 29, 12, 0, tzinfo=datetime.UTC), datetime.date(2024, 1, 1),
-    datetime.timedelta(days=1), uuid.UUID(int=7), b"\xff\xfe bytes \x00", bytearray(b"abc"),
-    Unprintable(), NotText(), Loud(), object(), Ellipsis, NotImplemented, type, print,
-    "\ud800", "\udfff\ud800", "\x00\x01\x1f\x7f", "\u2028\u2029\x85", '","level":"ERROR', "\x1b[2J",
+    2**64,
+    -(2**63) - 1,
+    10**5_000,
+    -(10**5_000),
+    float("nan"),
+    float("inf"),
+    float("-inf"),
+    -0.0,
+    Decimal("sNaN"),
+    Decimal("NaN"),
+    Decimal("Infinity"),
+    Decimal("-Infinity"),
+    Decimal("1e100000"),
+    Decimal("1.5"),
+    Decimal("10"),
+    Decimal("-1e-100000"),
+    Decimal("123456789012345678901234567890"),
+    datetime.datetime(2024, 2, 29, 12, 0, tzinfo=datetime.UTC),
+    datetime.date(2024, 1, 1),
+    datetime.timedelta(days=1),
+    uuid.UUID(int=7),
+    b"\xff\xfe bytes \x00",
+    bytearray(b"abc"),
+    Unprintable(),
+    NotText(),
+    Loud(),
+    object(),
+    Ellipsis,
+    NotImplemented,
+    type,
+    print,
+    "\ud800",
+    "\udfff\ud800",
+    "\x00\x01\x1f\x7f",
+    "\u2028\u2029\x85",
+    '","level":"ERROR',
+    "\x1b[2J",
 ]
 odd_keys = st.one_of(
-    st.text(max_size=8), st.integers(), st.none(), st.booleans(), st.floats(allow_nan=False),
-    st.tuples(st.integers(), st.text(max_size=3)), st.binary(max_size=6), st.frozensets(st.integers(), max_size=3),
+    st.text(max_size=8),
+    st.integers(),
+    st.none(),
+    st.booleans(),
+    st.floats(allow_nan=False),
+    st.tuples(st.integers(), st.text(max_size=3)),
+    st.binary(max_size=6),
+    st.frozensets(st.integers(), max_size=3),
     st.sampled_from([Unprintable(), "\ud800", "password", b"token", ("api_key",)]),
 )
 odd_scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=20),
-    st.text(st.characters(min_codepoint=0, max_codepoint=0x20) | st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)),
-    st.binary(max_size=10), st.sampled_from([v for v in ODD_SCALARS if not is_huge_int(v)]),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(),
+    st.text(max_size=20),
+    st.text(
+        st.characters(min_codepoint=0, max_codepoint=0x20)
+        | st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
+    ),
+    st.binary(max_size=10),
+    st.sampled_from([v for v in ODD_SCALARS if not is_huge_int(v)]),
     st.sampled_from([5_000, 10_000]).map(lambda digits: -(10**digits)),  # drawn, as repr() refuses them
 )
 odd_values = st.recursive(
@@ -85,12 +130,37 @@ odd_values = st.recursive(
     ),
     max_leaves=12,
 )
-RESERVED = {"args", "msg", "message", "asctime", "exc_info", "exc_text", "stack_info", "levelname", "levelno",
-            "lineno", "module", "name", "pathname", "filename", "funcName", "created", "msecs", "relativeCreated",
-            "thread", "threadName", "process", "processName", "taskName"}  # logging refuses these in extra
-extra_keys = st.one_of(st.text(max_size=10), st.sampled_from(
-    ["level", "timestamp", "trace_id", "function_name", "request_id", "logger", "password", "data"]
-)).filter(lambda key: key not in RESERVED)
+RESERVED = {
+    "args",
+    "msg",
+    "message",
+    "asctime",
+    "exc_info",
+    "exc_text",
+    "stack_info",
+    "levelname",
+    "levelno",
+    "lineno",
+    "module",
+    "name",
+    "pathname",
+    "filename",
+    "funcName",
+    "created",
+    "msecs",
+    "relativeCreated",
+    "thread",
+    "threadName",
+    "process",
+    "processName",
+    "taskName",
+}  # logging refuses these in extra
+extra_keys = st.one_of(
+    st.text(max_size=10),
+    st.sampled_from(
+        ["level", "timestamp", "trace_id", "function_name", "request_id", "logger", "password", "data"]
+    ),
+).filter(lambda key: key not in RESERVED)
 
 
 @contextmanager
@@ -118,6 +188,7 @@ def run_sqs(fn: Any, *bodies: Any) -> tuple[Any, list[str]]:
 
 # --- properties ---------------------------------------------------------------------------------
 
+
 @HOSTILE
 @given(result=odd_values, codec=st.sampled_from(CODECS))
 def test_any_result_is_logged_as_valid_json(result, codec):
@@ -129,8 +200,11 @@ def test_any_result_is_logged_as_valid_json(result, codec):
 
 
 @HOSTILE
-@given(message=st.text(max_size=50) | st.sampled_from([v for v in ODD_SCALARS if isinstance(v, str)]), fields=st.dictionaries(extra_keys, odd_values, max_size=5),
-       codec=st.sampled_from(CODECS))
+@given(
+    message=st.text(max_size=50) | st.sampled_from([v for v in ODD_SCALARS if isinstance(v, str)]),
+    fields=st.dictionaries(extra_keys, odd_values, max_size=5),
+    codec=st.sampled_from(CODECS),
+)
 def test_any_extra_fields_make_one_valid_line(message, fields, codec):
     def fn(payload: Any, context: Any) -> None:
         log.warning(message, extra=fields)
@@ -149,7 +223,10 @@ def test_any_extra_fields_make_one_valid_line(message, fields, codec):
 
 json_text = st.recursive(
     # 64-bit integers: beyond them orjson decodes a float (a codec property, not a logging one)
-    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=20),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=15,
@@ -179,6 +256,7 @@ def test_any_json_payload_is_logged_as_it_came(payload, codec):
 
 
 # --- named cases --------------------------------------------------------------------------------
+
 
 def the_line(out: list[str], message: str) -> dict[str, Any]:
     [line] = [line for line in parse_lines(out) if line["message"] == message]
@@ -225,11 +303,23 @@ def test_deeply_nested_objects_are_bounded(codec_name):
 
 
 def test_non_str_dict_keys_become_text(codec_name):
-    result = {1: "int", None: "none", (1, "a"): "tuple", b"raw": "bytes", frozenset({2}): "set", 1.5: "float",
-              Unprintable(): "unprintable"}
+    result = {
+        1: "int",
+        None: "none",
+        (1, "a"): "tuple",
+        b"raw": "bytes",
+        frozenset({2}): "set",
+        1.5: "float",
+        Unprintable(): "unprintable",
+    }
     _, out = run_sqs(lambda message, context: result, {"n": 1})
     logged = the_line(out, "record processed")["result"]
-    assert logged["1"] == "int" and logged["null"] == "none" and logged["raw"] == "bytes" and logged["1.5"] == "float"
+    assert (
+        logged["1"] == "int"
+        and logged["null"] == "none"
+        and logged["raw"] == "bytes"
+        and logged["1.5"] == "float"
+    )
     # keys JSON has no text for: their own text
     assert logged["(1, 'a')"] == "tuple" and logged["frozenset({2})"] == "set"
     assert logged["<unprintable Unprintable>"] == "unprintable"
@@ -244,7 +334,9 @@ def test_non_str_extra_keys_are_logged_not_lost(codec_name):
     assert line["1"] == "one"
 
 
-@pytest.mark.parametrize("value", ODD_SCALARS, ids=[f"{type(v).__name__}-{i}" for i, v in enumerate(ODD_SCALARS)])
+@pytest.mark.parametrize(
+    "value", ODD_SCALARS, ids=[f"{type(v).__name__}-{i}" for i, v in enumerate(ODD_SCALARS)]
+)
 def test_odd_values_in_results_and_extra_make_valid_lines(value, codec_name):
     def fn(payload: Any, context: Any) -> Any:
         log.info("odd", extra={"value": value, "in_list": [value], "in_set": {1, 2}, "in_dict": {"k": value}})
@@ -257,16 +349,23 @@ def test_odd_values_in_results_and_extra_make_valid_lines(value, codec_name):
 
 def test_sets_bytes_decimals_dates_and_objects_are_readable(codec_name):
     result = {
-        "set": {3, 1, 2}, "bytes": b"abc", "decimal": Decimal("2.50"), "int_decimal": Decimal("7"),
-        "when": datetime.datetime(2024, 2, 29, 12, 0, tzinfo=datetime.UTC), "unprintable": Unprintable(),
-        "not_text": NotText(), "loud": Loud(),
+        "set": {3, 1, 2},
+        "bytes": b"abc",
+        "decimal": Decimal("2.50"),
+        "int_decimal": Decimal("7"),
+        "when": datetime.datetime(2024, 2, 29, 12, 0, tzinfo=datetime.UTC),
+        "unprintable": Unprintable(),
+        "not_text": NotText(),
+        "loud": Loud(),
     }
     _, out = run_sqs(lambda message, context: result, {"n": 1})
     logged = the_line(out, "record processed")["result"]
     assert sorted(logged["set"]) == [1, 2, 3] and logged["bytes"] == "abc"
     assert logged["decimal"] == 2.5 and logged["int_decimal"] == 7
     assert logged["when"] == "2024-02-29T12:00:00+00:00"
-    assert logged["unprintable"] == "<unprintable Unprintable>" and logged["not_text"] == "<unprintable NotText>"
+    assert (
+        logged["unprintable"] == "<unprintable Unprintable>" and logged["not_text"] == "<unprintable NotText>"
+    )
     assert logged["loud"] == "line one\nline two\r\n\x00"  # escaped in the line, kept in the value
 
 
@@ -292,7 +391,12 @@ class BrokenMapping(Mapping):
 
 
 def test_objects_whose_str_and_repr_fail(codec_name):
-    result = {"set": {Opaque(), Opaque()}, "key": {Opaque(): 1}, "mapping": BrokenMapping(), "plain": Opaque()}
+    result = {
+        "set": {Opaque(), Opaque()},
+        "key": {Opaque(): 1},
+        "mapping": BrokenMapping(),
+        "plain": Opaque(),
+    }
 
     def fn(payload: Any, context: Any) -> Any:
         log.info("opaque", extra={"o": Opaque(), "m": BrokenMapping(), "s": frozenset({Opaque()})})
@@ -306,11 +410,18 @@ def test_objects_whose_str_and_repr_fail(codec_name):
     assert the_line(out, "opaque")["o"] == "<unprintable Opaque>"
 
 
-@pytest.mark.parametrize(("number", "logged"), [
-    (2**64, 2**64), (-(2**63) - 1, -(2**63) - 1), (Decimal("-1e30"), -(10**30)),  # exact numbers
-    (10**400, 10**400), (Decimal("1e100000"), "1E+100000"),  # ints of any size exact; a Decimal beyond: text
-    (10**5_000, "<int of 16610 bits>"),  # more digits than Python writes
-], ids=["2**64", "-2**63-1", "-1e30", "10**400", "1e100000", "10**5000"])
+@pytest.mark.parametrize(
+    ("number", "logged"),
+    [
+        (2**64, 2**64),
+        (-(2**63) - 1, -(2**63) - 1),
+        (Decimal("-1e30"), -(10**30)),  # exact numbers
+        (10**400, 10**400),
+        (Decimal("1e100000"), "1E+100000"),  # ints of any size exact; a Decimal beyond: text
+        (10**5_000, "<int of 16610 bits>"),  # more digits than Python writes
+    ],
+    ids=["2**64", "-2**63-1", "-1e30", "10**400", "1e100000", "10**5000"],
+)
 def test_big_numbers_are_exact_up_to_what_python_writes(number, logged, codec_name):
     def fn(payload: Any, context: Any) -> Any:
         log.info("big", extra={"n": number})
@@ -362,13 +473,17 @@ def test_ten_thousand_fields_keep_the_line_own_keys(codec_name):
     assert line["level"] == "INFO" and line["trace_id"] and line["fields_dropped"] > 0
 
 
-@pytest.mark.parametrize(("msg", "args", "expected"), [
-    (-(10**5_000), (), "<int of 16610 bits>"),
-    (Unprintable(), (), "<unprintable Unprintable>"),
-    ("%s and %s", ("only one",), "%s and %s"),
-    ("%d", ("not a number",), "%d"),
-    ("line\nbreak\u2028", (), "line\nbreak\u2028"),
-], ids=["huge-int", "unprintable", "missing-arg", "bad-arg", "line-breaks"])
+@pytest.mark.parametrize(
+    ("msg", "args", "expected"),
+    [
+        (-(10**5_000), (), "<int of 16610 bits>"),
+        (Unprintable(), (), "<unprintable Unprintable>"),
+        ("%s and %s", ("only one",), "%s and %s"),
+        ("%d", ("not a number",), "%d"),
+        ("line\nbreak\u2028", (), "line\nbreak\u2028"),
+    ],
+    ids=["huge-int", "unprintable", "missing-arg", "bad-arg", "line-breaks"],
+)
 def test_unformattable_messages_still_make_a_line(msg, args, expected, codec_name):
     def fn(payload: Any, context: Any) -> None:
         log.error(msg, *args)
@@ -381,8 +496,14 @@ def test_unformattable_messages_still_make_a_line(msg, args, expected, codec_nam
 
 
 def test_extra_fields_never_replace_the_line_own_keys(codec_name):
-    forged = {"level": "ERROR", "timestamp": "yesterday", "trace_id": "forged", "function_name": "other",
-              "request_id": "r", "logger": "someone.else"}
+    forged = {
+        "level": "ERROR",
+        "timestamp": "yesterday",
+        "trace_id": "forged",
+        "function_name": "other",
+        "request_id": "r",
+        "logger": "someone.else",
+    }
 
     def fn(payload: Any, context: Any) -> None:
         log.info("forging", extra=forged)
@@ -406,6 +527,7 @@ def test_lines_reach_fd_1_one_per_line(capfd, codec_name):
 
 
 # --- masking, one test per rule -------------------------------------------------------------------
+
 
 def secret() -> str:
     return f"V4LU3-{uuid.uuid4().hex}"  # holds no key word itself
@@ -496,7 +618,11 @@ def test_masks_secret_keys_that_are_not_plain_str(codec_name):
 
     _, out = run_sqs(fn, {"n": 1})
     assert not any(value in "".join(out) for value in values)
-    assert the_line(out, "record processed")["result"] == {"password": "***", "token": "***", "('api_key',)": "***"}
+    assert the_line(out, "record processed")["result"] == {
+        "password": "***",
+        "token": "***",
+        "('api_key',)": "***",
+    }
 
 
 @pytest.mark.parametrize("version", ["v1", "v2"])
@@ -506,8 +632,9 @@ def test_masks_api_request_headers(version, codec_name):
     if version == "v2":
         event["cookies"] = ["session=" + values["Cookie"]]
     with captured() as out:
-        response = api_handler(lambda request, context: {"ok": request.headers.get("authorization") is not None})(
-            event, lambda_context())
+        response = api_handler(
+            lambda request, context: {"ok": request.headers.get("authorization") is not None}
+        )(event, lambda_context())
     assert json.loads(response["body"]) == {"ok": True}  # the function still sees them
     text = "".join(out)
     assert not any(value in text for value in values.values())
@@ -520,7 +647,9 @@ def test_masks_api_request_headers(version, codec_name):
 
 def test_masks_api_multi_value_headers(codec_name):
     value = secret()
-    event = api_event(version="v1", multi_value_headers={"Cookie": ["a=" + value, "b=" + value], "Accept": ["*/*"]})
+    event = api_event(
+        version="v1", multi_value_headers={"Cookie": ["a=" + value, "b=" + value], "Accept": ["*/*"]}
+    )
     with captured() as out:
         api_handler(lambda request, context: None)(event, None)
     assert value not in "".join(out)
@@ -530,7 +659,12 @@ def test_masks_api_multi_value_headers(codec_name):
 
 def test_masks_api_json_bodies(codec_name):
     values = [secret() for _ in range(4)]
-    body = {"user": "ann", "password": values[0], "nested": {"access_token": values[1]}, "list": [{"secret": values[2]}]}
+    body = {
+        "user": "ann",
+        "password": values[0],
+        "nested": {"access_token": values[1]},
+        "list": [{"secret": values[2]}],
+    }
 
     def fn(request: Any, context: Any) -> Any:
         return {"statusCode": 201, "body": {"id": 1, "idToken": values[3]}}
@@ -541,7 +675,12 @@ def test_masks_api_json_bodies(codec_name):
     text = "".join(out)
     assert not any(value in text for value in values)
     received = the_line(out, "request received")["body"]
-    assert received == {"user": "ann", "password": "***", "nested": {"access_token": "***"}, "list": [{"secret": "***"}]}
+    assert received == {
+        "user": "ann",
+        "password": "***",
+        "nested": {"access_token": "***"},
+        "list": [{"secret": "***"}],
+    }
     assert the_line(out, "request processed")["result"] == {"id": 1, "idToken": "***"}
 
 

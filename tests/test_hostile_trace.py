@@ -58,7 +58,9 @@ from lambda_kit.testing import (
 from lambda_kit.trace import is_valid_id, stable_id
 
 DEPTH = 5_000
-NEAR_LIMIT = 990  # JSON text orjson and ujson read (they stop at 1024); the standard library, as its stack allows
+NEAR_LIMIT = (
+    990  # JSON text orjson and ujson read (they stop at 1024); the standard library, as its stack allows
+)
 MAX_SHOWN = 300  # a rejected value is shown in at most 256 characters (quotes and escapes aside)
 
 
@@ -150,7 +152,12 @@ def kinesis_with(change: Change) -> dict[str, Any]:
 def dynamodb_with(change: Change) -> dict[str, Any]:
     hostile = dynamodb_record("INSERT", new_image={"PK": "a", "SK": "1"})
     change(hostile)
-    return {"Records": [dynamodb_record("INSERT", new_image={"PK": "b", "SK": "2"}, sequence_number="good"), hostile]}
+    return {
+        "Records": [
+            dynamodb_record("INSERT", new_image={"PK": "b", "SK": "2"}, sequence_number="good"),
+            hostile,
+        ]
+    }
 
 
 def kafka_with(headers: Any) -> dict[str, Any]:
@@ -197,34 +204,182 @@ def both(*changes: Change) -> Change:
 # Places in the event's own structure: (id, build(deep value), the hostile record runs or fails,
 # it gets a WARNING line)
 STRUCTURE: list[tuple[str, Callable[[Any], Built], str, bool]] = [
-    ("sqs trace_id attribute", lambda d: (sqs_handler, sqs_with(set_in(("messageAttributes", "trace_id"), attribute(d))), "good"), "runs", True),
-    ("sqs traceparent attribute", lambda d: (sqs_handler, sqs_with(set_in(("messageAttributes", "traceparent"), attribute(d))), "good"), "runs", True),
-    ("sqs _datadog attribute", lambda d: (sqs_handler, sqs_with(set_in(("messageAttributes", "_datadog"), attribute(d))), "good"), "runs", True),
-    ("sqs x-datadog attributes", lambda d: (sqs_handler, sqs_with(set_in(("messageAttributes", "x-datadog-trace-id"), attribute(d))), "good"), "runs", True),
-    ("sqs AWSTraceHeader", lambda d: (sqs_handler, sqs_with(set_in(("attributes", "AWSTraceHeader"), d)), "good"), "runs", True),
-    ("sqs MessageGroupId", lambda d: (sqs_handler, sqs_with(set_in(("attributes", "MessageGroupId"), d)), "good"), "runs", False),
+    (
+        "sqs trace_id attribute",
+        lambda d: (sqs_handler, sqs_with(set_in(("messageAttributes", "trace_id"), attribute(d))), "good"),
+        "runs",
+        True,
+    ),
+    (
+        "sqs traceparent attribute",
+        lambda d: (sqs_handler, sqs_with(set_in(("messageAttributes", "traceparent"), attribute(d))), "good"),
+        "runs",
+        True,
+    ),
+    (
+        "sqs _datadog attribute",
+        lambda d: (sqs_handler, sqs_with(set_in(("messageAttributes", "_datadog"), attribute(d))), "good"),
+        "runs",
+        True,
+    ),
+    (
+        "sqs x-datadog attributes",
+        lambda d: (
+            sqs_handler,
+            sqs_with(set_in(("messageAttributes", "x-datadog-trace-id"), attribute(d))),
+            "good",
+        ),
+        "runs",
+        True,
+    ),
+    (
+        "sqs AWSTraceHeader",
+        lambda d: (sqs_handler, sqs_with(set_in(("attributes", "AWSTraceHeader"), d)), "good"),
+        "runs",
+        True,
+    ),
+    (
+        "sqs MessageGroupId",
+        lambda d: (sqs_handler, sqs_with(set_in(("attributes", "MessageGroupId"), d)), "good"),
+        "runs",
+        False,
+    ),
     ("sqs messageId", lambda d: (sqs_handler, sqs_with(set_in(("messageId",), d)), "good"), "fails", False),
-    ("sqs a Pipes batch", lambda d: (sqs_handler, sqs_with(set_in(("messageAttributes", "trace_id"), attribute(d)))["Records"], "good"), "runs", True),
-    ("sns trace_id attribute", lambda d: (sns_handler, sns_with(set_in(("MessageAttributes", "trace_id"), {"Type": "String", "Value": d})), "good"), "runs", True),
-    ("sns traceparent attribute", lambda d: (sns_handler, sns_with(set_in(("MessageAttributes", "traceparent"), {"Type": "String", "Value": d})), "good"), "runs", True),
+    (
+        "sqs a Pipes batch",
+        lambda d: (
+            sqs_handler,
+            sqs_with(set_in(("messageAttributes", "trace_id"), attribute(d)))["Records"],
+            "good",
+        ),
+        "runs",
+        True,
+    ),
+    (
+        "sns trace_id attribute",
+        lambda d: (
+            sns_handler,
+            sns_with(set_in(("MessageAttributes", "trace_id"), {"Type": "String", "Value": d})),
+            "good",
+        ),
+        "runs",
+        True,
+    ),
+    (
+        "sns traceparent attribute",
+        lambda d: (
+            sns_handler,
+            sns_with(set_in(("MessageAttributes", "traceparent"), {"Type": "String", "Value": d})),
+            "good",
+        ),
+        "runs",
+        True,
+    ),
     ("sns Subject", lambda d: (sns_handler, sns_with(set_in(("Subject",), d)), "good"), "runs", False),
     ("sns MessageId", lambda d: (sns_handler, sns_with(set_in(("MessageId",), d)), "good"), "fails", False),
-    ("kinesis eventID", lambda d: (stream_handler, kinesis_with(set_in(("eventID",), d)), "good"), "runs", False),
-    ("kinesis partitionKey", lambda d: (stream_handler, kinesis_with(set_in(("kinesis", "partitionKey"), d)), "good"), "runs", False),
-    ("kinesis data", lambda d: (stream_handler, kinesis_with(set_in(("kinesis", "data"), d)), "good"), "fails", False),
-    ("dynamodb trace_id attribute", lambda d: (stream_handler, dynamodb_with(set_in(("dynamodb", "NewImage", "trace_id"), dynamodb_list(DEPTH))), "good"), "fails", False),
-    ("dynamodb Keys", lambda d: (stream_handler, dynamodb_with(set_in(("dynamodb", "Keys", "PK"), {"S": d})), "good"), "runs", False),
-    ("dynamodb eventID", lambda d: (stream_handler, dynamodb_with(set_in(("eventID",), d)), "good"), "runs", False),
-    ("kafka trace_id header", lambda d: (kafka_handler(on_failure="report"), kafka_with([{"trace_id": d}]), "orders-0:1"), "fails", False),
-    ("kafka headers", lambda d: (kafka_handler(on_failure="report"), kafka_with(d), "orders-0:1"), "fails", False),
-    ("eventbridge detail.trace_id", lambda d: (eventbridge_handler, eventbridge_with(set_in(("detail", "trace_id"), d)), None), "runs", True),
-    ("eventbridge detail.traceparent", lambda d: (eventbridge_handler, eventbridge_with(set_in(("detail", "traceparent"), d)), None), "runs", True),
-    ("eventbridge detail._datadog", lambda d: (eventbridge_handler, eventbridge_with(set_in(("detail", "_datadog"), d)), None), "runs", True),
-    ("eventbridge id", lambda d: (eventbridge_handler, eventbridge_with(set_in(("id",), d)), None), "fails", False),
-    ("s3 request id", lambda d: (s3_handler, s3_with(set_in(("responseElements", "x-amz-request-id"), d)), "good"), "runs", True),
-    ("s3 sequencer, no request id", lambda d: (s3_handler, s3_with(both(
-        without(("responseElements", "x-amz-request-id")), set_in(("s3", "object", "sequencer"), d))), "good"), "runs", False),
-    ("s3 eventbridge request-id", lambda d: (s3_handler, s3_eventbridge_with(set_in(("detail", "request-id"), d)), None), "runs", True),
+    (
+        "kinesis eventID",
+        lambda d: (stream_handler, kinesis_with(set_in(("eventID",), d)), "good"),
+        "runs",
+        False,
+    ),
+    (
+        "kinesis partitionKey",
+        lambda d: (stream_handler, kinesis_with(set_in(("kinesis", "partitionKey"), d)), "good"),
+        "runs",
+        False,
+    ),
+    (
+        "kinesis data",
+        lambda d: (stream_handler, kinesis_with(set_in(("kinesis", "data"), d)), "good"),
+        "fails",
+        False,
+    ),
+    (
+        "dynamodb trace_id attribute",
+        lambda d: (
+            stream_handler,
+            dynamodb_with(set_in(("dynamodb", "NewImage", "trace_id"), dynamodb_list(DEPTH))),
+            "good",
+        ),
+        "fails",
+        False,
+    ),
+    (
+        "dynamodb Keys",
+        lambda d: (stream_handler, dynamodb_with(set_in(("dynamodb", "Keys", "PK"), {"S": d})), "good"),
+        "runs",
+        False,
+    ),
+    (
+        "dynamodb eventID",
+        lambda d: (stream_handler, dynamodb_with(set_in(("eventID",), d)), "good"),
+        "runs",
+        False,
+    ),
+    (
+        "kafka trace_id header",
+        lambda d: (kafka_handler(on_failure="report"), kafka_with([{"trace_id": d}]), "orders-0:1"),
+        "fails",
+        False,
+    ),
+    (
+        "kafka headers",
+        lambda d: (kafka_handler(on_failure="report"), kafka_with(d), "orders-0:1"),
+        "fails",
+        False,
+    ),
+    (
+        "eventbridge detail.trace_id",
+        lambda d: (eventbridge_handler, eventbridge_with(set_in(("detail", "trace_id"), d)), None),
+        "runs",
+        True,
+    ),
+    (
+        "eventbridge detail.traceparent",
+        lambda d: (eventbridge_handler, eventbridge_with(set_in(("detail", "traceparent"), d)), None),
+        "runs",
+        True,
+    ),
+    (
+        "eventbridge detail._datadog",
+        lambda d: (eventbridge_handler, eventbridge_with(set_in(("detail", "_datadog"), d)), None),
+        "runs",
+        True,
+    ),
+    (
+        "eventbridge id",
+        lambda d: (eventbridge_handler, eventbridge_with(set_in(("id",), d)), None),
+        "fails",
+        False,
+    ),
+    (
+        "s3 request id",
+        lambda d: (s3_handler, s3_with(set_in(("responseElements", "x-amz-request-id"), d)), "good"),
+        "runs",
+        True,
+    ),
+    (
+        "s3 sequencer, no request id",
+        lambda d: (
+            s3_handler,
+            s3_with(
+                both(
+                    without(("responseElements", "x-amz-request-id")),
+                    set_in(("s3", "object", "sequencer"), d),
+                )
+            ),
+            "good",
+        ),
+        "runs",
+        False,
+    ),
+    (
+        "s3 eventbridge request-id",
+        lambda d: (s3_handler, s3_eventbridge_with(set_in(("detail", "request-id"), d)), None),
+        "runs",
+        True,
+    ),
 ]
 
 
@@ -242,7 +397,7 @@ def s3_with_request_id(text: str) -> str:
     """An S3 notification whose request id is the JSON text ``text``."""
     notification = json.dumps(s3_notification("hostile.txt"))
     start = notification.index('"x-amz-request-id": ') + len('"x-amz-request-id": ')
-    return notification[:start] + text + notification[notification.index(",", start):]
+    return notification[:start] + text + notification[notification.index(",", start) :]
 
 
 def log_lines_with(text: str) -> list[str]:
@@ -264,33 +419,104 @@ REQUEUED = json.dumps(b64('{"trace_id": "first-try"}'))
 
 # Places in JSON a producer wrote: (id, build(JSON text of the value), a WARNING line when read)
 TEXT: list[tuple[str, Callable[[str], Built], bool]] = [
-    ("kinesis payload trace_id", lambda t: (stream_handler, kinesis_data(b64(json_with(trace_id=t, n="1"))), "good"), True),
-    ("kinesis payload traceparent", lambda t: (stream_handler, kinesis_data(b64(json_with(traceparent=t))), "good"), True),
-    ("kinesis payload _datadog", lambda t: (stream_handler, kinesis_data(b64(json_with(_datadog=t))), "good"), True),
-    ("kinesis json=False payload", lambda t: (stream_handler(json=False), kinesis_data(b64(json_with(trace_id=t))), "good"), True),
+    (
+        "kinesis payload trace_id",
+        lambda t: (stream_handler, kinesis_data(b64(json_with(trace_id=t, n="1"))), "good"),
+        True,
+    ),
+    (
+        "kinesis payload traceparent",
+        lambda t: (stream_handler, kinesis_data(b64(json_with(traceparent=t))), "good"),
+        True,
+    ),
+    (
+        "kinesis payload _datadog",
+        lambda t: (stream_handler, kinesis_data(b64(json_with(_datadog=t))), "good"),
+        True,
+    ),
+    (
+        "kinesis json=False payload",
+        lambda t: (stream_handler(json=False), kinesis_data(b64(json_with(trace_id=t))), "good"),
+        True,
+    ),
     # lambda_kit's own envelope: an invalid first-try trace id there is passed over without a word
-    ("kinesis requeued record", lambda t: (stream_handler, kinesis_data(b64(json_with(
-        trace_id=t, lambda_kit_requeue='{"attempt": 1}', data=REQUEUED))), "good"), False),
-    ("kinesis CloudWatch Logs line", lambda t: (stream_handler, {"Records": [
-        kinesis_record({"n": 2}, sequence_number="good"),
-        kinesis_record(None, raw_data=awslogs_data(log_subscription_message(*log_lines_with(t))))]}, "good"), True),
-    ("sqs SNS envelope trace_id", lambda t: (sqs_handler, sqs_body(envelope_with(
-        json_with(trace_id=json_with(Type='"String"', Value=t)))), "good"), True),
-    ("sqs SNS envelope traceparent", lambda t: (sqs_handler, sqs_body(envelope_with(
-        json_with(traceparent=json_with(Type='"String"', Value=t)))), "good"), True),
-    ("s3 in sqs request id", lambda t: (s3_handler, {"Records": [
-        {**sqs_record({}), "body": s3_with_request_id(t)}, sqs_record(s3_notification("good.txt"), message_id="good")]}, "good"), True),
-    ("eventbridge detail as text", lambda t: (eventbridge_handler, eventbridge_with(set_in(("detail",), json_with(trace_id=t))), None), True),
+    (
+        "kinesis requeued record",
+        lambda t: (
+            stream_handler,
+            kinesis_data(b64(json_with(trace_id=t, lambda_kit_requeue='{"attempt": 1}', data=REQUEUED))),
+            "good",
+        ),
+        False,
+    ),
+    (
+        "kinesis CloudWatch Logs line",
+        lambda t: (
+            stream_handler,
+            {
+                "Records": [
+                    kinesis_record({"n": 2}, sequence_number="good"),
+                    kinesis_record(None, raw_data=awslogs_data(log_subscription_message(*log_lines_with(t)))),
+                ]
+            },
+            "good",
+        ),
+        True,
+    ),
+    (
+        "sqs SNS envelope trace_id",
+        lambda t: (
+            sqs_handler,
+            sqs_body(envelope_with(json_with(trace_id=json_with(Type='"String"', Value=t)))),
+            "good",
+        ),
+        True,
+    ),
+    (
+        "sqs SNS envelope traceparent",
+        lambda t: (
+            sqs_handler,
+            sqs_body(envelope_with(json_with(traceparent=json_with(Type='"String"', Value=t)))),
+            "good",
+        ),
+        True,
+    ),
+    (
+        "s3 in sqs request id",
+        lambda t: (
+            s3_handler,
+            {
+                "Records": [
+                    {**sqs_record({}), "body": s3_with_request_id(t)},
+                    sqs_record(s3_notification("good.txt"), message_id="good"),
+                ]
+            },
+            "good",
+        ),
+        True,
+    ),
+    (
+        "eventbridge detail as text",
+        lambda t: (eventbridge_handler, eventbridge_with(set_in(("detail",), json_with(trace_id=t))), None),
+        True,
+    ),
     ("cloudwatch logs line", lambda t: (cloudwatch_logs_handler, cloudwatch_logs_with(t), "good"), True),
 ]
 # What becomes of the hostile record when the text is too deep for any codec: its JSON is refused
 # (it fails), or it was never more than text (a payload with json=False, a log line: it runs)
-TOO_DEEP = {"kinesis json=False payload": "runs", "kinesis CloudWatch Logs line": "runs", "cloudwatch logs line": "runs"}
+TOO_DEEP = {
+    "kinesis json=False payload": "runs",
+    "kinesis CloudWatch Logs line": "runs",
+    "cloudwatch logs line": "runs",
+}
 
 
 # --- running one, and what must hold ---------------------------------------------------------------
 
-def run(decorator: Callable[..., Any], event: Any, concurrency: int = 1) -> tuple[Recorder, Any, BaseException | None, list[dict[str, Any]]]:
+
+def run(
+    decorator: Callable[..., Any], event: Any, concurrency: int = 1
+) -> tuple[Recorder, Any, BaseException | None, list[dict[str, Any]]]:
     fn: Recorder = AsyncRecorder() if concurrency > 1 else Recorder()
     handler = decorator(max_concurrency=concurrency)(fn) if concurrency > 1 else decorator(fn)
     response: Any = None
@@ -326,13 +552,19 @@ def check(built: Built, outcome: str, warns: bool, concurrency: int = 1) -> list
 
 
 @pytest.mark.parametrize("codec_name", CODECS)
-@pytest.mark.parametrize(("name", "build", "outcome", "warns"), STRUCTURE, ids=[case[0] for case in STRUCTURE])
+@pytest.mark.parametrize(
+    ("name", "build", "outcome", "warns"), STRUCTURE, ids=[case[0] for case in STRUCTURE]
+)
 def test_a_deep_value_in_the_event_fails_or_runs_its_own_record_only(name, build, outcome, warns, codec_name):
     with using_codec(codec_name):
         check(build(nested(DEPTH)), outcome, warns)
 
 
-BATCHES = [case for case in STRUCTURE if case[0].split()[0] in ("sqs", "kinesis", "dynamodb", "s3") and "Pipes" not in case[0]]
+BATCHES = [
+    case
+    for case in STRUCTURE
+    if case[0].split()[0] in ("sqs", "kinesis", "dynamodb", "s3") and "Pipes" not in case[0]
+]
 
 
 @pytest.mark.parametrize(("name", "build", "outcome", "warns"), BATCHES, ids=[case[0] for case in BATCHES])
@@ -391,8 +623,11 @@ def test_a_rejected_context_is_shown_escaped_as_ascii_shows_it():
 
 ordinary = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text() | st.binary(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4)
-    | st.lists(inner, max_size=3).map(tuple),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(), inner, max_size=4)
+        | st.lists(inner, max_size=3).map(tuple)
+    ),
     max_leaves=12,
 )
 
@@ -401,5 +636,9 @@ ordinary = st.recursive(
 @given(ordinary)
 def test_the_stable_id_of_ordinary_data_is_the_digest_of_its_repr_as_before(value):
     # ids derived from a record stay what they were before the bounded rendering
-    expected = value if is_valid_id(value) else "h-" + hashlib.sha1(repr(value).encode("utf-8", "backslashreplace")).hexdigest()
+    expected = (
+        value
+        if is_valid_id(value)
+        else "h-" + hashlib.sha1(repr(value).encode("utf-8", "backslashreplace")).hexdigest()
+    )
     assert stable_id(value) == expected

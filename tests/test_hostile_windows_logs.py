@@ -50,16 +50,38 @@ def packed(value: Any, how: str = "gzip") -> str:
 trace_ids = st.one_of(st.none(), st.sampled_from(["T-1", "x" * 129, "a b", "", "é"]), nasty_text)
 log_message = st.one_of(
     nasty_text,
-    st.builds(lambda t, extra: log_line(trace_id=t, **extra), trace_ids, st.dictionaries(st.sampled_from(["url", "n", "blob"]), json_value, max_size=2)),
+    st.builds(
+        lambda t, extra: log_line(trace_id=t, **extra),
+        trace_ids,
+        st.dictionaries(st.sampled_from(["url", "n", "blob"]), json_value, max_size=2),
+    ),
     json_value.map(json.dumps),
-    st.builds(lambda t: json.dumps({"trace_id": t, "level": 1, "message": None, "timestamp": []}), json_value),
+    st.builds(
+        lambda t: json.dumps({"trace_id": t, "level": 1, "message": None, "timestamp": []}), json_value
+    ),
 )
-good_event = st.builds(lambda i, ts, m: {"id": f"e-{i}", "timestamp": ts, "message": m}, st.integers(0, 10**6), st.integers(0, 2**45), log_message)
+good_event = st.builds(
+    lambda i, ts, m: {"id": f"e-{i}", "timestamp": ts, "message": m},
+    st.integers(0, 10**6),
+    st.integers(0, 2**45),
+    log_message,
+)
 log_event = st.one_of(
-    good_event, good_event, good_event,
+    good_event,
+    good_event,
+    good_event,
     json_value,  # not a log event at all
-    st.builds(lambda e, key, junk: {**e, key: junk}, good_event, st.sampled_from(["id", "timestamp", "message"]), json_value),
-    st.builds(lambda e, key: {k: v for k, v in e.items() if k != key}, good_event, st.sampled_from(["id", "timestamp", "message"])),
+    st.builds(
+        lambda e, key, junk: {**e, key: junk},
+        good_event,
+        st.sampled_from(["id", "timestamp", "message"]),
+        json_value,
+    ),
+    st.builds(
+        lambda e, key: {k: v for k, v in e.items() if k != key},
+        good_event,
+        st.sampled_from(["id", "timestamp", "message"]),
+    ),
 )
 
 
@@ -68,7 +90,9 @@ def subscription_messages(draw: Any) -> Any:
     message = log_subscription_message(control=draw(st.booleans()) and draw(st.booleans()))
     if message["messageType"] == "DATA_MESSAGE":
         message["logEvents"] = draw(st.lists(log_event, max_size=5))
-    for key in draw(st.lists(st.sampled_from(["messageType", "logEvents", "logGroup", "subscriptionFilters"]), max_size=1)):
+    for key in draw(
+        st.lists(st.sampled_from(["messageType", "logEvents", "logGroup", "subscriptionFilters"]), max_size=1)
+    ):
         message[key] = draw(json_value)
     return message
 
@@ -112,13 +136,20 @@ def is_subscription(event: Any) -> bool:
 
 
 @HOSTILE
-@given(event=subscription_events, fail_every=st.sampled_from([0, 1, 2]), context=contexts, codec_name=st.sampled_from(CODECS))
+@given(
+    event=subscription_events,
+    fail_every=st.sampled_from([0, 1, 2]),
+    context=contexts,
+    codec_name=st.sampled_from(CODECS),
+)
 def test_cloudwatch_logs_handler_survives_any_event(event, fail_every, context, codec_name):
     event, _ = event
     fn = Recorder(fail_every)
     raised: BaseException | None = None
     with using_codec(codec_name), captured() as out:
-        events = expected_events(event["awslogs"]["data"]) if is_subscription(event) else None  # what this codec reads
+        events = (
+            expected_events(event["awslogs"]["data"]) if is_subscription(event) else None
+        )  # what this codec reads
         try:
             cloudwatch_logs_handler(fn)(event, make_context(context))
         except UnsupportedEvent as error:
@@ -157,7 +188,11 @@ def log_records(draw: Any) -> Any:
 
 
 @HOSTILE
-@given(records=st.lists(log_records(), max_size=5), fail_every=st.sampled_from([0, 2, 3]), codec_name=st.sampled_from(CODECS))
+@given(
+    records=st.lists(log_records(), max_size=5),
+    fail_every=st.sampled_from([0, 2, 3]),
+    codec_name=st.sampled_from(CODECS),
+)
 def test_stream_handler_survives_any_kinesis_record_of_log_events(records, fail_every, codec_name):
     fn = Recorder(fail_every)
     with using_codec(codec_name), captured() as out:
@@ -173,33 +208,52 @@ def test_stream_handler_survives_any_kinesis_record_of_log_events(records, fail_
     assert {call[0] for call in fn.calls} <= set(sequence_numbers)  # every log event reports its record
     if failures:
         failed = sequence_numbers.index(failures[0]["itemIdentifier"])
-        assert all(sequence_numbers.index(call[0]) <= failed for call in fn.calls)  # none after the failed record
+        assert all(
+            sequence_numbers.index(call[0]) <= failed for call in fn.calls
+        )  # none after the failed record
     else:  # every record ran: one call per plain record, per log event of a data message, none for control
         assert len(fn.calls) == sum(
-            len(unpacked[r["kinesis"]["sequenceNumber"]] or ()) if r["kinesis"]["data"].startswith("H4sI") else 1 for r in records
+            len(unpacked[r["kinesis"]["sequenceNumber"]] or ())
+            if r["kinesis"]["data"].startswith("H4sI")
+            else 1
+            for r in records
         )
 
 
 # --- tumbling windows: the state that goes back --------------------------------------------------------------
 
-actions = st.fixed_dictionaries({
-    "n": st.integers(-5, 5),
-    "then": st.sampled_from(["ok", "ok", "ok", "raise", "raise before", "set", "huge", "nan"]),
-})
+actions = st.fixed_dictionaries(
+    {
+        "n": st.integers(-5, 5),
+        "then": st.sampled_from(["ok", "ok", "ok", "raise", "raise before", "set", "huge", "nan"]),
+    }
+)
 
 
 @HOSTILE
 @given(
     steps=st.lists(actions, max_size=8),
-    start=st.dictionaries(st.just("other"), st.recursive(
-        st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False)
-        | st.text(st.characters(exclude_categories=("Cs",)), max_size=8),
-        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3), max_leaves=6,
-    ), max_size=1),
+    start=st.dictionaries(
+        st.just("other"),
+        st.recursive(
+            st.none()
+            | st.booleans()
+            | st.integers(-(2**63), 2**63 - 1)
+            | st.floats(allow_nan=False, allow_infinity=False)
+            | st.text(st.characters(exclude_categories=("Cs",)), max_size=8),
+            lambda inner: (
+                st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+            ),
+            max_leaves=6,
+        ),
+        max_size=1,
+    ),
     source=st.sampled_from(["kinesis", "dynamodb"]),
     codec_name=st.sampled_from(CODECS),
 )
-def test_the_state_that_goes_back_is_the_fold_of_the_records_before_the_failure(steps, start, source, codec_name):
+def test_the_state_that_goes_back_is_the_fold_of_the_records_before_the_failure(
+    steps, start, source, codec_name
+):
     """Each record adds ``n`` to ``sum`` and appends to ``seen``, then succeeds, raises, or leaves a
     value Lambda cannot take (a set, over 1 MB, NaN). The response must be exactly: the state after
     the records before the first failing one, and that record reported."""
@@ -224,7 +278,12 @@ def test_the_state_that_goes_back_is_the_fold_of_the_records_before_the_failure(
         batch = {"Records": [kinesis_record(step) for step in steps]}
         ids = [r["kinesis"]["sequenceNumber"] for r in batch["Records"]]
     else:
-        batch = {"Records": [dynamodb_record("INSERT", keys={"PK": str(i)}, new_image={"PK": str(i), **s}) for i, s in enumerate(steps)]}
+        batch = {
+            "Records": [
+                dynamodb_record("INSERT", keys={"PK": str(i)}, new_image={"PK": str(i), **s})
+                for i, s in enumerate(steps)
+            ]
+        }
         ids = [r["dynamodb"]["SequenceNumber"] for r in batch["Records"]]
     event = tumbling_window(batch, json.loads(json.dumps(start)))
     with using_codec(codec_name), captured():
@@ -241,14 +300,20 @@ def test_the_state_that_goes_back_is_the_fold_of_the_records_before_the_failure(
     assert response == {"state": expected, "batchItemFailures": []}
 
 
-window_fields = st.fixed_dictionaries({}, optional={
-    "window": st.one_of(json_value, st.fixed_dictionaries({"start": json_value | nasty_text, "end": json_value | nasty_text})),
-    "state": json_value,
-    "shardId": json_value,
-    "eventSourceARN": json_value,
-    "isFinalInvokeForWindow": json_value,
-    "isWindowTerminatedEarly": json_value,
-})
+window_fields = st.fixed_dictionaries(
+    {},
+    optional={
+        "window": st.one_of(
+            json_value,
+            st.fixed_dictionaries({"start": json_value | nasty_text, "end": json_value | nasty_text}),
+        ),
+        "state": json_value,
+        "shardId": json_value,
+        "eventSourceARN": json_value,
+        "isFinalInvokeForWindow": json_value,
+        "isWindowTerminatedEarly": json_value,
+    },
+)
 
 
 @HOSTILE
@@ -271,7 +336,9 @@ def test_any_window_fields_give_a_state_back_or_one_clear_failure(fields, codec_
             assert line["level"] == "ERROR" and line["error"] == str(error) and fn.calls == []
             return
     assert list(response) == ["state", "batchItemFailures"] and isinstance(response["state"], dict)
-    if response["state"] is not event.get("state"):  # a state lambda_kit changed is JSON; the rest is Lambda's own
+    if response["state"] is not event.get(
+        "state"
+    ):  # a state lambda_kit changed is JSON; the rest is Lambda's own
         json.dumps(response["state"], allow_nan=False)
     errors = of_level(parse_lines(out), "ERROR")
     assert len(errors) == len(response["batchItemFailures"]) <= 1
@@ -284,6 +351,9 @@ def test_a_gzip_bomb_in_a_kinesis_record_fails_without_taking_the_memory(codec_n
     fn = Recorder()
     with using_codec(codec_name), captured() as out:
         response = stream_handler(fn)({"Records": [record]}, None)
-    assert response == {"batchItemFailures": [{"itemIdentifier": record["kinesis"]["sequenceNumber"]}]} and fn.calls == []
+    assert (
+        response == {"batchItemFailures": [{"itemIdentifier": record["kinesis"]["sequenceNumber"]}]}
+        and fn.calls == []
+    )
     [error] = of_level(parse_lines(out), "ERROR")
     assert error["error"] == "kinesis.data unpacks to more than 16777216 bytes"

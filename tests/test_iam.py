@@ -18,22 +18,74 @@ R = "us-east-1"
 A = "123456789012"
 
 MAPPED = [
-    ("dynamodb", "TransactWriteItems", {"TransactItems": [{"Put": {"TableName": "t"}}, {"Update": {"TableName": "t"}}, {"ConditionCheck": {"TableName": "u"}}]},
-     [("dynamodb:ConditionCheckItem", f"arn:aws:dynamodb:{R}:{A}:table/u"), ("dynamodb:PutItem", f"arn:aws:dynamodb:{R}:{A}:table/t"),
-      ("dynamodb:UpdateItem", f"arn:aws:dynamodb:{R}:{A}:table/t")]),
-    ("dynamodb", "BatchGetItem", {"RequestItems": {"b": {}, "a": {}}},
-     [("dynamodb:BatchGetItem", f"arn:aws:dynamodb:{R}:{A}:table/a"), ("dynamodb:BatchGetItem", f"arn:aws:dynamodb:{R}:{A}:table/b")]),
-    ("dynamodb", "Query", {"TableName": "t", "IndexName": "by-day"}, [("dynamodb:Query", f"arn:aws:dynamodb:{R}:{A}:table/t/index/by-day")]),
-    ("sqs", "SendMessageBatch", {"QueueUrl": "http://127.0.0.1:5000/123456789012/jobs"}, [("sqs:SendMessage", f"arn:aws:sqs:{R}:{A}:jobs")]),
-    ("sqs", "DeleteMessageBatch", {"QueueUrl": "https://sqs.us-east-1.amazonaws.com/1/jobs"}, [("sqs:DeleteMessage", f"arn:aws:sqs:{R}:{A}:jobs")]),
-    ("sns", "PublishBatch", {"TopicArn": f"arn:aws:sns:{R}:{A}:news"}, [("sns:Publish", f"arn:aws:sns:{R}:{A}:news")]),
-    ("kinesis", "PutRecords", {"StreamName": "clicks"}, [("kinesis:PutRecords", f"arn:aws:kinesis:{R}:{A}:stream/clicks")]),
-    ("kinesis", "PutRecord", {"StreamARN": f"arn:aws:kinesis:{R}:{A}:stream/c2"}, [("kinesis:PutRecord", f"arn:aws:kinesis:{R}:{A}:stream/c2")]),
+    (
+        "dynamodb",
+        "TransactWriteItems",
+        {
+            "TransactItems": [
+                {"Put": {"TableName": "t"}},
+                {"Update": {"TableName": "t"}},
+                {"ConditionCheck": {"TableName": "u"}},
+            ]
+        },
+        [
+            ("dynamodb:ConditionCheckItem", f"arn:aws:dynamodb:{R}:{A}:table/u"),
+            ("dynamodb:PutItem", f"arn:aws:dynamodb:{R}:{A}:table/t"),
+            ("dynamodb:UpdateItem", f"arn:aws:dynamodb:{R}:{A}:table/t"),
+        ],
+    ),
+    (
+        "dynamodb",
+        "BatchGetItem",
+        {"RequestItems": {"b": {}, "a": {}}},
+        [
+            ("dynamodb:BatchGetItem", f"arn:aws:dynamodb:{R}:{A}:table/a"),
+            ("dynamodb:BatchGetItem", f"arn:aws:dynamodb:{R}:{A}:table/b"),
+        ],
+    ),
+    (
+        "dynamodb",
+        "Query",
+        {"TableName": "t", "IndexName": "by-day"},
+        [("dynamodb:Query", f"arn:aws:dynamodb:{R}:{A}:table/t/index/by-day")],
+    ),
+    (
+        "sqs",
+        "SendMessageBatch",
+        {"QueueUrl": "http://127.0.0.1:5000/123456789012/jobs"},
+        [("sqs:SendMessage", f"arn:aws:sqs:{R}:{A}:jobs")],
+    ),
+    (
+        "sqs",
+        "DeleteMessageBatch",
+        {"QueueUrl": "https://sqs.us-east-1.amazonaws.com/1/jobs"},
+        [("sqs:DeleteMessage", f"arn:aws:sqs:{R}:{A}:jobs")],
+    ),
+    (
+        "sns",
+        "PublishBatch",
+        {"TopicArn": f"arn:aws:sns:{R}:{A}:news"},
+        [("sns:Publish", f"arn:aws:sns:{R}:{A}:news")],
+    ),
+    (
+        "kinesis",
+        "PutRecords",
+        {"StreamName": "clicks"},
+        [("kinesis:PutRecords", f"arn:aws:kinesis:{R}:{A}:stream/clicks")],
+    ),
+    (
+        "kinesis",
+        "PutRecord",
+        {"StreamARN": f"arn:aws:kinesis:{R}:{A}:stream/c2"},
+        [("kinesis:PutRecord", f"arn:aws:kinesis:{R}:{A}:stream/c2")],
+    ),
     ("s3", "ListBuckets", {}, [("s3:ListBuckets", "*")]),
 ]
 
 
-@pytest.mark.parametrize("prefix, operation, params, expected", MAPPED, ids=[f"{p}:{o}" for p, o, _, _ in MAPPED])
+@pytest.mark.parametrize(
+    "prefix, operation, params, expected", MAPPED, ids=[f"{p}:{o}" for p, o, _, _ in MAPPED]
+)
 def test_a_call_is_the_iam_actions_and_resources_it_is_authorised_as(prefix, operation, params, expected):
     assert iam_calls(prefix, operation, params, R) == expected
 
@@ -83,18 +135,34 @@ def writer(event, context):
 def test_the_recorder_sees_each_functions_calls_and_only_theirs(tmp_path, aws_endpoint, unique_name):
     service = unique_name("iam")
     recorder = CallRecorder()
-    with recorder, toy_stack(tmp_path, SERVICE.format(service=service), {"iam_app": APP}, aws_endpoint.url, hooks=[recorder]) as stack:
+    with (
+        recorder,
+        toy_stack(
+            tmp_path, SERVICE.format(service=service), {"iam_app": APP}, aws_endpoint.url, hooks=[recorder]
+        ) as stack,
+    ):
         assert stack.invoke("writer", {}).response == "ok"
         boto3.client("sqs", region_name=R).get_queue_url(QueueName=f"{service}-jobs")  # not a function's call
         ids = resource_ids(stack.resources, stack.region)
-    assert recorder.by_function() == {"writer": {
-        "sqs:SendMessage": {f"arn:aws:sqs:{R}:{A}:{service}-jobs": 1},
-        "dynamodb:PutItem": {f"arn:aws:dynamodb:{R}:{A}:table/{service}-items": 1},
-        "dynamodb:UpdateItem": {f"arn:aws:dynamodb:{R}:{A}:table/{service}-items": 1},
-    }}
-    assert ids == {f"arn:aws:sqs:{R}:{A}:{service}-jobs": "Jobs.Arn", f"arn:aws:dynamodb:{R}:{A}:table/{service}-items": "Items.Arn"}
+    assert recorder.by_function() == {
+        "writer": {
+            "sqs:SendMessage": {f"arn:aws:sqs:{R}:{A}:{service}-jobs": 1},
+            "dynamodb:PutItem": {f"arn:aws:dynamodb:{R}:{A}:table/{service}-items": 1},
+            "dynamodb:UpdateItem": {f"arn:aws:dynamodb:{R}:{A}:table/{service}-items": 1},
+        }
+    }
+    assert ids == {
+        f"arn:aws:sqs:{R}:{A}:{service}-jobs": "Jobs.Arn",
+        f"arn:aws:dynamodb:{R}:{A}:table/{service}-items": "Items.Arn",
+    }
     # uninstalled: later calls are not recorded
-    with toy_stack(tmp_path / "again", SERVICE.format(service=service + "b"), {"iam_app": APP}, aws_endpoint.url, hooks=[recorder]) as stack:
+    with toy_stack(
+        tmp_path / "again",
+        SERVICE.format(service=service + "b"),
+        {"iam_app": APP},
+        aws_endpoint.url,
+        hooks=[recorder],
+    ) as stack:
         stack.invoke("writer", {})
     assert sum(recorder.calls.values()) == 3
 
@@ -103,20 +171,56 @@ def test_the_recorder_sees_each_functions_calls_and_only_theirs(tmp_path, aws_en
 
 TEMPLATE = {
     "Resources": {
-        "WorkerLambdaFunction": {"Type": "AWS::Lambda::Function", "Properties": {"FunctionName": "svc-dev-worker", "Role": {"Fn::GetAtt": ["WorkerRole", "Arn"]}}},
+        "WorkerLambdaFunction": {
+            "Type": "AWS::Lambda::Function",
+            "Properties": {"FunctionName": "svc-dev-worker", "Role": {"Fn::GetAtt": ["WorkerRole", "Arn"]}},
+        },
         "Jobs": {"Type": "AWS::SQS::Queue"},
         "JobsDLQ": {"Type": "AWS::SQS::Queue"},
         "Items": {"Type": "AWS::DynamoDB::Table"},
         "News": {"Type": "AWS::SNS::Topic"},
-        "WorkerMapping": {"Type": "AWS::Lambda::EventSourceMapping", "Properties": {
-            "FunctionName": {"Ref": "WorkerLambdaFunction"}, "EventSourceArn": {"Fn::GetAtt": ["Jobs", "Arn"]}}},
-        "WorkerRole": {"Type": "AWS::IAM::Role", "Properties": {"Policies": [{"PolicyDocument": {"Statement": [
-            {"Effect": "Allow", "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
-             "Resource": {"Fn::Sub": "arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:log-group:/aws/lambda/svc-dev-worker:*"}},
-            {"Effect": "Allow", "Action": ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"], "Resource": {"Fn::GetAtt": ["Jobs", "Arn"]}},
-            {"Effect": "Allow", "Action": ["dynamodb:PutItem", "dynamodb:BatchGetItem"], "Resource": {"Fn::GetAtt": ["Items", "Arn"]}},
-            {"Effect": "Allow", "Action": "sns:Publish", "Resource": {"Ref": "News"}},
-        ]}}]}},
+        "WorkerMapping": {
+            "Type": "AWS::Lambda::EventSourceMapping",
+            "Properties": {
+                "FunctionName": {"Ref": "WorkerLambdaFunction"},
+                "EventSourceArn": {"Fn::GetAtt": ["Jobs", "Arn"]},
+            },
+        },
+        "WorkerRole": {
+            "Type": "AWS::IAM::Role",
+            "Properties": {
+                "Policies": [
+                    {
+                        "PolicyDocument": {
+                            "Statement": [
+                                {
+                                    "Effect": "Allow",
+                                    "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+                                    "Resource": {
+                                        "Fn::Sub": "arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:log-group:/aws/lambda/svc-dev-worker:*"
+                                    },
+                                },
+                                {
+                                    "Effect": "Allow",
+                                    "Action": [
+                                        "sqs:ReceiveMessage",
+                                        "sqs:DeleteMessage",
+                                        "sqs:GetQueueAttributes",
+                                    ],
+                                    "Resource": {"Fn::GetAtt": ["Jobs", "Arn"]},
+                                },
+                                {
+                                    "Effect": "Allow",
+                                    "Action": ["dynamodb:PutItem", "dynamodb:BatchGetItem"],
+                                    "Resource": {"Fn::GetAtt": ["Items", "Arn"]},
+                                },
+                                {"Effect": "Allow", "Action": "sns:Publish", "Resource": {"Ref": "News"}},
+                            ]
+                        }
+                    }
+                ]
+            },
+        },
     }
 }
 
@@ -152,28 +256,49 @@ IDS = {ITEMS: "Items.Arn", NEWS: "News.Arn"}
 
 
 def _check(calls, comment="the item write"):
-    [finding] = check(TEMPLATE, SERVERLESS_YML.format(items_comment=comment), {"worker": calls}, IDS, ["worker"])
+    [finding] = check(
+        TEMPLATE, SERVERLESS_YML.format(items_comment=comment), {"worker": calls}, IDS, ["worker"]
+    )
     return finding
 
 
 def test_calls_within_the_role_and_every_grant_needed_pass():
-    finding = _check({"dynamodb:PutItem": {ITEMS: 3}, "sns:Publish": {NEWS: 1}}, comment="PutItem; BatchGetItem when duplicates are frequent")
+    finding = _check(
+        {"dynamodb:PutItem": {ITEMS: 3}, "sns:Publish": {NEWS: 1}},
+        comment="PutItem; BatchGetItem when duplicates are frequent",
+    )
     assert finding.not_granted == [] and finding.unjustified == set()
     assert finding.used == {("dynamodb:PutItem", "Items.Arn"), ("sns:Publish", "News.Arn")}
-    assert {a for a, _ in finding.by_lambda} == {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "logs:CreateLogStream", "logs:PutLogEvents"}
-    assert finding.justified == {("dynamodb:BatchGetItem", "Items.Arn"): "PutItem; BatchGetItem when duplicates are frequent"}
+    assert {a for a, _ in finding.by_lambda} == {
+        "sqs:ReceiveMessage",
+        "sqs:DeleteMessage",
+        "sqs:GetQueueAttributes",
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+    }
+    assert finding.justified == {
+        ("dynamodb:BatchGetItem", "Items.Arn"): "PutItem; BatchGetItem when duplicates are frequent"
+    }
 
 
 def test_a_call_the_role_does_not_grant_is_found():
-    finding = _check({"dynamodb:UpdateItem": {ITEMS: 1}, "sns:Publish": {"arn:aws:sns:us-east-1:123456789012:other": 1}})
+    finding = _check(
+        {"dynamodb:UpdateItem": {ITEMS: 1}, "sns:Publish": {"arn:aws:sns:us-east-1:123456789012:other": 1}}
+    )
     assert finding.not_granted == [
         ("dynamodb:UpdateItem", ITEMS, "Items.Arn"),
-        ("sns:Publish", "arn:aws:sns:us-east-1:123456789012:other", "arn:aws:sns:us-east-1:123456789012:other"),
+        (
+            "sns:Publish",
+            "arn:aws:sns:us-east-1:123456789012:other",
+            "arn:aws:sns:us-east-1:123456789012:other",
+        ),
     ]
 
 
 def test_a_grant_no_call_used_needs_a_comment_naming_it():
-    finding = _check({"dynamodb:PutItem": {ITEMS: 1}})  # the comment names neither action; sns:Publish has none
+    finding = _check(
+        {"dynamodb:PutItem": {ITEMS: 1}}
+    )  # the comment names neither action; sns:Publish has none
     assert finding.unjustified == {("dynamodb:BatchGetItem", "Items.Arn"), ("sns:Publish", "News.Arn")}
 
 

@@ -67,7 +67,9 @@ def test_json_values_are_decoded_and_other_values_fail_with_their_reason():
     error, lines = run(kafka_handler(fn), sample("self-managed-devguide.json"))  # "Hello, this is a test."
     assert isinstance(error, UndecodableRecord) and fn.seen == []
     [line] = of_level(lines, "ERROR")
-    assert line["message"] == "record could not be decoded" and line["error"].startswith("value is not valid JSON")
+    assert line["message"] == "record could not be decoded" and line["error"].startswith(
+        "value is not valid JSON"
+    )
     assert line["record_id"] == "mytopic-0:15"
 
 
@@ -80,7 +82,10 @@ def test_trace_id_comes_from_the_trace_id_header():
     assert [t for _, t, _ in fn.seen] == ["T-1", f"orders-0:{offsets[1]}", f"orders-0:{offsets[2]}"]
     assert fn.seen[0][2]["key"] == b"order-7" and fn.seen[0][2]["headers"] == {"trace_id": b"T-1"}
     [warning] = of_level(lines, "WARNING")
-    assert warning["message"].startswith("ignored an invalid trace id") and warning["rejected_trace_id"] == "'bad id\\n'"
+    assert (
+        warning["message"].startswith("ignored an invalid trace id")
+        and warning["rejected_trace_id"] == "'bad id\\n'"
+    )
 
 
 def test_headers_in_signed_bytes_as_java_sends_them():
@@ -118,8 +123,13 @@ def test_an_error_no_check_foresaw_fails_that_record_alone_with_its_reason():
     spoiled["topic"] = Unreadable(spoiled["topic"])
     response, lines = run(kafka_handler(on_failure="report")(fn), event)
     [error] = of_level(lines, "ERROR")
-    assert (error["message"], error["error"]) == ("record could not be decoded", "record cannot be read (RuntimeError: cannot compare)")
-    assert isinstance(response, UndecodableRecord)  # it cannot be named: raised, so the whole batch comes back
+    assert (error["message"], error["error"]) == (
+        "record could not be decoded",
+        "record cannot be read (RuntimeError: cannot compare)",
+    )
+    assert isinstance(
+        response, UndecodableRecord
+    )  # it cannot be named: raised, so the whole batch comes back
     assert [record_id for record_id, _, _ in fn.seen] == [f"orders-0:{good['offset']}"]
 
 
@@ -128,9 +138,14 @@ def partitions(*batches: tuple[str, int, list]) -> dict:
     records = {}
     for topic, partition, values in batches:
         records[f"{topic}-{partition}"] = [
-            kafka_record(value, topic=topic, partition=partition, offset=100 + i) for i, value in enumerate(values)
+            kafka_record(value, topic=topic, partition=partition, offset=100 + i)
+            for i, value in enumerate(values)
         ]
-    return {"eventSource": "aws:kafka", "eventSourceArn": "arn:aws:kafka:us-east-1:123456789012:cluster/c/u", "records": records}
+    return {
+        "eventSource": "aws:kafka",
+        "eventSourceArn": "arn:aws:kafka:us-east-1:123456789012:cluster/c/u",
+        "records": records,
+    }
 
 
 def test_raise_stops_the_batch_at_the_first_failure_and_raises_it():
@@ -148,12 +163,22 @@ def test_report_stops_only_the_failed_partition_and_names_what_is_not_done():
     event = partitions(("a", 0, [1, 2, 3]), ("a", 1, [4, 5]), ("b", 0, [6]))
     fn = Recorder(fail_on={"a-0:101", "b-0:100"})
     response, lines = run(kafka_handler(on_failure="report")(fn), event)
-    assert [record_id for record_id, _, _ in fn.seen] == ["a-0:100", "a-0:101", "a-1:100", "a-1:101", "b-0:100"]
-    assert response == {"batchItemFailures": [
-        {"itemIdentifier": {"partition": "a-0", "offset": 101}},
-        {"itemIdentifier": {"partition": "a-0", "offset": 102}},  # held back, so the partition stays in order
-        {"itemIdentifier": {"partition": "b-0", "offset": 100}},
-    ]}
+    assert [record_id for record_id, _, _ in fn.seen] == [
+        "a-0:100",
+        "a-0:101",
+        "a-1:100",
+        "a-1:101",
+        "b-0:100",
+    ]
+    assert response == {
+        "batchItemFailures": [
+            {"itemIdentifier": {"partition": "a-0", "offset": 101}},
+            {
+                "itemIdentifier": {"partition": "a-0", "offset": 102}
+            },  # held back, so the partition stays in order
+            {"itemIdentifier": {"partition": "b-0", "offset": 100}},
+        ]
+    }
     assert len(of_level(lines, "ERROR")) == 2
 
 
@@ -170,52 +195,105 @@ def test_report_with_no_failure_is_an_empty_report_and_raise_returns_nothing():
     assert run(kafka_handler(Recorder()), event)[0] is None
 
 
-@pytest.mark.parametrize(("raw", "reason"), [
-    ({"topic": "a", "partition": 0, "offset": 1, "value": "!!"}, "value is not valid base64"),
-    ({"topic": "a", "partition": 0, "offset": 1, "value": 12}, "value is not base64 text"),
-    ({"topic": "a", "partition": 0, "offset": 1, "key": "*", "value": "e30="}, "key is not valid base64"),
-    ({"topic": "a", "partition": 0, "offset": 1, "value": "e30=", "headers": {"a": [1]}}, "headers is not a list"),
-    ({"topic": "a", "partition": 0, "offset": 1, "value": "e30=", "headers": [{"a": [256]}]}, "header 'a' is not a list of byte values"),
-    ({"topic": "a", "partition": 0, "offset": 1, "value": "e30=", "headers": ["a"]}, "headers[0] is not an object"),
-    ({"topic": "a", "partition": -1, "offset": 1, "value": "e30="}, "record has no topic, partition or offset"),
-    ({"topic": "a", "partition": 0, "offset": True, "value": "e30="}, "record has no topic, partition or offset"),
-    ({"topic": "", "partition": 0, "offset": 1, "value": "e30="}, "record has no topic, partition or offset"),
-    ({"topic": "a", "partition": 0, "offset": 1, "value": "bm90IGpzb24="}, "value is not valid JSON ("),
-    ("a record", "record is not a JSON object"),
-])
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ({"topic": "a", "partition": 0, "offset": 1, "value": "!!"}, "value is not valid base64"),
+        ({"topic": "a", "partition": 0, "offset": 1, "value": 12}, "value is not base64 text"),
+        ({"topic": "a", "partition": 0, "offset": 1, "key": "*", "value": "e30="}, "key is not valid base64"),
+        (
+            {"topic": "a", "partition": 0, "offset": 1, "value": "e30=", "headers": {"a": [1]}},
+            "headers is not a list",
+        ),
+        (
+            {"topic": "a", "partition": 0, "offset": 1, "value": "e30=", "headers": [{"a": [256]}]},
+            "header 'a' is not a list of byte values",
+        ),
+        (
+            {"topic": "a", "partition": 0, "offset": 1, "value": "e30=", "headers": ["a"]},
+            "headers[0] is not an object",
+        ),
+        (
+            {"topic": "a", "partition": -1, "offset": 1, "value": "e30="},
+            "record has no topic, partition or offset",
+        ),
+        (
+            {"topic": "a", "partition": 0, "offset": True, "value": "e30="},
+            "record has no topic, partition or offset",
+        ),
+        (
+            {"topic": "", "partition": 0, "offset": 1, "value": "e30="},
+            "record has no topic, partition or offset",
+        ),
+        ({"topic": "a", "partition": 0, "offset": 1, "value": "bm90IGpzb24="}, "value is not valid JSON ("),
+        ("a record", "record is not a JSON object"),
+    ],
+)
 def test_undecodable_records_fail_with_their_reason(raw, reason):
     fn = Recorder()
     error, lines = run(kafka_handler(fn), {"eventSource": "aws:kafka", "records": {"a-0": [raw]}})
     assert isinstance(error, UndecodableRecord) and str(error).startswith(reason) and fn.seen == []
     [line] = of_level(lines, "ERROR")
     assert line["error"] == str(error) and "(None)" not in line["error"]
-    assert (line["message"], line["source"], line["payload"], line["attempt"]) == ("record could not be decoded", "kafka", raw, 1)
+    assert (line["message"], line["source"], line["payload"], line["attempt"]) == (
+        "record could not be decoded",
+        "kafka",
+        raw,
+        1,
+    )
     assert line["record_id"] == ("" if reason.startswith("record ") else "a-0:1")
 
 
-@pytest.mark.parametrize(("records", "payload", "reason"), [
-    (["x"], ["x"], "records is not an object of topic-partition lists"),
-    ({"a-0": "x", "b-0": [{"topic": "b", "partition": 0, "offset": 5, "value": "e30="}]}, "x", "records['a-0'] is not a list"),
-])
+@pytest.mark.parametrize(
+    ("records", "payload", "reason"),
+    [
+        (["x"], ["x"], "records is not an object of topic-partition lists"),
+        (
+            {"a-0": "x", "b-0": [{"topic": "b", "partition": 0, "offset": 5, "value": "e30="}]},
+            "x",
+            "records['a-0'] is not a list",
+        ),
+    ],
+)
 def test_records_that_are_not_partition_lists_fail_as_kafka_with_their_raw_form(records, payload, reason):
     fn = Recorder()
-    error, lines = run(kafka_handler(on_failure="report")(fn), {"eventSource": "aws:kafka", "records": records})
+    error, lines = run(
+        kafka_handler(on_failure="report")(fn), {"eventSource": "aws:kafka", "records": records}
+    )
     assert isinstance(error, UndecodableRecord) and str(error) == reason
     [line] = of_level(lines, "ERROR")
-    assert (line["source"], line["error"], line["payload"], line["record_id"]) == ("kafka", reason, payload, "")
-    assert [record_id for record_id, _, _ in fn.seen] == ([] if type(records) is list else ["b-0:5"])  # the others still run
+    assert (line["source"], line["error"], line["payload"], line["record_id"]) == (
+        "kafka",
+        reason,
+        payload,
+        "",
+    )
+    assert [record_id for record_id, _, _ in fn.seen] == (
+        [] if type(records) is list else ["b-0:5"]
+    )  # the others still run
 
 
 def test_a_kafka_record_carries_its_raw_form_and_a_bad_traceparent_header_is_warned_about_as_kafka():
     fn = Recorder()
     seen = []
-    raw = {"topic": "a", "partition": 0, "offset": 7, "value": "e30=", "headers": [{"traceparent": list(b"not-w3c")}]}
-    run(kafka_handler(lambda message, context: seen.append((current_record().raw, current_record().source))),
-        {"eventSource": "aws:kafka", "records": {"a-0": [raw]}})
+    raw = {
+        "topic": "a",
+        "partition": 0,
+        "offset": 7,
+        "value": "e30=",
+        "headers": [{"traceparent": list(b"not-w3c")}],
+    }
+    run(
+        kafka_handler(lambda message, context: seen.append((current_record().raw, current_record().source))),
+        {"eventSource": "aws:kafka", "records": {"a-0": [raw]}},
+    )
     _, lines = run(kafka_handler(fn), {"eventSource": "aws:kafka", "records": {"a-0": [raw]}})
     assert seen == [(raw, "kafka")]
     [warning] = of_level(lines, "WARNING")
-    assert (warning["source"], warning["message"]) == ("kafka", "ignored an invalid traceparent; reading the next place")
+    assert (warning["source"], warning["message"]) == (
+        "kafka",
+        "ignored an invalid traceparent; reading the next place",
+    )
 
 
 def test_a_tombstone_reaches_the_function_with_value_none():
@@ -231,9 +309,15 @@ def test_records_that_are_not_partition_lists_fail_the_batch(records):
     assert isinstance(error, UndecodableRecord)
 
 
-@pytest.mark.parametrize("event", [
-    {"eventSource": "aws:kafka"}, {"eventSource": "aws:kinesis", "records": {}}, {"records": {"a-0": []}}, [],
-])
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"eventSource": "aws:kafka"},
+        {"eventSource": "aws:kinesis", "records": {}},
+        {"records": {"a-0": []}},
+        [],
+    ],
+)
 def test_events_that_are_not_kafka_events_are_refused(event):
     error, _ = run(kafka_handler(Recorder()), event)
     assert isinstance(error, UnsupportedEvent)
@@ -246,13 +330,35 @@ def test_on_failure_must_be_raise_or_report():
 
 def test_the_function_gets_the_whole_message_and_any_byte_values_or_undecodable_trace_header():
     seen = []
-    raw = {"topic": "a", "partition": 0, "offset": 7, "timestamp": 1, "timestampType": "CREATE_TIME", "key": "az0=",
-           "value": "e30=", "headers": [{"trace_id": [255, 254]}, {"edge": [-128, 255]}]}
-    _, lines = run(kafka_handler(lambda message, context: seen.append((message, current_trace_id()))),
-                   {"eventSource": "aws:kafka", "records": {"a-0": [raw]}})
-    assert seen == [({"topic": "a", "partition": 0, "offset": 7, "timestamp": 1, "timestamp_type": "CREATE_TIME",
-                      "key": b"k=", "value": {}, "headers": {"trace_id": bytes([255, 254]), "edge": bytes([128, 255])}},
-                     "a-0:7")]
+    raw = {
+        "topic": "a",
+        "partition": 0,
+        "offset": 7,
+        "timestamp": 1,
+        "timestampType": "CREATE_TIME",
+        "key": "az0=",
+        "value": "e30=",
+        "headers": [{"trace_id": [255, 254]}, {"edge": [-128, 255]}],
+    }
+    _, lines = run(
+        kafka_handler(lambda message, context: seen.append((message, current_trace_id()))),
+        {"eventSource": "aws:kafka", "records": {"a-0": [raw]}},
+    )
+    assert seen == [
+        (
+            {
+                "topic": "a",
+                "partition": 0,
+                "offset": 7,
+                "timestamp": 1,
+                "timestamp_type": "CREATE_TIME",
+                "key": b"k=",
+                "value": {},
+                "headers": {"trace_id": bytes([255, 254]), "edge": bytes([128, 255])},
+            },
+            "a-0:7",
+        )
+    ]
     assert not of_level(lines, "ERROR")
 
 
@@ -260,4 +366,3 @@ def test_a_header_byte_below_minus_128_is_refused():
     raw = {"topic": "a", "partition": 0, "offset": 1, "value": "e30=", "headers": [{"a": [-129]}]}
     error, _ = run(kafka_handler(Recorder()), {"eventSource": "aws:kafka", "records": {"a-0": [raw]}})
     assert isinstance(error, UndecodableRecord) and str(error) == "header 'a' is not a list of byte values"
-

@@ -41,7 +41,9 @@ def run(handler, event):
 
 
 def test_each_user_record_reaches_the_function_in_order():
-    aggregate = kinesis_kpl_record({"n": 1}, {"n": 2, "trace_id": "T-2"}, b'{"n": 3}', partition_keys=["a", "b", "a"])
+    aggregate = kinesis_kpl_record(
+        {"n": 1}, {"n": 2, "trace_id": "T-2"}, b'{"n": 3}', partition_keys=["a", "b", "a"]
+    )
     plain = kinesis_record({"n": 4})
     fn = Recorder()
     response, lines = run(stream_handler(fn), {"Records": [aggregate, plain]})
@@ -54,7 +56,11 @@ def test_each_user_record_reaches_the_function_in_order():
         (plain["kinesis"]["sequenceNumber"], plain["eventID"], {"n": 4}),
     ]
     raws = [raw["kinesis"] for _, _, _, raw in fn.seen[:3]]
-    assert [(r["partitionKey"], r["subSequenceNumber"], r["aggregated"]) for r in raws] == [("a", 0, True), ("b", 1, True), ("a", 2, True)]
+    assert [(r["partitionKey"], r["subSequenceNumber"], r["aggregated"]) for r in raws] == [
+        ("a", 0, True),
+        ("b", 1, True),
+        ("a", 2, True),
+    ]
     assert base64.b64decode(raws[2]["data"]) == b'{"n": 3}' and raws[0]["sequenceNumber"] == seq
 
 
@@ -82,7 +88,12 @@ def test_through_pipes_an_aggregate_is_named_by_its_event_id():
     fn = Recorder(fail_on={f"{seq}:0"})
     response, _ = run(stream_handler(fn), batch)
     assert [i for i, *_ in fn.seen] == [f"{seq}:0"]
-    assert response == {"batchItemFailures": [{"itemIdentifier": batch[0]["eventID"]}, {"itemIdentifier": batch[1]["eventID"]}]}
+    assert response == {
+        "batchItemFailures": [
+            {"itemIdentifier": batch[0]["eventID"]},
+            {"itemIdentifier": batch[1]["eventID"]},
+        ]
+    }
 
 
 def test_json_false_gives_each_user_records_bytes():
@@ -92,7 +103,9 @@ def test_json_false_gives_each_user_records_bytes():
 
 
 def aggregate_data(body: bytes, digest: bytes | None = None) -> str:
-    return base64.b64encode(MAGIC + body + (hashlib.md5(body).digest() if digest is None else digest)).decode()
+    return base64.b64encode(
+        MAGIC + body + (hashlib.md5(body).digest() if digest is None else digest)
+    ).decode()
 
 
 def crafted(partition_keys: list[str], records: list[tuple[int, bytes]]) -> bytes:
@@ -103,13 +116,22 @@ def crafted(partition_keys: list[str], records: list[tuple[int, bytes]]) -> byte
     return message.SerializeToString()
 
 
-@pytest.mark.parametrize(("data", "reason"), [
-    (aggregate_data(crafted(["a"], [(0, b"{}")]), digest=b"\x00" * 16), "KPL aggregate's MD5 digest does not match"),
-    (aggregate_data(b"\xff\xff\xff"), "KPL aggregate's protobuf cannot be parsed"),
-    (aggregate_data(crafted(["a"], [(0, b"{}"), (3, b"{}")])), "KPL user record 1 names partition key 3 of 1"),
-    (aggregate_data(crafted(["a"], [])), "KPL aggregate holds no user records"),
-    (base64.b64encode(MAGIC + b"short").decode(), "KPL aggregate's MD5 digest does not match"),
-])
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (
+            aggregate_data(crafted(["a"], [(0, b"{}")]), digest=b"\x00" * 16),
+            "KPL aggregate's MD5 digest does not match",
+        ),
+        (aggregate_data(b"\xff\xff\xff"), "KPL aggregate's protobuf cannot be parsed"),
+        (
+            aggregate_data(crafted(["a"], [(0, b"{}"), (3, b"{}")])),
+            "KPL user record 1 names partition key 3 of 1",
+        ),
+        (aggregate_data(crafted(["a"], [])), "KPL aggregate holds no user records"),
+        (base64.b64encode(MAGIC + b"short").decode(), "KPL aggregate's MD5 digest does not match"),
+    ],
+)
 @pytest.mark.parametrize("json_flag", [True, False])
 def test_an_aggregate_that_cannot_be_split_fails_whole_with_its_reason(data, reason, json_flag):
     """Never handed over as one opaque record (aws-kinesis-agg's deaggregator would, or drop the rest)."""
@@ -132,7 +154,9 @@ def test_data_that_only_starts_like_an_aggregate_is_an_ordinary_record():
 
 
 def subprocess_run(script: str) -> str:
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
@@ -186,7 +210,9 @@ def test_requeue_puts_a_failed_user_record_back_alone(capfd, stream_and_dlq):  #
             raise ValueError("poison")
 
     event = kinesis_event({"n": 0}, stream=stream)
-    event["Records"] = [kinesis_kpl_record({"n": 1}, {"poison": True, "trace_id": "T-p"}, {"n": 3}, stream=stream)]
+    event["Records"] = [
+        kinesis_kpl_record({"n": 1}, {"poison": True, "trace_id": "T-p"}, {"n": 3}, stream=stream)
+    ]
     assert handler(event, lambda_context()) == {"batchItemFailures": []}
     assert [p for _, _, p, _ in fn.seen] == [{"n": 1}, {"poison": True, "trace_id": "T-p"}, {"n": 3}]
     (read,) = read_new()

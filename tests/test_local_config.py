@@ -118,7 +118,10 @@ def test_resources_are_created_and_intrinsics_resolve(tmp_path, aws_endpoint):
     sqs = clients("sqs")
     attributes = sqs.get_queue_attributes(QueueUrl=env["QUEUE_URL"], AttributeNames=["All"])["Attributes"]
     assert attributes["VisibilityTimeout"] == "45"
-    assert json.loads(attributes["RedrivePolicy"]) == {"deadLetterTargetArn": "arn:aws:sqs:us-east-1:123456789012:cfg-res-dlq", "maxReceiveCount": 4}
+    assert json.loads(attributes["RedrivePolicy"]) == {
+        "deadLetterTargetArn": "arn:aws:sqs:us-east-1:123456789012:cfg-res-dlq",
+        "maxReceiveCount": 4,
+    }
     ttl = clients("dynamodb").describe_time_to_live(TableName="cfg-res-dev-table")["TimeToLiveDescription"]
     assert ttl["AttributeName"] == "expires" and ttl["TimeToLiveStatus"] == "ENABLED"
     shards = clients("kinesis").list_shards(StreamName="cfg-res-stream")["Shards"]
@@ -131,7 +134,10 @@ def test_resources_are_created_and_intrinsics_resolve(tmp_path, aws_endpoint):
     [
         ("service: x\nprovider: {name: aws}\n", "no functions"),
         ("service: x\nfunctions:\n  f: {handler: nodot}\n", "needs `handler"),
-        ("service: x\nfunctions:\n  f:\n    handler: m.h\n    environment: {A: '${ssm:/secret}'}\n", "cannot resolve ${ssm:/secret}"),
+        (
+            "service: x\nfunctions:\n  f:\n    handler: m.h\n    environment: {A: '${ssm:/secret}'}\n",
+            "cannot resolve ${ssm:/secret}",
+        ),
         ("service: x\nfunctions: [1\n", "not valid YAML"),
     ],
 )
@@ -237,7 +243,9 @@ def test_filters_see_records_as_lambda_documents():
 def test_read_service_keeps_the_file_as_written_and_lists_what_the_stack_cannot_run(tmp_path):
     from lambda_kit.local.config import read_service
 
-    path = _write(tmp_path, """
+    path = _write(
+        tmp_path,
+        """
         service: ${self:custom.name}
         custom: {name: shop}
         provider: {name: aws, timeout: "${self:custom.timeout}"}
@@ -261,9 +269,12 @@ def test_read_service_keeps_the_file_as_written_and_lists_what_the_stack_cannot_
               Table: {Type: AWS::DynamoDB::Table}
             extensions:
               WorkerLambdaFunction: {Properties: {Tags: []}}
-    """)
+    """,
+    )
     config = read_service(path)
-    assert config.service == "${self:custom.name}"  # as written: check quotes values the way the user wrote them
+    assert (
+        config.service == "${self:custom.name}"
+    )  # as written: check quotes values the way the user wrote them
     worker, api = config.functions["worker"], config.functions["api"]
     assert worker.timeout is None  # a variable check cannot read
     assert [(e.kind, e.spec) for e in worker.events] == [("sqs", {"arn": {"Fn::GetAtt": ["Jobs", "Arn"]}})]
@@ -284,4 +295,7 @@ def test_read_service_keeps_the_file_as_written_and_lists_what_the_stack_cannot_
     ]
     with pytest.raises(ConfigError) as first:
         load_service(path)
-    assert str(first.value) == "serverless.yml: function 'worker' needs `handler: path/module.function` (got 'nodot')"
+    assert (
+        str(first.value)
+        == "serverless.yml: function 'worker' needs `handler: path/module.function` (got 'nodot')"
+    )

@@ -36,14 +36,17 @@ def lines_of(fn: Any) -> list[dict[str, Any]]:
     return parse_lines(out)
 
 
-@pytest.mark.parametrize(("environment", "level"), [
-    ({}, 20),
-    ({"LOG_LEVEL": "debug"}, 10),
-    ({"AWS_LAMBDA_LOG_LEVEL": "ERROR"}, 40),
-    ({"LOG_LEVEL": "WARNING", "AWS_LAMBDA_LOG_LEVEL": "DEBUG"}, 30),  # LOG_LEVEL before AWS's
-    ({"LAMBDA_KIT_LOG_LEVEL": "critical", "LOG_LEVEL": "DEBUG"}, 50),  # lambda_kit's own first
-    ({"LAMBDA_KIT_LOG_LEVEL": "loud", "LOG_LEVEL": "error"}, 40),  # not a level: the next one
-])
+@pytest.mark.parametrize(
+    ("environment", "level"),
+    [
+        ({}, 20),
+        ({"LOG_LEVEL": "debug"}, 10),
+        ({"AWS_LAMBDA_LOG_LEVEL": "ERROR"}, 40),
+        ({"LOG_LEVEL": "WARNING", "AWS_LAMBDA_LOG_LEVEL": "DEBUG"}, 30),  # LOG_LEVEL before AWS's
+        ({"LAMBDA_KIT_LOG_LEVEL": "critical", "LOG_LEVEL": "DEBUG"}, 50),  # lambda_kit's own first
+        ({"LAMBDA_KIT_LOG_LEVEL": "loud", "LOG_LEVEL": "error"}, 40),  # not a level: the next one
+    ],
+)
 def test_the_level_comes_from_the_environment(environment, level, monkeypatch):
     for name in ("LAMBDA_KIT_LOG_LEVEL", "LOG_LEVEL", "AWS_LAMBDA_LOG_LEVEL"):
         monkeypatch.delenv(name, raising=False)
@@ -62,8 +65,12 @@ def test_set_level_drops_lower_lines_and_sets_every_logger(fresh_logger):
     assert [line["message"] for line in lines_of(fn)] == ["warning line"]  # nor record received/processed
     log.set_level(logging.DEBUG)
     assert fresh_logger.level == logging.DEBUG
-    assert [line["message"] for line in lines_of(fn)] == ["record received", "info line", "warning line",
-                                                          "record processed"]
+    assert [line["message"] for line in lines_of(fn)] == [
+        "record received",
+        "info line",
+        "warning line",
+        "record processed",
+    ]
 
 
 def test_get_logger_writes_one_json_line_per_call_and_nothing_to_the_root(fresh_logger):
@@ -111,7 +118,9 @@ def test_a_line_too_long_is_cut_field_by_field_from_the_original_text():
     assert len(json.dumps(line, separators=(",", ":"))) <= log.MAX_LINE_CHARS
 
 
-def emitted(fields: dict[str, Any], level: str = "INFO", message: str = "fit", trace_id: str | None = None) -> str:
+def emitted(
+    fields: dict[str, Any], level: str = "INFO", message: str = "fit", trace_id: str | None = None
+) -> str:
     """The line ``log.emit`` writes (newline dropped) for fields already clean (no string over 8 KiB)."""
     with captured() as out:
         log.emit(level, message, trace_id, fields)
@@ -166,7 +175,9 @@ def test_a_line_of_too_many_fields_keeps_its_own_keys_cut_to_1_kib_and_counts_th
 
 def test_a_line_of_exactly_64_kib_is_written_whole_and_a_short_one_as_the_codec_writes_it():
     def line_with(pad: int) -> str:
-        return emitted({"list": [1] * 10_000, **{f"pad_{i}": "p" * 8_000 for i in range(5)}, "more": "q" * pad})
+        return emitted(
+            {"list": [1] * 10_000, **{f"pad_{i}": "p" * 8_000 for i in range(5)}, "more": "q" * pad}
+        )
 
     pad = 100 + log.MAX_LINE_CHARS - len(line_with(100))
     assert 100 < pad <= log.MAX_VALUE_CHARS
@@ -208,9 +219,13 @@ def wrapped(levels: int, wrap: Any, inner: Any = 1) -> Any:
 def test_lists_and_sets_nested_past_the_limit_are_cut_where_they_go_too_deep():
     """A payload of lists keeps 24 levels; a set counts two (itself, then the list it is written as)."""
     deep = "[nested too deep]"
-    fields = {"lists": wrapped(24, lambda v: [v]), "deeper_lists": wrapped(25, lambda v: [v]),
-              "tuples": wrapped(25, lambda v: (v,)), "sets": wrapped(12, lambda v: frozenset([v])),
-              "deeper_sets": wrapped(13, lambda v: frozenset([v]))}
+    fields = {
+        "lists": wrapped(24, lambda v: [v]),
+        "deeper_lists": wrapped(25, lambda v: [v]),
+        "tuples": wrapped(25, lambda v: (v,)),
+        "sets": wrapped(12, lambda v: frozenset([v])),
+        "deeper_sets": wrapped(13, lambda v: frozenset([v])),
+    }
     line = json.loads(emitted({key: log.clean(value) for key, value in fields.items()}))  # each a payload
     assert line["lists"] == wrapped(24, lambda v: [v])
     assert line["deeper_lists"] == line["tuples"] == wrapped(24, lambda v: [v], deep)

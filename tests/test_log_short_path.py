@@ -73,7 +73,8 @@ def lines_in_handler(write: Any) -> list[dict[str, Any]]:
     without_pytest_handlers()
     with captured() as out:
         sqs_handler(log_event=False, log_result=False)(lambda payload, context: write())(
-            sqs_event({"n": 1}, trace_id="t-short"), lambda_context("short-fn"))
+            sqs_event({"n": 1}, trace_id="t-short"), lambda_context("short-fn")
+        )
     lines = [json.loads(text) for text in out]
     for line in lines:
         assert line.pop("timestamp").endswith("Z")
@@ -94,8 +95,18 @@ def calls(logger: logging.Logger) -> None:
     logger.info("%(url)s seen", {"url": "/a"})
     logger.info("bad %d", "not a number")  # a message that cannot be formatted keeps its msg
     logger.error(Odd())
-    logger.info("fields", extra={"url": "/a", "password": "hunter2", "level": "mine", "logger": "mine",
-                                 "trace_id": "mine", "views": 3, "nested": {"token": "t", "n": [1, 2]}})
+    logger.info(
+        "fields",
+        extra={
+            "url": "/a",
+            "password": "hunter2",
+            "level": "mine",
+            "logger": "mine",
+            "trace_id": "mine",
+            "views": 3,
+            "nested": {"token": "t", "n": [1, 2]},
+        },
+    )
     logger.debug("below the level")
     logger.log(25, "a level of its own")
     try:
@@ -115,13 +126,31 @@ def test_the_short_path_makes_no_log_record_and_writes_the_standard_lines(logger
     assert len(records_made) == 11  # the debug line is dropped before either path
     assert short == standard
     assert [line["message"] for line in short] == [
-        "plain", "views a of 3", "/a seen", "bad %d", "<unprintable Odd>", "fields", "a level of its own",
-        "failed", "failed again", "and again", "no exception"]
+        "plain",
+        "views a of 3",
+        "/a seen",
+        "bad %d",
+        "<unprintable Odd>",
+        "fields",
+        "a level of its own",
+        "failed",
+        "failed again",
+        "and again",
+        "no exception",
+    ]
     fields = short[5]
     assert (fields["level"], fields["trace_id"], fields["logger"], fields["function_name"]) == (
-        "INFO", "t-short", logger.name, "short-fn")
+        "INFO",
+        "t-short",
+        logger.name,
+        "short-fn",
+    )
     assert (fields["password"], fields["extra_level"], fields["extra_logger"], fields["extra_trace_id"]) == (
-        "***", "mine", "mine", "mine")
+        "***",
+        "mine",
+        "mine",
+        "mine",
+    )
     assert fields["nested"] == {"token": "***", "n": [1, 2]}
     assert short[6]["level"] == "Level 25"
     for line in short[7:10]:
@@ -162,7 +191,8 @@ def test_every_level_method_names_the_callers_location(logger):
 
     assert len(lines_in_handler(caller)) == 7
     assert [(record.getMessage(), record.funcName) for record in collect.records] == [
-        (message, "caller") for message in ("d", "i", "w", "e", "c", "l", "x")]
+        (message, "caller") for message in ("d", "i", "w", "e", "c", "l", "x")
+    ]
 
 
 def test_filters_on_the_logger_or_its_handler_are_honoured(logger):
@@ -183,15 +213,21 @@ def test_filters_on_the_logger_or_its_handler_are_honoured(logger):
 
 def test_levels_disable_and_disabled_are_honoured(logger):
     logger.setLevel(logging.WARNING)
-    assert [line["message"] for line in lines_in_handler(lambda: (logger.info("i"), logger.error("e")))] == ["e"]
+    assert [line["message"] for line in lines_in_handler(lambda: (logger.info("i"), logger.error("e")))] == [
+        "e"
+    ]
     logger.setLevel(logging.DEBUG)
     (handler,) = logger.handlers
     handler.setLevel(logging.ERROR)  # the handler's level, not only the logger's
-    assert [line["message"] for line in lines_in_handler(lambda: (logger.warning("w"), logger.error("e")))] == ["e"]
+    assert [
+        line["message"] for line in lines_in_handler(lambda: (logger.warning("w"), logger.error("e")))
+    ] == ["e"]
     handler.setLevel(logging.NOTSET)
     logging.disable(logging.WARNING)
     try:
-        assert [line["message"] for line in lines_in_handler(lambda: (logger.warning("w"), logger.error("e")))] == ["e"]
+        assert [
+            line["message"] for line in lines_in_handler(lambda: (logger.warning("w"), logger.error("e")))
+        ] == ["e"]
     finally:
         logging.disable(logging.NOTSET)
     logger.disabled = True
@@ -249,6 +285,7 @@ def test_a_logger_of_another_class_keeps_its_class_and_writes_the_same_lines():
 
 # --- every shape of value, key and exception the short path writes itself, line for line -------
 
+
 class Unprintable(Exception):
     def __str__(self) -> str:
         raise RuntimeError("no text")
@@ -277,17 +314,52 @@ def shapes(logger: logging.Logger) -> Exception:
     logger.info(LONG)
     logger.info(EDGE)
     logger.info("strings", extra={"edge": EDGE, "long": LONG, "short": "s"})
-    logger.info("ints", extra={"small": 3, "top": 2**64 - 1, "bottom": -(2**63), "above": 2**64,
-                               "below": -(2**63) - 1, "huge": 10**400, "yes": True, "no": False, "none": None})
+    logger.info(
+        "ints",
+        extra={
+            "small": 3,
+            "top": 2**64 - 1,
+            "bottom": -(2**63),
+            "above": 2**64,
+            "below": -(2**63) - 1,
+            "huge": 10**400,
+            "yes": True,
+            "no": False,
+            "none": None,
+        },
+    )
     logger.info("floats", extra={"half": 1.5, "tiny": 1e-7, "nan": math.nan, "inf": -math.inf})
-    logger.info("containers", extra={"dict": {"token": "t", "n": [1, 2]}, "list": [1, "a", None], "tuple": (1, 2),
-                                     "set": {3, 1, 2}, "decimal": Decimal("0.10")})
-    logger.info("secrets", extra={"password": "p", "X-Api-Key": "k", "client_secret": None, "plain": "visible"})
+    logger.info(
+        "containers",
+        extra={
+            "dict": {"token": "t", "n": [1, 2]},
+            "list": [1, "a", None],
+            "tuple": (1, 2),
+            "set": {3, 1, 2},
+            "decimal": Decimal("0.10"),
+        },
+    )
+    logger.info(
+        "secrets", extra={"password": "p", "X-Api-Key": "k", "client_secret": None, "plain": "visible"}
+    )
     logger.info("secrets again", extra={"password": "p", "plain": "visible"})  # now answered by the cache
-    logger.info("keys", extra={1: "int", 2.5: "float", None: "none", False: "bool", (1, 2): "tuple",
-                               Key(): "by its text", Field.MESSAGE: "by its value", LONG_KEY: "long key"})
-    logger.info("renamed", extra={"logger": 2, "level": 3, "timestamp": 4, "function_name": 5,
-                                  "request_id": 6, "trace_id": 7})
+    logger.info(
+        "keys",
+        extra={
+            1: "int",
+            2.5: "float",
+            None: "none",
+            False: "bool",
+            (1, 2): "tuple",
+            Key(): "by its text",
+            Field.MESSAGE: "by its value",
+            LONG_KEY: "long key",
+        },
+    )
+    logger.info(
+        "renamed",
+        extra={"logger": 2, "level": 3, "timestamp": 4, "function_name": 5, "request_id": 6, "trace_id": 7},
+    )
     logger.info("%s and %d", "a", 3)
     logger.info("%(url)s", {"url": "/a"})
     logger.info("%s", {})  # an empty mapping is an argument like any other
@@ -311,7 +383,9 @@ def ordered(lines: list[dict[str, Any]]) -> list[list[tuple[str, Any]]]:
 
 
 @pytest.mark.parametrize("codec_name", CODECS)
-def test_every_shape_of_line_takes_the_short_path_and_writes_the_standard_line(codec_name, logger, records_made):
+def test_every_shape_of_line_takes_the_short_path_and_writes_the_standard_line(
+    codec_name, logger, records_made
+):
     caught: list[Exception] = []
     with using_codec(codec_name):
         short = lines_in_handler(lambda: caught.append(shapes(logger)))
@@ -325,37 +399,103 @@ def test_every_shape_of_line_takes_the_short_path_and_writes_the_standard_line(c
     by_message = {line["message"]: line for line in short}
     assert short[0] == {**base, "message": LONG_CUT}
     assert short[1] == {**base, "message": EDGE}
-    assert by_message["strings"] == {**base, "message": "strings", "edge": EDGE, "long": LONG_CUT, "short": "s"}
-    assert by_message["ints"] == {**base, "message": "ints", "small": 3, "top": 2**64 - 1, "bottom": -(2**63),
-                                  "above": 2**64, "below": -(2**63) - 1, "huge": 10**400, "yes": True,
-                                  "no": False, "none": None}
-    assert by_message["floats"] == {**base, "message": "floats", "half": 1.5, "tiny": 1e-7, "nan": None, "inf": None}
-    assert by_message["containers"] == {**base, "message": "containers", "dict": {"token": "***", "n": [1, 2]},
-                                        "list": [1, "a", None], "tuple": [1, 2], "set": [1, 2, 3], "decimal": 0.1}
+    assert by_message["strings"] == {
+        **base,
+        "message": "strings",
+        "edge": EDGE,
+        "long": LONG_CUT,
+        "short": "s",
+    }
+    assert by_message["ints"] == {
+        **base,
+        "message": "ints",
+        "small": 3,
+        "top": 2**64 - 1,
+        "bottom": -(2**63),
+        "above": 2**64,
+        "below": -(2**63) - 1,
+        "huge": 10**400,
+        "yes": True,
+        "no": False,
+        "none": None,
+    }
+    assert by_message["floats"] == {
+        **base,
+        "message": "floats",
+        "half": 1.5,
+        "tiny": 1e-7,
+        "nan": None,
+        "inf": None,
+    }
+    assert by_message["containers"] == {
+        **base,
+        "message": "containers",
+        "dict": {"token": "***", "n": [1, 2]},
+        "list": [1, "a", None],
+        "tuple": [1, 2],
+        "set": [1, 2, 3],
+        "decimal": 0.1,
+    }
     for message in ("secrets", "secrets again"):
         assert {key: value for key, value in by_message[message].items() if key not in base} == {
-            "message": message, "password": "***", "plain": "visible",
-            **({"X-Api-Key": "***", "client_secret": None} if message == "secrets" else {})}  # None hides nothing
-    assert ordered([by_message["keys"]]) == ordered([{
-        "level": "INFO", "message": "keys", "function_name": "short-fn", "trace_id": "t-short", "logger": logger.name,
-        "1": "int", "2.5": "float", "null": "none", "false": "bool", "(1, 2)": "tuple", "api_token": "***",
-        "extra_message": "by its value", LONG_KEY_CUT: "long key"}])
-    assert by_message["renamed"] == {**base, "message": "renamed", "extra_logger": 2,
-                                     "extra_level": 3, "extra_timestamp": 4, "extra_function_name": 5,
-                                     "extra_request_id": 6, "extra_trace_id": 7}
-    assert [line["message"] for line in short[10:14]] == ["a and 3", "/a", "{}", LONG_CUT.replace("848", "849")]
+            "message": message,
+            "password": "***",
+            "plain": "visible",
+            **({"X-Api-Key": "***", "client_secret": None} if message == "secrets" else {}),
+        }  # None hides nothing
+    assert ordered([by_message["keys"]]) == ordered(
+        [
+            {
+                "level": "INFO",
+                "message": "keys",
+                "function_name": "short-fn",
+                "trace_id": "t-short",
+                "logger": logger.name,
+                "1": "int",
+                "2.5": "float",
+                "null": "none",
+                "false": "bool",
+                "(1, 2)": "tuple",
+                "api_token": "***",
+                "extra_message": "by its value",
+                LONG_KEY_CUT: "long key",
+            }
+        ]
+    )
+    assert by_message["renamed"] == {
+        **base,
+        "message": "renamed",
+        "extra_logger": 2,
+        "extra_level": 3,
+        "extra_timestamp": 4,
+        "extra_function_name": 5,
+        "extra_request_id": 6,
+        "extra_trace_id": 7,
+    }
+    assert [line["message"] for line in short[10:14]] == [
+        "a and 3",
+        "/a",
+        "{}",
+        LONG_CUT.replace("848", "849"),
+    ]
 
     (exc,) = caught
     errors = short[14:]
     assert [line["level"] for line in errors] == ["ERROR"] * 6
-    failure = {"error_type": "ValueError", "error": "boom", "traceback": "".join(traceback.format_exception(exc))}
+    failure = {
+        "error_type": "ValueError",
+        "error": "boom",
+        "traceback": "".join(traceback.format_exception(exc)),
+    }
     assert "raise ValueError" in failure["traceback"]
     for line in errors[:4]:
         assert {key: line[key] for key in failure} == failure, line["message"]
     assert "error_type" not in errors[4]
     assert {key: errors[5][key] for key in failure} == {
-        "error_type": "Unprintable", "error": "<unprintable Unprintable>",
-        "traceback": "".join(traceback.format_exception(Unprintable()))}
+        "error_type": "Unprintable",
+        "error": "<unprintable Unprintable>",
+        "traceback": "".join(traceback.format_exception(Unprintable())),
+    }
 
 
 def extra_values(logger: logging.Logger) -> None:
@@ -412,12 +552,25 @@ def test_extra_values_of_every_kind_are_written_alike_on_both_paths(codec_name, 
 
 
 def test_secret_and_renamed_extra_keys_stay_so_on_every_line(logger, records_made):
-    lines = lines_in_handler(lambda: [logger.info(str(n), extra=extra) for n, extra in enumerate((
-        {"password": "p", "logger": "mine", "trace_id": "mine"}, {"password": "p", "logger": "mine", "trace_id": "mine"}))])
+    lines = lines_in_handler(
+        lambda: [
+            logger.info(str(n), extra=extra)
+            for n, extra in enumerate(
+                (
+                    {"password": "p", "logger": "mine", "trace_id": "mine"},
+                    {"password": "p", "logger": "mine", "trace_id": "mine"},
+                )
+            )
+        ]
+    )
     assert records_made == []
     for line in lines:
         assert (line["password"], line["extra_logger"], line["extra_trace_id"], line["trace_id"]) == (
-            "***", "mine", "mine", "t-short")
+            "***",
+            "mine",
+            "mine",
+            "t-short",
+        )
 
 
 @pytest.mark.parametrize("codec_name", CODECS)
@@ -434,7 +587,9 @@ class Reserved(enum.Enum):
     MSG = "msg"
 
 
-def test_a_non_str_key_whose_text_is_a_logrecord_attribute_never_lets_that_str_key_through(logger, records_made):
+def test_a_non_str_key_whose_text_is_a_logrecord_attribute_never_lets_that_str_key_through(
+    logger, records_made
+):
     (line,) = lines_in_handler(lambda: logger.info("by its value", extra={Reserved.MSG: "x"}))
     assert line["msg"] == "x"
     with pytest.raises(KeyError, match="Attempt to overwrite 'msg' in LogRecord"):
@@ -458,32 +613,56 @@ def lines_outside(write: Any) -> list[dict[str, Any]]:
     return [json.loads(text) for text in out]
 
 
-def test_outside_a_record_a_trace_id_extra_keeps_its_name_and_a_short_exc_info_tuple_costs_nothing(logger, records_made):
-    lines = lines_outside(lambda: (logger.info("mine", extra={"trace_id": "t-mine"}),
-                                   logger.error("a 1-tuple", exc_info=(ValueError,))))
+def test_outside_a_record_a_trace_id_extra_keeps_its_name_and_a_short_exc_info_tuple_costs_nothing(
+    logger, records_made
+):
+    lines = lines_outside(
+        lambda: (
+            logger.info("mine", extra={"trace_id": "t-mine"}),
+            logger.error("a 1-tuple", exc_info=(ValueError,)),
+        )
+    )
     assert records_made == []
     for line in lines:
         assert line.pop("timestamp").endswith("Z")
     assert lines == [
-        {"level": "INFO", "message": "mine", "function_name": None, "request_id": None, "logger": logger.name,
-         "trace_id": "t-mine"},
+        {
+            "level": "INFO",
+            "message": "mine",
+            "function_name": None,
+            "request_id": None,
+            "logger": logger.name,
+            "trace_id": "t-mine",
+        },
         # names no exception (logging's own handlers cannot format it): the line, without error fields
-        {"level": "ERROR", "message": "a 1-tuple", "function_name": None, "request_id": None, "logger": logger.name},
+        {
+            "level": "ERROR",
+            "message": "a 1-tuple",
+            "function_name": None,
+            "request_id": None,
+            "logger": logger.name,
+        },
     ]
 
 
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 
-def test_a_records_tracer_keys_go_on_the_short_paths_lines_and_only_that_records(logger, records_made, monkeypatch):
+def test_a_records_tracer_keys_go_on_the_short_paths_lines_and_only_that_records(
+    logger, records_made, monkeypatch
+):
     event = sqs_event({"n": 1}, {"n": 2}, trace_id=["t-traced", "t-plain"])
-    event["Records"][0]["messageAttributes"]["traceparent"] = {"stringValue": TRACEPARENT, "dataType": "String"}
+    event["Records"][0]["messageAttributes"]["traceparent"] = {
+        "stringValue": TRACEPARENT,
+        "dataType": "String",
+    }
 
     def run() -> list[dict[str, Any]]:
         without_pytest_handlers()
         with captured() as out:
             sqs_handler(log_event=False, log_result=False)(
-                lambda payload, context: logger.info("n", extra={"n": payload["n"]}))(event, lambda_context("keys-fn"))
+                lambda payload, context: logger.info("n", extra={"n": payload["n"]})
+            )(event, lambda_context("keys-fn"))
         return [json.loads(text) for text in out]
 
     short = run()
@@ -498,16 +677,37 @@ def test_a_records_tracer_keys_go_on_the_short_paths_lines_and_only_that_records
         assert line.pop("timestamp").endswith("Z")
         line.pop("request_id")
     assert ordered(short) == ordered(standard)
-    keys = {"otelTraceID": "0af7651916cd43dd8448eb211c80319c", "otelSpanID": "b7ad6b7169203331",
-            "dd.trace_id": str(0x8448EB211C80319C), "dd.span_id": str(0xB7AD6B7169203331),
-            "xray_trace_id": "1-0af76519-16cd43dd8448eb211c80319c"}
+    keys = {
+        "otelTraceID": "0af7651916cd43dd8448eb211c80319c",
+        "otelSpanID": "b7ad6b7169203331",
+        "dd.trace_id": str(0x8448EB211C80319C),
+        "dd.span_id": str(0xB7AD6B7169203331),
+        "xray_trace_id": "1-0af76519-16cd43dd8448eb211c80319c",
+    }
     first, second = (raw["messageId"] for raw in event["Records"])
-    assert ordered(short) == ordered([
-        {"level": "INFO", "message": "n", "function_name": "keys-fn", "trace_id": "t-traced", **keys,
-         "record_id": first, "logger": logger.name, "n": 1},
-        {"level": "INFO", "message": "n", "function_name": "keys-fn", "trace_id": "t-plain", "record_id": second,
-         "logger": logger.name, "n": 2},
-    ])
+    assert ordered(short) == ordered(
+        [
+            {
+                "level": "INFO",
+                "message": "n",
+                "function_name": "keys-fn",
+                "trace_id": "t-traced",
+                **keys,
+                "record_id": first,
+                "logger": logger.name,
+                "n": 1,
+            },
+            {
+                "level": "INFO",
+                "message": "n",
+                "function_name": "keys-fn",
+                "trace_id": "t-plain",
+                "record_id": second,
+                "logger": logger.name,
+                "n": 2,
+            },
+        ]
+    )
 
 
 class Clock:
@@ -539,9 +739,17 @@ def test_timestamps_are_the_clocks_utc_time_to_the_millisecond(logger, records_m
     for now in (second, second + 0.5555, second + 0.9996, second + 1.25, second + 1.001):
         write(now)
     assert records_made == []
-    assert stamps == [stamp for stamp in ("2023-11-14T22:13:20.000Z", "2023-11-14T22:13:20.555Z",
-                                          "2023-11-14T22:13:20.999Z", "2023-11-14T22:13:21.250Z",
-                                          "2023-11-14T22:13:21.001Z") for _ in range(2)]  # 1.001 s on: the millisecond it rounds to
+    assert stamps == [
+        stamp
+        for stamp in (
+            "2023-11-14T22:13:20.000Z",
+            "2023-11-14T22:13:20.555Z",
+            "2023-11-14T22:13:20.999Z",
+            "2023-11-14T22:13:21.250Z",
+            "2023-11-14T22:13:21.001Z",
+        )
+        for _ in range(2)
+    ]  # 1.001 s on: the millisecond it rounds to
     clock.now = second + 2.5555  # the loop's record lines, in a second a line before them started
     with captured() as out:
         logger.info("first in its second")
@@ -551,13 +759,15 @@ def test_timestamps_are_the_clocks_utc_time_to_the_millisecond(logger, records_m
 
 # --- found by mutation testing (make mutate MODULE=lambda_kit/log/): what no test above watched --
 
+
 def compact(line: dict[str, Any]) -> str:
     return json.dumps(line, separators=(",", ":"), ensure_ascii=False) + "\n"
 
 
 @pytest.mark.parametrize("codec_name", CODECS)
-def test_a_direct_line_reaches_standard_output_whole_with_no_log_record(codec_name, logger, records_made, capfd,
-                                                                        monkeypatch):
+def test_a_direct_line_reaches_standard_output_whole_with_no_log_record(
+    codec_name, logger, records_made, capfd, monkeypatch
+):
     """The direct path writes to ``sys.stdout`` (no sink set), one whole line per call."""
     clock = Clock()
     clock.now = 1_700_000_000.25  # 2023-11-14T22:13:20.250Z
@@ -575,20 +785,35 @@ def test_a_direct_line_reaches_standard_output_whole_with_no_log_record(codec_na
     assert records_made == []
 
     def expected(level: str, message: str, extra: dict[str, Any]) -> str:
-        return compact({"timestamp": "2023-11-14T22:13:20.250Z", "level": level, "message": message,
-                        "function_name": log.current_function_name(), "request_id": None, "logger": logger.name,
-                        **extra})
+        return compact(
+            {
+                "timestamp": "2023-11-14T22:13:20.250Z",
+                "level": level,
+                "message": message,
+                "function_name": log.current_function_name(),
+                "request_id": None,
+                "logger": logger.name,
+                **extra,
+            }
+        )
 
     assert capfd.readouterr().out == (
         expected("INFO", "teach", {keys["k"]: "v", keys["b"]: True, keys["z"]: None})
-        + expected("WARNING", "known", {keys["z"]: None, keys["k"]: "w", keys["b"]: False}))
+        + expected("WARNING", "known", {keys["z"]: None, keys["k"]: "w", keys["b"]: False})
+    )
 
 
 def test_a_secret_extra_key_alone_is_masked_on_every_line(logger, records_made):
     """A line whose only ``extra`` key is a secret's: masked on every line, not only the first."""
-    lines = lines_in_handler(lambda: [logger.info(str(n), extra={"lone_api_token": "s3cr3t"}) for n in range(3)])
+    lines = lines_in_handler(
+        lambda: [logger.info(str(n), extra={"lone_api_token": "s3cr3t"}) for n in range(3)]
+    )
     assert records_made == []
-    assert [(line["message"], line["lone_api_token"]) for line in lines] == [("0", "***"), ("1", "***"), ("2", "***")]
+    assert [(line["message"], line["lone_api_token"]) for line in lines] == [
+        ("0", "***"),
+        ("1", "***"),
+        ("2", "***"),
+    ]
 
 
 @pytest.mark.parametrize("reserved", ["msg", "args", "levelname", "message", "asctime", "exc_info"])
@@ -632,7 +857,14 @@ def test_messages_that_are_not_text_or_not_formatted_read_as_logging_writes_them
     assert len(records_made) == 7
     assert short == standard
     assert [line["message"] for line in short] == [
-        "100%% done", "100%% done", "7", "{'n': 1}", "None", "LOUD", "loud"]
+        "100%% done",
+        "100%% done",
+        "7",
+        "{'n': 1}",
+        "None",
+        "LOUD",
+        "loud",
+    ]
     assert short[-1]["value"] == "LOUD"
     for line in short:
         assert type(line["message"]) is str

@@ -227,17 +227,30 @@ def test_the_loops_record_lines_exactly_with_and_without_a_tracers_keys(monkeypa
     payload = {"deep": nested(23), "password": "p", "long": "x" * 9_000}  # 24 dicts deep: the limit, kept
     cleaned = {"deep": nested(23), "password": "***", "long": "x" * 8_152 + "...[truncated 848 chars]"}
     # 25 deep (under a str key, and under a key of another type): the innermost dict goes
-    result = {"deeper": nested(24), "token": "t", 7: nested(24), "edge": "e" * 8_192, "k" * 9_000: "a long key"}
+    result = {
+        "deeper": nested(24),
+        "token": "t",
+        7: nested(24),
+        "edge": "e" * 8_192,
+        "k" * 9_000: "a long key",
+    }
     cut_deep = nested(23)
     inner = cut_deep
     for _ in range(22):
         inner = inner["a"]
     inner["a"] = "[nested too deep]"
-    cleaned_result = {"deeper": cut_deep, "token": "***", "7": cut_deep, "edge": "e" * 8_192,
-                      "k" * 8_152 + "...[truncated 848 chars]": "a long key"}
+    cleaned_result = {
+        "deeper": cut_deep,
+        "token": "***",
+        "7": cut_deep,
+        "edge": "e" * 8_192,
+        "k" * 8_152 + "...[truncated 848 chars]": "a long key",
+    }
     event = sqs_event(payload, payload, trace_id=["t-plain", "t-traced"])
     event["Records"][1]["messageAttributes"]["traceparent"] = {
-        "stringValue": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "dataType": "String"}
+        "stringValue": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        "dataType": "String",
+    }
     context = lambda_context("lines-fn")
     with captured() as out:
         sqs_handler(lambda message, ctx: result)(event, context)
@@ -246,31 +259,46 @@ def test_the_loops_record_lines_exactly_with_and_without_a_tracers_keys(monkeypa
     for line in lines:
         assert line[0][0] == "timestamp" and line[0][1].endswith("Z")
         del line[0]
-    keys = [("otelTraceID", "0af7651916cd43dd8448eb211c80319c"), ("otelSpanID", "b7ad6b7169203331"),
-            ("dd.trace_id", str(0x8448EB211C80319C)), ("dd.span_id", str(0xB7AD6B7169203331)),
-            ("xray_trace_id", "1-0af76519-16cd43dd8448eb211c80319c")]
+    keys = [
+        ("otelTraceID", "0af7651916cd43dd8448eb211c80319c"),
+        ("otelSpanID", "b7ad6b7169203331"),
+        ("dd.trace_id", str(0x8448EB211C80319C)),
+        ("dd.span_id", str(0xB7AD6B7169203331)),
+        ("xray_trace_id", "1-0af76519-16cd43dd8448eb211c80319c"),
+    ]
 
     def expected(index: int, message: str, tail: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
         trace_id = ["t-plain", "t-traced"][index]
-        return [("level", "INFO"), ("message", message), ("function_name", "lines-fn"),
-                ("request_id", context.aws_request_id), ("trace_id", trace_id), *(keys if index else []),
-                ("record_id", event["Records"][index]["messageId"]), ("source", "sqs"), *tail]
+        return [
+            ("level", "INFO"),
+            ("message", message),
+            ("function_name", "lines-fn"),
+            ("request_id", context.aws_request_id),
+            ("trace_id", trace_id),
+            *(keys if index else []),
+            ("record_id", event["Records"][index]["messageId"]),
+            ("source", "sqs"),
+            *tail,
+        ]
 
     def as_pairs(value: Any) -> Any:  # the expected values as object_pairs_hook reads them
         return [(k, as_pairs(v)) for k, v in value.items()] if isinstance(value, dict) else value
 
     for index in (0, 1):
-        received, processed = lines[2 * index: 2 * index + 2]
+        received, processed = lines[2 * index : 2 * index + 2]
         assert received == expected(index, "record received", [("payload", as_pairs(cleaned))])
         duration = processed.pop(-2)
         assert duration[0] == "duration_ms" and isinstance(duration[1], float) and duration[1] >= 0
-        assert processed == expected(index, "record processed", [("outcome", "ok"), ("result", as_pairs(cleaned_result))])
+        assert processed == expected(
+            index, "record processed", [("outcome", "ok"), ("result", as_pairs(cleaned_result))]
+        )
 
 
 @pytest.mark.parametrize("codec_name", CODECS)
 def test_the_payload_and_the_result_are_written_as_clean_makes_them(codec_name):
     """The loop's lines hold the payload and the result as ``clean`` makes them, whatever the values
     and whichever codec writes them."""
+
     def shape(value: Any) -> dict[str, Any]:
         return {"url": value, "n": 1, "flag": True, "none": None}
 
@@ -291,13 +319,15 @@ def test_the_payload_and_the_result_are_written_as_clean_makes_them(codec_name):
     results = iter([result for _, result in cases] + ["last", "end", "again"])
     with using_codec(codec_name), captured() as out:
         sqs_handler(lambda message, context: next(results))(event, lambda_context("as-is-fn"))
-        expected_payloads = [json.loads(codec.dumps(lambda_log.clean(codec.loads(raw["body"]))))
-                             for raw in event["Records"][:len(cases)]]  # as the codec decodes the body
+        expected_payloads = [
+            json.loads(codec.dumps(lambda_log.clean(codec.loads(raw["body"]))))
+            for raw in event["Records"][: len(cases)]
+        ]  # as the codec decodes the body
         expected_results = [json.loads(codec.dumps(lambda_log.clean(result))) for _, result in cases]
     lines = [json.loads(text) for text in out]
     received, processed = with_message(lines, "record received"), with_message(lines, "record processed")
-    assert [line["payload"] for line in received[:len(cases)]] == expected_payloads
-    assert [line["result"] for line in processed[:len(cases)]] == expected_results
+    assert [line["payload"] for line in received[: len(cases)]] == expected_payloads
+    assert [line["result"] for line in processed[: len(cases)]] == expected_results
     assert received[len(cases)]["payload"]["password"] == "***"  # a secret key after known ones
     assert received[len(cases) + 1]["payload"]["password"] is None  # a secret's None is not masked ...
     assert received[len(cases) + 2]["payload"]["password"] == "***"  # ... and the next value is
@@ -310,9 +340,13 @@ def test_the_payload_and_the_result_are_written_as_clean_makes_them(codec_name):
 def test_a_secret_keys_none_is_kept_its_value_masked_and_a_list_payload_is_cleaned():
     """A secret key whose value is None is written as null (nothing to hide), the same key's value
     is masked on the next record, and a payload that is not a JSON object (a list) is cleaned too."""
-    event = sqs_event({"token": None}, {"token": "t-secret"}, [{"password": "p-secret"}], [{"password": "p-secret"}])
+    event = sqs_event(
+        {"token": None}, {"token": "t-secret"}, [{"password": "p-secret"}], [{"password": "p-secret"}]
+    )
     with captured() as out:
         sqs_handler(lambda message, context: None)(event, lambda_context("secrets-fn"))
-    payloads = [line["payload"] for line in with_message([json.loads(text) for text in out], "record received")]
+    payloads = [
+        line["payload"] for line in with_message([json.loads(text) for text in out], "record received")
+    ]
     assert payloads == [{"token": None}, {"token": "***"}, [{"password": "***"}], [{"password": "***"}]]
     assert "t-secret" not in "".join(out) and "p-secret" not in "".join(out)

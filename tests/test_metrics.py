@@ -62,12 +62,14 @@ def test_sqs_counts_processed_failed_and_retried(statsd):
         if message.get("bad"):
             raise ValueError("bad")
 
-    event = {"Records": [
-        sqs_record({"n": 1}),
-        sqs_record({"n": 2}, receive_count=3),
-        sqs_record({"n": 3}, receive_count=2),
-        sqs_record({"bad": True}),
-    ]}
+    event = {
+        "Records": [
+            sqs_record({"n": 1}),
+            sqs_record({"n": 2}, receive_count=3),
+            sqs_record({"n": 3}, receive_count=2),
+            sqs_record({"bad": True}),
+        ]
+    }
     handler(event, lambda_context("count-views"))
     metrics = statsd()
     t = tags("count-views", "sqs")

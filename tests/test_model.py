@@ -121,6 +121,7 @@ def run(source: str, model, payload, **options):
 
 # --- every decorator ---------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("source", sorted(SOURCES))
 def test_the_function_receives_the_validated_model(source, capfd):
     calls, outcome, _ = run(source, Order, {"id": "7", "items": [{"sku": "a", "qty": 2}]})
@@ -138,14 +139,20 @@ def test_the_function_receives_the_lambda_context_beside_the_model(source, capfd
     def handler(received, given):
         contexts.append(given)
 
-    built = event(source, {"id": 1, "items": []}, method="POST") if source == "api" else event(source, {"id": 1, "items": []})
+    built = (
+        event(source, {"id": 1, "items": []}, method="POST")
+        if source == "api"
+        else event(source, {"id": 1, "items": []})
+    )
     handler(built, context)
     assert contexts == [context]
 
 
 @pytest.mark.parametrize("source", sorted(SOURCES))
 def test_a_payload_that_does_not_fit_never_reaches_the_function(source, capfd):
-    calls, outcome, response = run(source, Order, {"id": "x", "items": [{"sku": "a", "qty": 0}], "password": SECRET})
+    calls, outcome, response = run(
+        source, Order, {"id": "x", "items": [{"sku": "a", "qty": 0}], "password": SECRET}
+    )
     assert (calls, outcome) == ([], "failed")
     output = capfd.readouterr().out
     assert SECRET not in output and "weak password" not in output
@@ -159,12 +166,19 @@ def test_a_payload_that_does_not_fit_never_reaches_the_function(source, capfd):
         [line] = with_message(lines, "request failed")
         assert line["level"] == "WARNING" and line["status"] == 422  # a client error, as every 4xx
         body = json.loads(response["body"])
-        assert body["error"] == line["error"] == "request body does not fit Order: " + "; ".join(f"{e['field']}: {e['problem']}" for e in expected)
+        assert (
+            body["error"]
+            == line["error"]
+            == "request body does not fit Order: "
+            + "; ".join(f"{e['field']}: {e['problem']}" for e in expected)
+        )
         return
     [line] = of_level(lines, "ERROR")
     assert line["message"] == "record failed validation" and line["error_type"] == "InvalidPayload"
     assert line["invalid"] == expected
-    assert line["error"] == "payload does not fit Order: " + "; ".join(f"{e['field']}: {e['problem']}" for e in expected)
+    assert line["error"] == "payload does not fit Order: " + "; ".join(
+        f"{e['field']}: {e['problem']}" for e in expected
+    )
     assert "traceback" not in line
 
 
@@ -187,7 +201,9 @@ def test_a_failed_record_fails_alone_in_its_batch(capfd):
         seen.append(order.id)
 
     batch = sqs_event({"id": 1}, {"id": []}, {"id": 3})
-    assert handler(batch, lambda_context()) == {"batchItemFailures": [{"itemIdentifier": batch["Records"][1]["messageId"]}]}
+    assert handler(batch, lambda_context()) == {
+        "batchItemFailures": [{"itemIdentifier": batch["Records"][1]["messageId"]}]
+    }
     assert seen == [1, 3]
 
 
@@ -199,11 +215,14 @@ def test_an_async_function_receives_the_model_too(capfd):
         seen.append(order)
 
     batch = sqs_event({"id": 1}, {"id": "no"})
-    assert handler(batch, lambda_context()) == {"batchItemFailures": [{"itemIdentifier": batch["Records"][1]["messageId"]}]}
+    assert handler(batch, lambda_context()) == {
+        "batchItemFailures": [{"itemIdentifier": batch["Records"][1]["messageId"]}]
+    }
     assert seen == [Order(id=1)]
 
 
 # --- per source -----------------------------------------------------------------------------------
+
 
 def test_dynamodb_validates_the_new_image_and_the_old_one_for_a_remove(capfd):
     seen = []
@@ -214,7 +233,12 @@ def test_dynamodb_validates_the_new_image_and_the_old_one_for_a_remove(capfd):
 
     batch = dynamodb_stream_event(
         dynamodb_record("INSERT", {"PK": "a"}, new_image={"PK": "a", "url": "/new", "count": 1}),
-        dynamodb_record("MODIFY", {"PK": "a"}, new_image={"PK": "a", "url": "/new", "count": 2}, old_image={"PK": "a", "url": "/new", "count": 1}),
+        dynamodb_record(
+            "MODIFY",
+            {"PK": "a"},
+            new_image={"PK": "a", "url": "/new", "count": 2},
+            old_image={"PK": "a", "url": "/new", "count": 1},
+        ),
         dynamodb_record("REMOVE", {"PK": "a"}, old_image={"PK": "a", "url": "/old", "count": 2}),
     )
     assert handler(batch, lambda_context()) == {"batchItemFailures": []}
@@ -229,7 +253,12 @@ def test_a_dynamodb_record_without_its_image_fails_naming_the_stream_view_type(c
     batch = dynamodb_stream_event(dynamodb_record("REMOVE", {"PK": "a"}))  # a KEYS_ONLY stream
     assert handler(batch, lambda_context())["batchItemFailures"]
     [line] = of_level(read_lines(capfd), "ERROR")
-    assert line["invalid"] == [{"field": "OldImage", "problem": "the record has no OldImage: the stream's view type must include it (NEW_AND_OLD_IMAGES)"}]
+    assert line["invalid"] == [
+        {
+            "field": "OldImage",
+            "problem": "the record has no OldImage: the stream's view type must include it (NEW_AND_OLD_IMAGES)",
+        }
+    ]
 
 
 def test_kafka_validates_the_value_and_keeps_the_rest_of_the_message(capfd):
@@ -249,8 +278,11 @@ def test_with_json_false_pydantic_reads_the_text_itself(source, capfd):
     assert (calls, outcome) == ([View("/j")], "ok")
     decorator, _ = SOURCES[source]
     handler = decorator(json=False, model=View)(lambda payload, context: None)
-    broken = {"sqs": lambda: sqs_event("not json"), "kinesis": lambda: kinesis_event(b"not json"),
-              "kafka": lambda: kafka_event(b"not json")}[source]()
+    broken = {
+        "sqs": lambda: sqs_event("not json"),
+        "kinesis": lambda: kinesis_event(b"not json"),
+        "kafka": lambda: kafka_event(b"not json"),
+    }[source]()
     if source == "kafka":
         with pytest.raises(InvalidPayload, match=r"\(payload\): Invalid JSON"):
             handler(broken, lambda_context())
@@ -295,7 +327,10 @@ def test_cloudwatch_logs_validates_the_log_event(capfd):
     def handler(log_event, context):
         seen.append((log_event.log_group, log_event.json_.message))
 
-    handler(cloudwatch_logs_event({"level": "INFO", "message": "hello"}, log_group="/aws/lambda/views"), lambda_context())
+    handler(
+        cloudwatch_logs_event({"level": "INFO", "message": "hello"}, log_group="/aws/lambda/views"),
+        lambda_context(),
+    )
     assert seen == [("/aws/lambda/views", "hello")]
     with pytest.raises(InvalidPayload, match=r"json: Input should be a valid dictionary"):
         handler(cloudwatch_logs_event("plain text, no JSON"), lambda_context())
@@ -312,10 +347,13 @@ def test_api_keeps_400_and_415_for_bodies_that_are_not_json(capfd):
 
 def test_request_model_is_none_without_a_model(capfd):
     handler = api_handler(lambda request, context: {"model": request.model})
-    assert json.loads(handler(api_event("POST", "/o", body={"id": 4}), lambda_context())["body"]) == {"model": None}
+    assert json.loads(handler(api_event("POST", "/o", body={"id": 4}), lambda_context())["body"]) == {
+        "model": None
+    }
 
 
 # --- what the line and the error may hold ------------------------------------------------------------
+
 
 def test_secrets_anywhere_in_the_path_show_only_the_kind_of_problem(capfd):
     class Credentials(BaseModel):
@@ -327,7 +365,10 @@ def test_secrets_anywhere_in_the_path_show_only_the_kind_of_problem(capfd):
         api_keys: dict[str, int]
 
     handler = sqs_handler(model=Login)(lambda login, context: None)
-    handler(sqs_event({"credentials": {"user": SECRET, "token": SECRET}, "api_keys": {"main": SECRET}}), lambda_context())
+    handler(
+        sqs_event({"credentials": {"user": SECRET, "token": SECRET}, "api_keys": {"main": SECRET}}),
+        lambda_context(),
+    )
     output = capfd.readouterr().out
     assert SECRET not in output
     [line] = [json.loads(text) for text in output.splitlines() if '"ERROR"' in text]
@@ -342,7 +383,9 @@ def test_many_problems_are_counted_beyond_the_twenty_listed(capfd):
         values: list[int]
 
     with pytest.raises(InvalidPayload) as raised:
-        sns_handler(model=Many)(lambda many, context: None)(event("sns", {"values": ["x"] * 50}), lambda_context())
+        sns_handler(model=Many)(lambda many, context: None)(
+            event("sns", {"values": ["x"] * 50}), lambda_context()
+        )
     assert len(raised.value.problems) == 20 and raised.value.total == 50
     assert str(raised.value).endswith("; and 30 more")
     assert raised.value.__suppress_context__  # pydantic's error (which holds the input) is not chained
@@ -365,6 +408,7 @@ def test_a_validator_that_raises_another_error_fails_the_record_like_the_functio
 
 # --- at import time ------------------------------------------------------------------------------
 
+
 def test_a_type_pydantic_cannot_validate_is_refused_at_import_time():
     class Plain:
         pass
@@ -373,11 +417,23 @@ def test_a_type_pydantic_cannot_validate_is_refused_at_import_time():
         sqs_handler(model=Plain)
 
 
-@pytest.mark.parametrize("decorator", [sqs_handler, sns_handler, stream_handler, kafka_handler, eventbridge_handler,
-                                       s3_handler, cloudwatch_logs_handler, api_handler])
+@pytest.mark.parametrize(
+    "decorator",
+    [
+        sqs_handler,
+        sns_handler,
+        stream_handler,
+        kafka_handler,
+        eventbridge_handler,
+        s3_handler,
+        cloudwatch_logs_handler,
+        api_handler,
+    ],
+)
 def test_a_model_whose_annotations_do_not_resolve_is_refused_when_decorated(decorator):
     """pydantic builds such a model lazily and would fail every record (every message to the DLQ):
     the decorator builds it first, so the deploy stops with pydantic's reason instead."""
+
     class Order(TypedDict):
         item: Missing  # noqa: F821
         qty: int
@@ -387,7 +443,10 @@ def test_a_model_whose_annotations_do_not_resolve_is_refused_when_decorated(deco
         x: Nowhere  # noqa: F821
 
     for model, name in ((Order, "Missing"), (Point, "Nowhere")):
-        with pytest.raises(TypeError, match=f"model={model.__name__} is not a type pydantic can validate .*name '{name}' is not defined"):
+        with pytest.raises(
+            TypeError,
+            match=f"model={model.__name__} is not a type pydantic can validate .*name '{name}' is not defined",
+        ):
             decorator(model=model)
 
 
@@ -396,7 +455,12 @@ def test_import_lambda_kit_loads_no_pydantic_and_no_asyncio():
     import sys
 
     code = "import sys, lambda_kit; from lambda_kit import sqs_handler; sqs_handler(lambda m, c: m); print(sorted(m for m in ('pydantic', 'asyncio') if m in sys.modules))"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+    assert (
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        == "[]"
+    )
 
 
 # --- hostile payloads ------------------------------------------------------------------------------
@@ -413,7 +477,9 @@ orders = st.fixed_dictionaries(
         "id": st.one_of(st.integers(-5, 5), st.text(max_size=3), json_values),
         "items": st.one_of(st.lists(items, max_size=3), json_values),
         "note": st.one_of(st.none(), st.text(max_size=5), json_values),
-        "password": st.one_of(st.just("ok " + SECRET), st.just(SECRET), st.builds(lambda v: {"x": v}, st.just(SECRET))),
+        "password": st.one_of(
+            st.just("ok " + SECRET), st.just(SECRET), st.builds(lambda v: {"x": v}, st.just(SECRET))
+        ),
         "extra": json_values,
     },
 )
@@ -423,10 +489,14 @@ orders = st.fixed_dictionaries(
 @given(st.sampled_from(sorted(SOURCES)), st.one_of(orders, json_values))
 def test_any_payload_is_either_validated_and_processed_or_failed_with_one_line(source, payload):
     """Never a crash, never a silent success, never a secret on a line."""
-    if (source == "dynamodb" and not isinstance(payload, dict)) or (source, payload) == ("api", None) or (
-        source == "eventbridge" and isinstance(payload, str)
+    if (
+        (source == "dynamodb" and not isinstance(payload, dict))
+        or (source, payload) == ("api", None)
+        or (source == "eventbridge" and isinstance(payload, str))
     ):
-        payload = {"value": payload}  # an image is an item; no body is no JSON (400); a str detail is JSON text
+        payload = {
+            "value": payload
+        }  # an image is an item; no body is no JSON (400); a str detail is JSON text
     try:
         expected = TypeAdapter(Order).validate_python(payload)
     except ValidationError:

@@ -29,10 +29,18 @@ from lambda_kit.testing import (
 )
 
 SAMPLES = Path(__file__).resolve().parent / "events" / "pipes"
-DECORATOR_OF = {"sqs-standard.json": sqs_handler, "sqs-fifo.json": sqs_handler, "kinesis.json": stream_handler,
-                "dynamodb.json": stream_handler}
-LABEL_OF = {"sqs-standard.json": "SQS messages", "sqs-fifo.json": "SQS messages", "kinesis.json": "Kinesis records",
-            "dynamodb.json": "DynamoDB Streams records"}
+DECORATOR_OF = {
+    "sqs-standard.json": sqs_handler,
+    "sqs-fifo.json": sqs_handler,
+    "kinesis.json": stream_handler,
+    "dynamodb.json": stream_handler,
+}
+LABEL_OF = {
+    "sqs-standard.json": "SQS messages",
+    "sqs-fifo.json": "SQS messages",
+    "kinesis.json": "Kinesis records",
+    "dynamodb.json": "DynamoDB Streams records",
+}
 
 
 def sample(name: str) -> list:
@@ -101,7 +109,12 @@ def test_a_fifo_group_is_held_back_after_a_failure_as_with_lambda():
     fn = Recorder(fail_on={batch[0]["messageId"]})
     response, _ = run(sqs_handler(fn), batch)
     assert [i for i, _, _ in fn.seen] == [batch[0]["messageId"], batch[2]["messageId"]]
-    assert response == {"batchItemFailures": [{"itemIdentifier": batch[0]["messageId"]}, {"itemIdentifier": batch[1]["messageId"]}]}
+    assert response == {
+        "batchItemFailures": [
+            {"itemIdentifier": batch[0]["messageId"]},
+            {"itemIdentifier": batch[1]["messageId"]},
+        ]
+    }
 
 
 def test_a_failed_kinesis_record_and_those_after_it_are_named_by_event_id():
@@ -117,7 +130,9 @@ def test_a_failed_kinesis_record_and_those_after_it_are_named_by_event_id():
 
 
 def test_a_failed_dynamodb_record_and_those_after_it_are_named_by_event_id():
-    batch = pipes_batch(dynamodb_stream_event(*(dynamodb_record("INSERT", new_image={"PK": str(n)}) for n in range(3))))
+    batch = pipes_batch(
+        dynamodb_stream_event(*(dynamodb_record("INSERT", new_image={"PK": str(n)}) for n in range(3)))
+    )
     fn = Recorder(fail_on={batch[0]["dynamodb"]["SequenceNumber"]})
     response, _ = run(stream_handler(fn), batch)
     assert len(fn.seen) == 1

@@ -55,7 +55,9 @@ def as_lambda_sqs_record(message):
 
 def as_lambda_sns_record(envelope):
     """An SNS notification (as SQS received it without raw delivery) as Lambda's SNS event record."""
-    record = sns_record(envelope["Message"], message_id=envelope["MessageId"], subject=envelope.get("Subject"))
+    record = sns_record(
+        envelope["Message"], message_id=envelope["MessageId"], subject=envelope.get("Subject")
+    )
     record["Sns"]["MessageAttributes"] = envelope.get("MessageAttributes", {})
     return record
 
@@ -75,7 +77,9 @@ def test_one_trace_id_crosses_api_sqs_sns_kinesis(aws, stream, unique_name):
     views_queue = sqs.create_queue(QueueName=unique_name("views"))["QueueUrl"]
     topic = sns.create_topic(Name=unique_name("milestones"))["TopicArn"]
     fanout_queue = sqs.create_queue(QueueName=unique_name("fanout"))["QueueUrl"]
-    fanout_arn = sqs.get_queue_attributes(QueueUrl=fanout_queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    fanout_arn = sqs.get_queue_attributes(QueueUrl=fanout_queue, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
     sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=fanout_arn)  # raw delivery off: SNS envelopes
     stream_name, read_stream = stream
     seen = {}
@@ -104,16 +108,22 @@ def test_one_trace_id_crosses_api_sqs_sns_kinesis(aws, stream, unique_name):
     def archive(payload, context):
         seen["kinesis"] = (payload["milestone"], current_trace_id())
 
-    response = api(api_event("POST", "/views", body={"url": "/home"}, headers={"X-Trace-Id": "req-42"}), lambda_context())
+    response = api(
+        api_event("POST", "/views", body={"url": "/home"}, headers={"X-Trace-Id": "req-42"}), lambda_context()
+    )
     assert response["statusCode"] == 200 and response["headers"]["X-Trace-Id"] == "req-42"
 
     (sent,) = receive(sqs, views_queue)
     assert sent["MessageAttributes"]["trace_id"] == {"StringValue": "req-42", "DataType": "String"}
-    assert count_view({"Records": [as_lambda_sqs_record(sent)]}, lambda_context()) == {"batchItemFailures": []}
+    assert count_view({"Records": [as_lambda_sqs_record(sent)]}, lambda_context()) == {
+        "batchItemFailures": []
+    }
 
     (notification,) = receive(sqs, fanout_queue)
     envelope = json.loads(notification["Body"])
-    assert envelope["Type"] == "Notification" and envelope["MessageAttributes"]["trace_id"]["Value"] == "req-42"
+    assert (
+        envelope["Type"] == "Notification" and envelope["MessageAttributes"]["trace_id"]["Value"] == "req-42"
+    )
     assert fanout({"Records": [as_lambda_sqs_record(notification)]}, None) == {"batchItemFailures": []}
     notify({"Records": [as_lambda_sns_record(envelope)]}, lambda_context())
 
@@ -123,7 +133,9 @@ def test_one_trace_id_crosses_api_sqs_sns_kinesis(aws, stream, unique_name):
     traceparent = sent["MessageAttributes"]["traceparent"]["StringValue"]
     assert data == {"milestone": "/home", "trace_id": "req-42", "traceparent": traceparent}
     assert envelope["MessageAttributes"]["traceparent"]["Value"] == traceparent
-    assert archive({"Records": [as_lambda_kinesis_record(put, stream_name)]}, None) == {"batchItemFailures": []}
+    assert archive({"Records": [as_lambda_kinesis_record(put, stream_name)]}, None) == {
+        "batchItemFailures": []
+    }
 
     assert seen == {
         "api": "req-42",
@@ -139,7 +151,9 @@ def test_batch_calls_are_stamped_and_the_callers_own_trace_id_is_never_overwritt
     queue = sqs.create_queue(QueueName=unique_name("batch"))["QueueUrl"]
     topic = sns.create_topic(Name=unique_name("batch-topic"))["TopicArn"]
     raw_queue = sqs.create_queue(QueueName=unique_name("raw"))["QueueUrl"]
-    raw_arn = sqs.get_queue_attributes(QueueUrl=raw_queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    raw_arn = sqs.get_queue_attributes(QueueUrl=raw_queue, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
     sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=raw_arn, Attributes={"RawMessageDelivery": "true"})
     stream_name, read_stream = stream
     own = {"trace_id": {"DataType": "String", "StringValue": "caller-own"}}
@@ -149,11 +163,17 @@ def test_batch_calls_are_stamped_and_the_callers_own_trace_id_is_never_overwritt
         sqs.send_message(QueueUrl=queue, MessageBody="own", MessageAttributes=dict(own))
         sqs.send_message_batch(
             QueueUrl=queue,
-            Entries=[{"Id": "a", "MessageBody": "batch-a"}, {"Id": "b", "MessageBody": "batch-b", "MessageAttributes": dict(own)}],
+            Entries=[
+                {"Id": "a", "MessageBody": "batch-a"},
+                {"Id": "b", "MessageBody": "batch-b", "MessageAttributes": dict(own)},
+            ],
         )
         sns.publish_batch(
             TopicArn=topic,
-            PublishBatchRequestEntries=[{"Id": "a", "Message": "sns-a"}, {"Id": "b", "Message": "sns-b", "MessageAttributes": dict(own)}],
+            PublishBatchRequestEntries=[
+                {"Id": "a", "Message": "sns-a"},
+                {"Id": "b", "Message": "sns-b", "MessageAttributes": dict(own)},
+            ],
         )
         kinesis.put_records(
             StreamName=stream_name,
@@ -169,7 +189,9 @@ def test_batch_calls_are_stamped_and_the_callers_own_trace_id_is_never_overwritt
 
     by_body = {m["Body"]: m["MessageAttributes"]["trace_id"]["StringValue"] for m in receive(sqs, queue, 3)}
     assert by_body == {"own": "caller-own", "batch-a": "hop-7", "batch-b": "caller-own"}
-    by_message = {m["Body"]: m["MessageAttributes"]["trace_id"]["StringValue"] for m in receive(sqs, raw_queue, 2)}
+    by_message = {
+        m["Body"]: m["MessageAttributes"]["trace_id"]["StringValue"] for m in receive(sqs, raw_queue, 2)
+    }
     assert by_message == {"sns-a": "hop-7", "sns-b": "caller-own"}
     first, *rest = [r["Data"] for r in read_stream()]
     assert json.loads(first)["trace_id"] == "hop-7" and json.loads(first)["n"] == 1

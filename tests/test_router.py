@@ -69,16 +69,19 @@ def shop() -> Router:
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize(("method", "path", "route", "params"), [
-    ("GET", "/orders/o-1", "order", {"id": "o-1"}),
-    ("GET", "/orders/latest", "latest", {}),  # a literal path before a template
-    ("GET", "/orders/o-1/items/i-2", "item", {"id": "o-1", "item": "i-2"}),
-    ("DELETE", "/orders/o-1/items/i-2", "item", {"id": "o-1", "item": "i-2"}),
-    ("GET", "/files/a/b/c.txt", "files", {"path": "a/b/c.txt"}),  # greedy: the rest of the path
-    ("GET", "/orders/caf%C3%A9%20bar", "order", {"id": "café bar"}),  # percent-decoded
-    ("GET", "/orders/o-1/", "order", {"id": "o-1"}),  # a trailing slash is ignored
-    ("GET", "/", "root", None),
-])
+@pytest.mark.parametrize(
+    ("method", "path", "route", "params"),
+    [
+        ("GET", "/orders/o-1", "order", {"id": "o-1"}),
+        ("GET", "/orders/latest", "latest", {}),  # a literal path before a template
+        ("GET", "/orders/o-1/items/i-2", "item", {"id": "o-1", "item": "i-2"}),
+        ("DELETE", "/orders/o-1/items/i-2", "item", {"id": "o-1", "item": "i-2"}),
+        ("GET", "/files/a/b/c.txt", "files", {"path": "a/b/c.txt"}),  # greedy: the rest of the path
+        ("GET", "/orders/caf%C3%A9%20bar", "order", {"id": "café bar"}),  # percent-decoded
+        ("GET", "/orders/o-1/", "order", {"id": "o-1"}),  # a trailing slash is ignored
+        ("GET", "/", "root", None),
+    ],
+)
 def test_a_request_reaches_its_route_with_the_templates_parameters(shape, method, path, route, params):
     handler = api_handler(shop())
     status, headers, body = answer(handler, shape, method, path)
@@ -111,10 +114,19 @@ def test_the_most_specific_template_wins_whatever_the_order_they_were_added_in()
     for template in ("/{proxy+}", "/{a}/{b}", "/{a}/b", "/a/{b}", "/a/b/{c+}"):
         router.get(template)(lambda request, context, t=template: {"template": t})
     handler = api_handler(router)
-    reached = {path: json_body(handler(api_event("GET", path), None))["template"]
-               for path in ("/a/b", "/x/b", "/a/x", "/x/y", "/x", "/a/b/c/d", "/x/y/z")}
-    assert reached == {"/a/b": "/a/{b}", "/x/b": "/{a}/b", "/a/x": "/a/{b}", "/x/y": "/{a}/{b}",
-                       "/x": "/{proxy+}", "/a/b/c/d": "/a/b/{c+}", "/x/y/z": "/{proxy+}"}
+    reached = {
+        path: json_body(handler(api_event("GET", path), None))["template"]
+        for path in ("/a/b", "/x/b", "/a/x", "/x/y", "/x", "/a/b/c/d", "/x/y/z")
+    }
+    assert reached == {
+        "/a/b": "/a/{b}",
+        "/x/b": "/{a}/b",
+        "/a/x": "/a/{b}",
+        "/x/y": "/{a}/{b}",
+        "/x": "/{proxy+}",
+        "/a/b/c/d": "/a/b/{c+}",
+        "/x/y/z": "/{proxy+}",
+    }
 
 
 def test_a_request_goes_to_the_most_specific_template_that_takes_its_method():
@@ -129,6 +141,7 @@ def test_a_request_goes_to_the_most_specific_template_that_takes_its_method():
 
 # --- 404, 405, HEAD, OPTIONS ----------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("path", ["/nothing", "/orders/o-1/other", "/files", "/orders/o-1/items"])
 def test_an_unknown_path_is_a_404_and_a_warning_line(shape, path):
@@ -142,12 +155,15 @@ def test_an_unknown_path_is_a_404_and_a_warning_line(shape, path):
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize(("method", "path", "allow"), [
-    ("POST", "/orders/o-1", "GET, HEAD, OPTIONS"),
-    ("PUT", "/orders", "GET, HEAD, OPTIONS, POST"),
-    ("PATCH", "/orders/o-1/items/i-2", "DELETE, GET, HEAD, OPTIONS"),
-    ("DELETE", "/files/a/b", "GET, HEAD, OPTIONS"),
-])
+@pytest.mark.parametrize(
+    ("method", "path", "allow"),
+    [
+        ("POST", "/orders/o-1", "GET, HEAD, OPTIONS"),
+        ("PUT", "/orders", "GET, HEAD, OPTIONS, POST"),
+        ("PATCH", "/orders/o-1/items/i-2", "DELETE, GET, HEAD, OPTIONS"),
+        ("DELETE", "/files/a/b", "GET, HEAD, OPTIONS"),
+    ],
+)
 def test_a_known_path_with_another_method_is_a_405_naming_the_allowed_ones(shape, method, path, allow):
     handler = api_handler(shop())
     status, headers, body = answer(handler, shape, method, path)
@@ -163,8 +179,12 @@ def test_head_on_a_get_route_answers_as_get_without_the_body(shape):
     @router.get("/report")
     def report(request, context):
         calls.append(request.method)
-        return {"statusCode": 200, "headers": {"ETag": '"v1"'}, "cookies": ["seen=1"],
-                "body": {"big": "x" * 100}}
+        return {
+            "statusCode": 200,
+            "headers": {"ETag": '"v1"'},
+            "cookies": ["seen=1"],
+            "body": {"big": "x" * 100},
+        }
 
     handler = api_handler(router)
     traced = {"X-Trace-Id": "t-1"}
@@ -208,6 +228,7 @@ def test_options_answers_204_with_allow(shape):
 
 
 # --- inside api_handler ---------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("shape", SHAPES)
 def test_trace_id_log_lines_and_errors_work_as_for_any_api_handler_function(shape):
@@ -311,15 +332,19 @@ def test_the_route_decorators_return_the_function_unchanged():
 
 # --- mistakes refused when the routes are written -------------------------------------------------
 
-@pytest.mark.parametrize(("add", "message"), [
-    (lambda r: r.get("orders"), "route 'orders' must be a path starting with /"),
-    (lambda r: r.get("/orders/{id"), "'{id' is not a path segment"),
-    (lambda r: r.get("/orders/x{id}"), "'x{id}' is not a path segment"),
-    (lambda r: r.get("/files/{path+}/raw"), "the greedy {path+} must be the last segment"),
-    (lambda r: r.get("/a/{id}/b/{id}"), "names a parameter twice"),
-    (lambda r: r.route("/a", methods=[]), "methods=[]: give one or more of GET, HEAD, POST"),
-    (lambda r: r.route("/a", methods=["FETCH"]), "methods=['FETCH']"),
-])
+
+@pytest.mark.parametrize(
+    ("add", "message"),
+    [
+        (lambda r: r.get("orders"), "route 'orders' must be a path starting with /"),
+        (lambda r: r.get("/orders/{id"), "'{id' is not a path segment"),
+        (lambda r: r.get("/orders/x{id}"), "'x{id}' is not a path segment"),
+        (lambda r: r.get("/files/{path+}/raw"), "the greedy {path+} must be the last segment"),
+        (lambda r: r.get("/a/{id}/b/{id}"), "names a parameter twice"),
+        (lambda r: r.route("/a", methods=[]), "methods=[]: give one or more of GET, HEAD, POST"),
+        (lambda r: r.route("/a", methods=["FETCH"]), "methods=['FETCH']"),
+    ],
+)
 def test_a_template_or_method_that_cannot_work_is_refused_when_added(add, message):
     with pytest.raises(ValueError, match=message.replace("{", r"\{").replace("[", r"\[").replace("+", r"\+")):
         add(Router())(lambda request, context: None)

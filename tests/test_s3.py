@@ -54,14 +54,26 @@ class Recorder:
 
 # --- AWS's samples, one per envelope ------------------------------------------------------------
 
+
 def test_the_s3_guide_put_notification_delivered_directly(capfd):
     fn = Recorder()
     assert s3_handler(fn)(sample("notification-put.json"), lambda_context()) is None
-    assert fn.seen == [({
-        "bucket": "mybucket", "key": "HappyFace.jpg", "size": 1024, "etag": "d41d8cd98f00b204e9800998ecf8427e",
-        "version_id": "096fKKXTRTtl3on89fVO.nfljtsv6qko", "event_name": "ObjectCreated:Put",
-        "event_time": "1970-01-01T00:00:00.000Z",
-    }, "s3", "C3D13FE58DE4C810", "C3D13FE58DE4C810")]  # S3's request id: record id and trace id
+    assert fn.seen == [
+        (
+            {
+                "bucket": "mybucket",
+                "key": "HappyFace.jpg",
+                "size": 1024,
+                "etag": "d41d8cd98f00b204e9800998ecf8427e",
+                "version_id": "096fKKXTRTtl3on89fVO.nfljtsv6qko",
+                "event_name": "ObjectCreated:Put",
+                "event_time": "1970-01-01T00:00:00.000Z",
+            },
+            "s3",
+            "C3D13FE58DE4C810",
+            "C3D13FE58DE4C810",
+        )
+    ]  # S3's request id: record id and trace id
     lines = read_lines(capfd)
     assert lines[0]["payload"]["key"] == "HappyFace.jpg"  # the object is logged as a JSON object
 
@@ -70,7 +82,12 @@ def test_the_lambda_guide_notification_has_no_version_id():
     fn = Recorder()
     s3_handler(fn)(sample("lambda-notification.json"), None)
     [(obj, _, record_id, trace_id)] = fn.seen
-    assert (obj["bucket"], obj["key"], obj["size"], obj["version_id"]) == ("lambda-artifacts-deafc19498e3f2df", "b21b84d653bb07b05b1e6b33684dc11b", 1305107, None)
+    assert (obj["bucket"], obj["key"], obj["size"], obj["version_id"]) == (
+        "lambda-artifacts-deafc19498e3f2df",
+        "b21b84d653bb07b05b1e6b33684dc11b",
+        1305107,
+        None,
+    )
     assert record_id == trace_id == "D82B88E5F771F645"
 
 
@@ -86,7 +103,11 @@ def test_the_sqs_sample_reports_under_the_message_id():
     response = s3_handler(fn)(event, None)
     assert response == {"batchItemFailures": [{"itemIdentifier": "ca3e7a89-c358-40e5-8aa0-5da01403c267"}]}
     [(obj, source, record_id, trace_id)] = fn.seen
-    assert (obj["bucket"], obj["key"], obj["version_id"]) == ("xxx", "test.pdf", "yd3d4HaWOT2zguDLvIQLU6ptDTwKBnQV")
+    assert (obj["bucket"], obj["key"], obj["version_id"]) == (
+        "xxx",
+        "test.pdf",
+        "yd3d4HaWOT2zguDLvIQLU6ptDTwKBnQV",
+    )
     assert (source, record_id, trace_id) == ("s3", "ca3e7a89-c358-40e5-8aa0-5da01403c267", "YMSSR8BZJ2Y99K6P")
 
 
@@ -108,16 +129,59 @@ def test_the_sns_envelope_reports_under_the_sns_message_id_and_raises():
     assert fn.seen[0][2:] == ("95df01b4-ee98-5cb9-9903-4c221d41eb5e", "C3D13FE58DE4C810")
 
 
-@pytest.mark.parametrize(("name", "expected"), [
-    ("eventbridge-object-created.json", ("DOC-EXAMPLE-BUCKET1", "example-key", 5, "b1946ac92492d2347c6235b4d2611184",
-                                         "IYV3p45BT0ac8hjHg1houSdS1a.Mro8e", "ObjectCreated:Put", "2021-11-12T00:00:00Z")),
-    ("eventbridge-object-deleted.json", ("DOC-EXAMPLE-BUCKET1", "example-key", None, "d41d8cd98f00b204e9800998ecf8427e",
-                                         "1QW9g1Z99LUNbvaaYVpW9xDlOLU.qxgF", "ObjectRemoved:DeleteMarkerCreated", "2021-11-12T00:00:00Z")),
-    ("eventbridge-object-deleted-lifecycle.json", ("DOC-EXAMPLE-BUCKET1", "example-key", None, "d41d8cd98f00b204e9800998ecf8427e",
-                                                   "mtB0cV.jejK63XkRNceanNMC.qXPWLeK", "LifecycleExpiration:DeleteMarkerCreated", "2021-11-12T00:00:00Z")),
-    ("eventbridge-object-created-powertools.json", ("example-bucket", "IMG_m7fzo3.jpg", 184662, "4e68adba0abe2dc8653dc3354e14c01d",
-                                                    None, "ObjectCreated:Put", "2023-03-08T17:50:14Z")),
-])
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        (
+            "eventbridge-object-created.json",
+            (
+                "DOC-EXAMPLE-BUCKET1",
+                "example-key",
+                5,
+                "b1946ac92492d2347c6235b4d2611184",
+                "IYV3p45BT0ac8hjHg1houSdS1a.Mro8e",
+                "ObjectCreated:Put",
+                "2021-11-12T00:00:00Z",
+            ),
+        ),
+        (
+            "eventbridge-object-deleted.json",
+            (
+                "DOC-EXAMPLE-BUCKET1",
+                "example-key",
+                None,
+                "d41d8cd98f00b204e9800998ecf8427e",
+                "1QW9g1Z99LUNbvaaYVpW9xDlOLU.qxgF",
+                "ObjectRemoved:DeleteMarkerCreated",
+                "2021-11-12T00:00:00Z",
+            ),
+        ),
+        (
+            "eventbridge-object-deleted-lifecycle.json",
+            (
+                "DOC-EXAMPLE-BUCKET1",
+                "example-key",
+                None,
+                "d41d8cd98f00b204e9800998ecf8427e",
+                "mtB0cV.jejK63XkRNceanNMC.qXPWLeK",
+                "LifecycleExpiration:DeleteMarkerCreated",
+                "2021-11-12T00:00:00Z",
+            ),
+        ),
+        (
+            "eventbridge-object-created-powertools.json",
+            (
+                "example-bucket",
+                "IMG_m7fzo3.jpg",
+                184662,
+                "4e68adba0abe2dc8653dc3354e14c01d",
+                None,
+                "ObjectCreated:Put",
+                "2023-03-08T17:50:14Z",
+            ),
+        ),
+    ],
+)
 def test_eventbridge_object_events_give_the_same_object_as_a_notification(name, expected):
     event = sample(name)
     fn = Recorder()
@@ -145,13 +209,18 @@ def test_every_s3_sample_is_also_an_eventbridge_or_sqs_or_sns_event_for_their_de
     sqs_handler(lambda body, context: bodies.append(body))(sample("sqs-notification.json"), None)
     assert bodies[0]["Records"][0]["s3"]["object"]["key"] == "test.pdf"
     details = []
-    eventbridge_handler(lambda detail, context: details.append(detail))(sample("eventbridge-object-created.json"), None)
+    eventbridge_handler(lambda detail, context: details.append(detail))(
+        sample("eventbridge-object-created.json"), None
+    )
     assert details[0]["object"]["key"] == "example-key"
 
 
 # --- keys -------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("key", ["red flower.jpg", "a+b.txt", "dir/sub dir/x%y.txt", "ünï cödé.txt", "100% sure", "a&b=c;d:e"])
+
+@pytest.mark.parametrize(
+    "key", ["red flower.jpg", "a+b.txt", "dir/sub dir/x%y.txt", "ünï cödé.txt", "100% sure", "a&b=c;d:e"]
+)
 @pytest.mark.parametrize("envelope", ["direct", "sqs", "sns", "eventbridge"])
 def test_the_function_gets_the_real_key_in_every_envelope(key, envelope):
     fn = Recorder()
@@ -175,13 +244,24 @@ def test_an_eventbridge_key_is_not_decoded():
 
 # --- ids, trace ids and failure routing per envelope --------------------------------------------------
 
+
 def test_sqs_failures_are_reported_once_per_message_and_other_messages_are_acknowledged():
-    event = sqs_event(s3_notification("ok.txt"), s3_notification("bad-1.txt", "bad-2.txt", "ok-2.txt"), s3_notification("ok-3.txt"))
+    event = sqs_event(
+        s3_notification("ok.txt"),
+        s3_notification("bad-1.txt", "bad-2.txt", "ok-2.txt"),
+        s3_notification("ok-3.txt"),
+    )
     fn = Recorder(fail_keys=("bad-1.txt", "bad-2.txt"))
     response = s3_handler(fn)(event, None)
     failed = event["Records"][1]["messageId"]
     assert response == {"batchItemFailures": [{"itemIdentifier": failed}]}
-    assert [seen[0]["key"] for seen in fn.seen] == ["ok.txt", "bad-1.txt", "bad-2.txt", "ok-2.txt", "ok-3.txt"]
+    assert [seen[0]["key"] for seen in fn.seen] == [
+        "ok.txt",
+        "bad-1.txt",
+        "bad-2.txt",
+        "ok-2.txt",
+        "ok-3.txt",
+    ]
     assert {seen[2] for seen in fn.seen if seen[0]["key"].startswith(("bad", "ok-2"))} == {failed}
 
 
@@ -241,14 +321,24 @@ def test_a_test_message_through_sns_is_skipped(capfd):
 
 # --- what cannot be processed fails, and only its own message ----------------------------------------
 
-@pytest.mark.parametrize(("body", "why"), [
-    ("{trunc", "message body is not valid JSON"),
-    (json.dumps({"Records": []}), "the message is not an S3 event notification"),
-    (json.dumps({"Records": [{"eventSource": "aws:dynamodb"}]}), "record is not an S3 record"),
-    (json.dumps({"Records": [{"eventSource": "aws:s3", "s3": {"object": {"key": "k"}}}]}), "S3 record has no s3.bucket.name"),
-    (json.dumps({"Records": [{"eventSource": "aws:s3", "s3": {"bucket": {"name": "b"}}}]}), "S3 record has no s3.object.key"),
-    (json.dumps({"url": "/a"}), "the message is not an S3 event notification"),
-])
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        ("{trunc", "message body is not valid JSON"),
+        (json.dumps({"Records": []}), "the message is not an S3 event notification"),
+        (json.dumps({"Records": [{"eventSource": "aws:dynamodb"}]}), "record is not an S3 record"),
+        (
+            json.dumps({"Records": [{"eventSource": "aws:s3", "s3": {"object": {"key": "k"}}}]}),
+            "S3 record has no s3.bucket.name",
+        ),
+        (
+            json.dumps({"Records": [{"eventSource": "aws:s3", "s3": {"bucket": {"name": "b"}}}]}),
+            "S3 record has no s3.object.key",
+        ),
+        (json.dumps({"url": "/a"}), "the message is not an S3 event notification"),
+    ],
+)
 def test_an_undecodable_message_fails_alone(body, why, capfd):
     good = sqs_record(s3_notification("good.txt"))
     bad = sqs_record("{}")
@@ -268,12 +358,21 @@ def test_an_undecodable_direct_record_raises_its_reason():
         s3_handler(Recorder())({"Records": [record]}, None)
 
 
-@pytest.mark.parametrize(("event", "says"), [
-    (sqs_event({"url": "/a"}), "s3_handler cannot process an SQS event: use sqs_handler"),
-    (sns_event({"milestone": 1}), "s3_handler cannot process an SNS event: use sns_handler"),
-    ({"version": "0", "id": "1", "detail-type": "x", "source": "y", "detail": {}}, "s3_handler cannot process an EventBridge event: use eventbridge_handler"),
-    ({"Records": [{"eventSource": "aws:s3", "s3": {}}, sqs_record({})]}, "s3_handler cannot process an event mixing records of aws:s3, aws:sqs"),
-])
+@pytest.mark.parametrize(
+    ("event", "says"),
+    [
+        (sqs_event({"url": "/a"}), "s3_handler cannot process an SQS event: use sqs_handler"),
+        (sns_event({"milestone": 1}), "s3_handler cannot process an SNS event: use sns_handler"),
+        (
+            {"version": "0", "id": "1", "detail-type": "x", "source": "y", "detail": {}},
+            "s3_handler cannot process an EventBridge event: use eventbridge_handler",
+        ),
+        (
+            {"Records": [{"eventSource": "aws:s3", "s3": {}}, sqs_record({})]},
+            "s3_handler cannot process an event mixing records of aws:s3, aws:sqs",
+        ),
+    ],
+)
 def test_events_without_s3_notifications_are_refused(event, says, capfd):
     fn = Recorder()
     with pytest.raises(UnsupportedEvent) as refused:
@@ -281,17 +380,23 @@ def test_events_without_s3_notifications_are_refused(event, says, capfd):
     assert str(refused.value).startswith(says) and fn.seen == []
 
 
-@pytest.mark.parametrize(("event", "looks_like"), [
-    (s3_event("a", envelope="direct"), "an S3 event notification"),
-    (s3_event("a", envelope="sqs"), "an SQS event carrying S3 notifications"),
-    (s3_event("a", envelope="sns"), "an SNS event carrying S3 notifications"),
-    (s3_event("a", envelope="eventbridge"), "an EventBridge event from S3 (Object Created)"),
-])
+@pytest.mark.parametrize(
+    ("event", "looks_like"),
+    [
+        (s3_event("a", envelope="direct"), "an S3 event notification"),
+        (s3_event("a", envelope="sqs"), "an SQS event carrying S3 notifications"),
+        (s3_event("a", envelope="sns"), "an SNS event carrying S3 notifications"),
+        (s3_event("a", envelope="eventbridge"), "an EventBridge event from S3 (Object Created)"),
+    ],
+)
 def test_other_decorators_name_s3_handler_for_s3_notifications(event, looks_like):
     assert registry.describe(event) == (looks_like, "s3_handler")
     from lambda_kit import api_handler
 
-    with pytest.raises(UnsupportedEvent, match=f"cannot process {looks_like.replace('(', '.').replace(')', '.')}: use s3_handler"):
+    with pytest.raises(
+        UnsupportedEvent,
+        match=f"cannot process {looks_like.replace('(', '.').replace(')', '.')}: use s3_handler",
+    ):
         api_handler(lambda request, context: None)(event, None)
 
 

@@ -65,7 +65,9 @@ def soak(args, out):
 
 
 def _project(tmp_path, unique_name, custom: str = "", load: str | None = LOAD):
-    (tmp_path / "serverless.yml").write_text(textwrap.dedent(SERVICE.format(service=unique_name("load"), custom=custom)), encoding="utf-8")
+    (tmp_path / "serverless.yml").write_text(
+        textwrap.dedent(SERVICE.format(service=unique_name("load"), custom=custom)), encoding="utf-8"
+    )
     (tmp_path / "echo_app.py").write_text(textwrap.dedent(APP), encoding="utf-8")
     if load is not None:
         (tmp_path / "echo_load.py").write_text(textwrap.dedent(load), encoding="utf-8")
@@ -100,8 +102,13 @@ def test_a_load_that_cannot_be_used_is_one_line(tmp_path, unique_name, capsys, s
 
 
 def test_the_services_own_load_runs_on_the_stack_with_its_options(tmp_path, unique_name, capsys):
-    config = _project(tmp_path, unique_name, custom="custom:\n  lambdaKit:\n    run: echo_load\n    soak: echo_load\n")
-    assert main(["run", "-c", config, "--port", "0", "--logs", str(tmp_path / "logs.jsonl"), "--requests", "3"]) == 0
+    config = _project(
+        tmp_path, unique_name, custom="custom:\n  lambdaKit:\n    run: echo_load\n    soak: echo_load\n"
+    )
+    assert (
+        main(["run", "-c", config, "--port", "0", "--logs", str(tmp_path / "logs.jsonl"), "--requests", "3"])
+        == 0
+    )
     captured = capsys.readouterr()
     assert "echo load: 3 of 3 answered" in captured.out and captured.err == ""
     # the load's own options: bounded like lambda_kit's, one line; listed in --help
@@ -109,7 +116,10 @@ def test_the_services_own_load_runs_on_the_stack_with_its_options(tmp_path, uniq
         main(["run", "-c", config, "--requests", "0"])
     assert exit_.value.code == 2
     [line] = capsys.readouterr().err.splitlines()
-    assert line == "lambda-kit run: argument --requests: 0 is out of range: a count must be at least 1 (see lambda-kit run --help)"
+    assert (
+        line
+        == "lambda-kit run: argument --requests: 0 is out of range: a count must be at least 1 (see lambda-kit run --help)"
+    )
     with pytest.raises(SystemExit) as exit_:
         main(["run", "-c", config, "--help"])
     assert exit_.value.code == 0

@@ -58,12 +58,15 @@ def run_sqs(*records: dict) -> list[str]:
 
 # --- which batches a source claims ----------------------------------------------------------------
 
+
 def test_a_record_that_is_not_an_object_fails_alone_and_does_not_hide_the_others(capfd):
     seen = []
     handler = sqs_handler(lambda payload, context: seen.append(payload))
     # the junk record comes first: the batch is still the SQS queue's, and its message runs
     response = handler({"Records": ["junk", sqs_record({"n": 1})]}, lambda_context())
-    assert response == {"batchItemFailures": [{"itemIdentifier": ""}]}  # an empty id: Lambda retries the batch
+    assert response == {
+        "batchItemFailures": [{"itemIdentifier": ""}]
+    }  # an empty id: Lambda retries the batch
     assert seen == [{"n": 1}]
     [error] = of_level(read_lines(capfd), "ERROR")
     assert error["message"] == "record could not be decoded" and error["source"] == "sqs"
@@ -75,7 +78,9 @@ def test_a_record_that_cannot_be_read_is_traced_by_its_own_content(capfd):
     event = {"Records": [{"eventSource": "aws:sqs", "body": "a"}, {"eventSource": "aws:sqs", "body": "b"}]}
     traces = []
     for _ in range(2):
-        assert handler(event, lambda_context()) == {"batchItemFailures": [{"itemIdentifier": ""}, {"itemIdentifier": ""}]}
+        assert handler(event, lambda_context()) == {
+            "batchItemFailures": [{"itemIdentifier": ""}, {"itemIdentifier": ""}]
+        }
         errors = of_level(read_lines(capfd), "ERROR")
         assert [error["error"] for error in errors] == ["record has no messageId"] * 2
         traces.append([error["trace_id"] for error in errors])
@@ -90,19 +95,26 @@ def test_records_without_an_event_source_are_claimed_by_their_marker_key():
     hand_made = {"messageId": "m-1", "body": '{"n": 1}'}  # no eventSource: the messageId says SQS
     assert handler({"Records": [hand_made]}, lambda_context()) == {"batchItemFailures": []}
     assert seen == [{"n": 1}]
-    assert handler({"Records": []}, lambda_context()) == {"batchItemFailures": []}  # nothing to do is anyone's
+    assert handler({"Records": []}, lambda_context()) == {
+        "batchItemFailures": []
+    }  # nothing to do is anyone's
     assert handler([hand_made], lambda_context()) == {"batchItemFailures": []}  # a Pipes batch alike
     assert seen == [{"n": 1}, {"n": 1}]
     seen.pop()
-    with pytest.raises(UnsupportedEvent, match="^sqs_handler cannot process an event whose Records no source recognizes: "):
+    with pytest.raises(
+        UnsupportedEvent, match="^sqs_handler cannot process an event whose Records no source recognizes: "
+    ):
         handler({"Records": [{"n": 2}]}, lambda_context())  # no record says whose it is
     assert seen == [{"n": 1}]
 
 
-@pytest.mark.parametrize(("other", "found"), [
-    (kinesis_record({"n": 2}), "an event mixing records of aws:kinesis, aws:sqs"),  # eventSource
-    (sns_record({"n": 2}), "an event mixing records of aws:sns, aws:sqs"),  # SNS spells it EventSource
-])
+@pytest.mark.parametrize(
+    ("other", "found"),
+    [
+        (kinesis_record({"n": 2}), "an event mixing records of aws:kinesis, aws:sqs"),  # eventSource
+        (sns_record({"n": 2}), "an event mixing records of aws:sns, aws:sqs"),  # SNS spells it EventSource
+    ],
+)
 def test_a_batch_holding_a_record_of_another_source_is_refused_whole(other, found, capfd):
     seen = []
     handler = sqs_handler(lambda payload, context: seen.append(payload))
@@ -116,10 +128,13 @@ def test_a_batch_holding_a_record_of_another_source_is_refused_whole(other, foun
 
 # --- tracers' contexts in message attributes ----------------------------------------------------
 
+
 def test_a_binary_sqs_attribute_carries_the_tracers_context(capfd):
     # what a producer that sends the traceparent as a Binary attribute gets: Lambda delivers base64
     text = sqs_with_traceparent({"stringValue": TRACEPARENT, "dataType": "String"})
-    binary = sqs_with_traceparent({"binaryValue": base64.b64encode(TRACEPARENT.encode()).decode(), "dataType": "Binary"})
+    binary = sqs_with_traceparent(
+        {"binaryValue": base64.b64encode(TRACEPARENT.encode()).decode(), "dataType": "Binary"}
+    )
     assert run_sqs(text, binary) == [TRACE_ID, TRACE_ID]
     assert not of_level(read_lines(capfd), "WARNING")
 
@@ -148,6 +163,7 @@ def test_a_malformed_context_is_logged_cut_to_256_characters(capfd):
 
 # --- decoding errors ------------------------------------------------------------------------------
 
+
 def test_a_decoding_error_is_given_whole_up_to_200_characters_then_cut(capfd):
     # DynamoDB names an unknown attribute type in its error: its length sets the reason's
     prefix = "unknown DynamoDB attribute type "
@@ -161,7 +177,9 @@ def test_a_decoding_error_is_given_whole_up_to_200_characters_then_cut(capfd):
             raise AssertionError("not called")
 
         sequence_number = record["dynamodb"]["SequenceNumber"]
-        assert handler(dynamodb_stream_event(record), None) == {"batchItemFailures": [{"itemIdentifier": sequence_number}]}
+        assert handler(dynamodb_stream_event(record), None) == {
+            "batchItemFailures": [{"itemIdentifier": sequence_number}]
+        }
         [error] = of_level(read_lines(capfd), "ERROR")
         assert error["message"] == "record could not be decoded" and error["trace_id"] == record["eventID"]
         return error["error"]
@@ -173,6 +191,7 @@ def test_a_decoding_error_is_given_whole_up_to_200_characters_then_cut(capfd):
 
 
 # --- an error no check foresaw ---------------------------------------------------------------------
+
 
 class Unreadable(str):
     """Text that raises when compared: a value no adapter's check foresees (an event built by hand)."""
@@ -199,20 +218,41 @@ def kinesis_pair() -> dict:
 
 
 def dynamodb_pair() -> dict:
-    return dynamodb_stream_event(dynamodb_record("INSERT", new_image={"PK": "a"}), dynamodb_record("INSERT", new_image={"PK": "b"}))
+    return dynamodb_stream_event(
+        dynamodb_record("INSERT", new_image={"PK": "a"}), dynamodb_record("INSERT", new_image={"PK": "b"})
+    )
 
 
 # (decorator, event with one record spoiled; on an ordered source the last, as a failure holds the
 # later records back by design)
 UNFORESEEN = [
-    pytest.param(sqs_handler, lambda: spoiled({"Records": [sqs_record({"n": 1}), sqs_record({"n": 2})]}, 0, "messageId"),
-                 "sqs", id="sqs"),
-    pytest.param(sns_handler, lambda: spoiled(sns_event({"n": 1}, {"n": 2}), 0, "Sns", "MessageId"), "sns", id="sns"),
-    pytest.param(stream_handler, lambda: spoiled(kinesis_pair(), 1, "kinesis", "sequenceNumber"), "kinesis", id="kinesis"),
-    pytest.param(stream_handler, lambda: spoiled(dynamodb_pair(), 1, "dynamodb", "SequenceNumber"), "dynamodb",
-                 id="dynamodb"),
-    pytest.param(s3_handler, lambda: spoiled(s3_event("a.txt", "b.txt", envelope="sqs"), 0, "messageId"), "s3",
-                 id="s3 in sqs"),
+    pytest.param(
+        sqs_handler,
+        lambda: spoiled({"Records": [sqs_record({"n": 1}), sqs_record({"n": 2})]}, 0, "messageId"),
+        "sqs",
+        id="sqs",
+    ),
+    pytest.param(
+        sns_handler, lambda: spoiled(sns_event({"n": 1}, {"n": 2}), 0, "Sns", "MessageId"), "sns", id="sns"
+    ),
+    pytest.param(
+        stream_handler,
+        lambda: spoiled(kinesis_pair(), 1, "kinesis", "sequenceNumber"),
+        "kinesis",
+        id="kinesis",
+    ),
+    pytest.param(
+        stream_handler,
+        lambda: spoiled(dynamodb_pair(), 1, "dynamodb", "SequenceNumber"),
+        "dynamodb",
+        id="dynamodb",
+    ),
+    pytest.param(
+        s3_handler,
+        lambda: spoiled(s3_event("a.txt", "b.txt", envelope="sqs"), 0, "messageId"),
+        "s3",
+        id="s3 in sqs",
+    ),
 ]
 
 
@@ -228,7 +268,10 @@ def test_an_error_no_check_foresaw_fails_that_record_alone_with_its_reason(decor
     [error] = of_level(read_lines(capfd), "ERROR")
     assert (error["message"], error["source"]) == ("record could not be decoded", source)
     assert error["error"] == "record cannot be read (RuntimeError: cannot compare)"
-    assert response in ({"batchItemFailures": [{"itemIdentifier": ""}]}, error["error"])  # reported: nothing is lost
+    assert response in (
+        {"batchItemFailures": [{"itemIdentifier": ""}]},
+        error["error"],
+    )  # reported: nothing is lost
     assert len(seen) == 1  # the other record ran
 
 

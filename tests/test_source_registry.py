@@ -14,20 +14,26 @@ from lambda_kit.testing import event, lambda_context, s3_event
 NINE = {f"key{n}": n for n in range(9)}
 
 
-@pytest.mark.parametrize(("given", "found"), [
-    (None, "an empty event (null)"),
-    ([], "an empty top-level list"),
-    (["x"], "a top-level list, as EventBridge Pipes sends"),
-    ("text", "a str, not a JSON object"),
-    ({"Records": "x"}, "an event whose Records is not a list"),
-    ({"Records": [{"eventSource": "aws:b"}, {"EventSource": "aws:a"}, {"eventSource": "aws:b"}]}, "an event mixing records of aws:a, aws:b"),
-    ({"Records": [{"EventSource": "aws:mq"}, {"n": 1}, "x"]}, "an event with aws:mq records"),
-    ({"Records": [{"n": 1}]}, "an event whose Records no source recognizes"),
-    ({}, "an empty JSON object"),
-    ({key: 1 for key in list(NINE)[:8]}, "a JSON object with keys " + ", ".join(list(NINE)[:8])),
-    (NINE, "a JSON object with keys " + ", ".join(list(NINE)[:8]) + ", ..."),
-    ({"k" * 50: 1}, "a JSON object with keys " + "k" * 40),
-])
+@pytest.mark.parametrize(
+    ("given", "found"),
+    [
+        (None, "an empty event (null)"),
+        ([], "an empty top-level list"),
+        (["x"], "a top-level list, as EventBridge Pipes sends"),
+        ("text", "a str, not a JSON object"),
+        ({"Records": "x"}, "an event whose Records is not a list"),
+        (
+            {"Records": [{"eventSource": "aws:b"}, {"EventSource": "aws:a"}, {"eventSource": "aws:b"}]},
+            "an event mixing records of aws:a, aws:b",
+        ),
+        ({"Records": [{"EventSource": "aws:mq"}, {"n": 1}, "x"]}, "an event with aws:mq records"),
+        ({"Records": [{"n": 1}]}, "an event whose Records no source recognizes"),
+        ({}, "an empty JSON object"),
+        ({key: 1 for key in list(NINE)[:8]}, "a JSON object with keys " + ", ".join(list(NINE)[:8])),
+        (NINE, "a JSON object with keys " + ", ".join(list(NINE)[:8]) + ", ..."),
+        ({"k" * 50: 1}, "a JSON object with keys " + "k" * 40),
+    ],
+)
 def test_a_refused_event_no_source_recognizes_is_named_by_its_shape(given, found, capfd):
     with pytest.raises(UnsupportedEvent) as refused:
         sns_handler(lambda message, context: None)(given, lambda_context())
@@ -37,10 +43,17 @@ def test_a_refused_event_no_source_recognizes_is_named_by_its_shape(given, found
     assert line["error"] == str(refused.value)
 
 
-@pytest.mark.parametrize(("given", "found", "fits"), [
-    (event("sqs", {"n": 1}), "an SQS event", "sqs_handler"),
-    (s3_event("a.txt", envelope="sqs"), "an SQS event carrying S3 notifications", "s3_handler"),  # the carried source first
-])
+@pytest.mark.parametrize(
+    ("given", "found", "fits"),
+    [
+        (event("sqs", {"n": 1}), "an SQS event", "sqs_handler"),
+        (
+            s3_event("a.txt", envelope="sqs"),
+            "an SQS event carrying S3 notifications",
+            "s3_handler",
+        ),  # the carried source first
+    ],
+)
 def test_a_refused_event_a_source_recognizes_names_its_decorator(given, found, fits):
     with pytest.raises(UnsupportedEvent) as refused:
         sns_handler(lambda message, context: None)(given, lambda_context())
@@ -64,14 +77,17 @@ def test_an_unknown_source_is_one_error_naming_the_known_ones():
 # --- what check, invoke and the local stack read of each source -----------------------------------
 
 
-@pytest.mark.parametrize(("spec", "resource_type", "found"), [
-    ({"type": "dynamodb", "arn": "arn:aws:kinesis:us-east-1:1:stream/s"}, "", ["dynamodb"]),  # type first
-    ({"arn": "arn:aws:dynamodb:us-east-1:1:table/t/stream/2024"}, "", ["dynamodb"]),
-    ({"arn": "arn:aws:kinesis:us-east-1:1:stream/s"}, "", ["kinesis"]),
-    ({"arn": {"Fn::GetAtt": ["Table", "StreamArn"]}}, "AWS::DynamoDB::Table", ["dynamodb"]),
-    ({"arn": {"Fn::GetAtt": ["Clicks", "Arn"]}}, "AWS::Kinesis::Stream", ["kinesis"]),
-    ({"arn": {"Fn::ImportValue": "elsewhere"}}, "", ["kinesis", "dynamodb"]),  # nothing tells
-])
+@pytest.mark.parametrize(
+    ("spec", "resource_type", "found"),
+    [
+        ({"type": "dynamodb", "arn": "arn:aws:kinesis:us-east-1:1:stream/s"}, "", ["dynamodb"]),  # type first
+        ({"arn": "arn:aws:dynamodb:us-east-1:1:table/t/stream/2024"}, "", ["dynamodb"]),
+        ({"arn": "arn:aws:kinesis:us-east-1:1:stream/s"}, "", ["kinesis"]),
+        ({"arn": {"Fn::GetAtt": ["Table", "StreamArn"]}}, "AWS::DynamoDB::Table", ["dynamodb"]),
+        ({"arn": {"Fn::GetAtt": ["Clicks", "Arn"]}}, "AWS::Kinesis::Stream", ["kinesis"]),
+        ({"arn": {"Fn::ImportValue": "elsewhere"}}, "", ["kinesis", "dynamodb"]),  # nothing tells
+    ],
+)
 def test_a_stream_is_told_kinesis_or_dynamodb_in_one_place(spec, resource_type, found):
     assert [source.name for source in registry.delivered_by("stream", spec, resource_type)] == found
 
@@ -87,4 +103,7 @@ def test_every_source_says_what_its_arns_look_like_and_how_the_local_stack_deliv
     for source in registry.all_sources():
         assert source.arn_service, source.name
         assert source.delivery == "" or source.delivery in DELIVERIES, source.name
-    assert {source.name for source in registry.all_sources() if not source.delivery} == {"kafka", "cloudwatch_logs"}
+    assert {source.name for source in registry.all_sources() if not source.delivery} == {
+        "kafka",
+        "cloudwatch_logs",
+    }

@@ -57,9 +57,28 @@ def test_partial_failure_reports_only_the_failed_message_and_processes_the_rest(
     assert error["error"] == "bad view 2"
     assert "Traceback" in error["traceback"] and "bad view 2" in error["traceback"]
     # exactly these fields: no requeue_error on a source that does not requeue
-    assert list(error) == ["timestamp", "level", "message", "function_name", "request_id", "trace_id", "record_id",
-                           "source", "outcome", "attempt", "duration_ms", "error_type", "error", "traceback"]
-    assert (error["message"], error["source"], error["outcome"], error["attempt"]) == ("record failed", "sqs", "failed", 1)
+    assert list(error) == [
+        "timestamp",
+        "level",
+        "message",
+        "function_name",
+        "request_id",
+        "trace_id",
+        "record_id",
+        "source",
+        "outcome",
+        "attempt",
+        "duration_ms",
+        "error_type",
+        "error",
+        "traceback",
+    ]
+    assert (error["message"], error["source"], error["outcome"], error["attempt"]) == (
+        "record failed",
+        "sqs",
+        "failed",
+        1,
+    )
 
 
 def test_all_failing_returns_every_id_and_does_not_raise(capfd):
@@ -133,7 +152,9 @@ def test_sns_envelope_with_undecodable_inner_message_fails(capfd):
         raise AssertionError("not called")
 
     event = sqs_event(sns_envelope("{oops", trace_id="env-2"))
-    assert handler(event, None) == {"batchItemFailures": [{"itemIdentifier": event["Records"][0]["messageId"]}]}
+    assert handler(event, None) == {
+        "batchItemFailures": [{"itemIdentifier": event["Records"][0]["messageId"]}]
+    }
     errors = of_level(read_lines(capfd), "ERROR")
     assert len(errors) == 1 and errors[0]["trace_id"] == "env-2"
 
@@ -236,7 +257,10 @@ def test_event_without_records_is_refused_with_one_error_line(capfd):
     def handler(message, context):
         raise AssertionError("not called")
 
-    with pytest.raises(UnsupportedEvent, match="sqs_handler cannot process a JSON object with keys not: sqs_handler processes an SQS event"):
+    with pytest.raises(
+        UnsupportedEvent,
+        match="sqs_handler cannot process a JSON object with keys not: sqs_handler processes an SQS event",
+    ):
         handler({"not": "sqs"}, None)
     errors = of_level(read_lines(capfd), "ERROR")
     assert len(errors) == 1 and errors[0]["error_type"] == "UnsupportedEvent"
@@ -275,18 +299,39 @@ def test_a_held_back_message_gets_one_warning_naming_it_and_its_group(capfd):
     for record in event["Records"]:
         record["attributes"]["MessageGroupId"] = "g-1"
     ids = [record["messageId"] for record in event["Records"]]
-    assert handler(event, None) == {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in ids]}
+    assert handler(event, None) == {
+        "batchItemFailures": [{"itemIdentifier": message_id} for message_id in ids]
+    }
     [held] = of_level(read_lines(capfd), "WARNING")
     assert held["message"] == "not processed: an earlier record of its group failed; it is retried in order"
-    assert (held["source"], held["record_id"], held["trace_id"], held["group"]) == ("sqs", ids[1], "t-2", "g-1")
+    assert (held["source"], held["record_id"], held["trace_id"], held["group"]) == (
+        "sqs",
+        ids[1],
+        "t-2",
+        "g-1",
+    )
 
 
 # --- what each record says about itself (the attempt, an unreadable record, an SNS envelope) -------
 
-@pytest.mark.parametrize(("receive_count", "attempt"), [
-    (1, 1), (2, 2), (5, 5), (12, 12), ("x", 1), ("0", 1), ("-3", 1), ("2.0", 1), ("²", 1),  # "²" is a digit int() refuses
-    ("9" * 18, 10**18 - 1), ("1" * 19, 1), ("1" * 5000, 1),  # beyond 18 digits no count: int() raises past 4,300
-])
+
+@pytest.mark.parametrize(
+    ("receive_count", "attempt"),
+    [
+        (1, 1),
+        (2, 2),
+        (5, 5),
+        (12, 12),
+        ("x", 1),
+        ("0", 1),
+        ("-3", 1),
+        ("2.0", 1),
+        ("²", 1),  # "²" is a digit int() refuses
+        ("9" * 18, 10**18 - 1),
+        ("1" * 19, 1),
+        ("1" * 5000, 1),  # beyond 18 digits no count: int() raises past 4,300
+    ],
+)
 def test_a_failed_messages_error_line_says_which_attempt_it_was(capfd, receive_count, attempt):
     @sqs_handler(metrics=False)
     def handler(message, context):
@@ -296,13 +341,18 @@ def test_a_failed_messages_error_line_says_which_attempt_it_was(capfd, receive_c
     event["Records"][0]["attributes"]["ApproximateReceiveCount"] = str(receive_count)
     handler(event, lambda_context())
     (error,) = of_level(read_lines(capfd), "ERROR")
-    assert error["message"] == "record failed" and error["attempt"] == attempt  # the message ran, whatever its count
+    assert (
+        error["message"] == "record failed" and error["attempt"] == attempt
+    )  # the message ran, whatever its count
 
 
-@pytest.mark.parametrize(("raw", "why"), [
-    ("not a record", "record is not a JSON object"),
-    ({"body": "{}"}, "record has no messageId"),
-])
+@pytest.mark.parametrize(
+    ("raw", "why"),
+    [
+        ("not a record", "record is not a JSON object"),
+        ({"body": "{}"}, "record has no messageId"),
+    ],
+)
 def test_an_unreadable_record_fails_as_sqs_with_its_raw_form_and_the_reason(capfd, raw, why):
     seen = []
 
@@ -311,7 +361,9 @@ def test_an_unreadable_record_fails_as_sqs_with_its_raw_form_and_the_reason(capf
         seen.append(message)
 
     good = sqs_record({"n": 1})
-    assert handler({"Records": [good, raw]}, lambda_context()) == {"batchItemFailures": [{"itemIdentifier": ""}]}
+    assert handler({"Records": [good, raw]}, lambda_context()) == {
+        "batchItemFailures": [{"itemIdentifier": ""}]
+    }
     assert seen == [{"n": 1}]
     (error,) = of_level(read_lines(capfd), "ERROR")
     assert (error["source"], error["payload"], error["error"]) == ("sqs", raw, why)
@@ -323,7 +375,9 @@ def test_a_body_that_is_not_json_fails_with_the_decoders_reason(capfd):
         raise AssertionError("never called")
 
     event = sqs_event("{not json", trace_id="t-bad")
-    assert handler(event, lambda_context()) == {"batchItemFailures": [{"itemIdentifier": event["Records"][0]["messageId"]}]}
+    assert handler(event, lambda_context()) == {
+        "batchItemFailures": [{"itemIdentifier": event["Records"][0]["messageId"]}]
+    }
     (error,) = of_level(read_lines(capfd), "ERROR")
     with pytest.raises(Exception) as decoding:
         codec.loads("{not json")
@@ -331,13 +385,16 @@ def test_a_body_that_is_not_json_fails_with_the_decoders_reason(capfd):
     assert error["payload"] == "{not json"
 
 
-@pytest.mark.parametrize(("doc", "unwrapped"), [
-    ({"Type": "Notification", "TopicArn": "arn:aws:sns:us-east-1:1:t", "Message": '{"a": 1}'}, True),
-    ({"Type": "Notification", "Message": '{"a": 1}'}, False),  # no TopicArn: a plain body
-    ({"Type": "Notification", "TopicArn": "arn:aws:sns:us-east-1:1:t"}, False),  # no Message
-    ({"Type": "Other", "TopicArn": "arn:aws:sns:us-east-1:1:t", "Message": '{"a": 1}'}, False),
-    ({"TopicArn": "arn:aws:sns:us-east-1:1:t", "Message": '{"a": 1}'}, False),
-])
+@pytest.mark.parametrize(
+    ("doc", "unwrapped"),
+    [
+        ({"Type": "Notification", "TopicArn": "arn:aws:sns:us-east-1:1:t", "Message": '{"a": 1}'}, True),
+        ({"Type": "Notification", "Message": '{"a": 1}'}, False),  # no TopicArn: a plain body
+        ({"Type": "Notification", "TopicArn": "arn:aws:sns:us-east-1:1:t"}, False),  # no Message
+        ({"Type": "Other", "TopicArn": "arn:aws:sns:us-east-1:1:t", "Message": '{"a": 1}'}, False),
+        ({"TopicArn": "arn:aws:sns:us-east-1:1:t", "Message": '{"a": 1}'}, False),
+    ],
+)
 def test_only_an_sns_notification_envelope_is_unwrapped(doc, unwrapped):
     seen = []
 
@@ -358,7 +415,9 @@ def test_an_sns_message_that_is_not_json_fails_with_the_decoders_reason(capfd):
     event = sqs_event(body, body, trace_id=[None, "t-sns"])  # the fallback id, and a trace id
     handler(event, lambda_context())
     errors = of_level(read_lines(capfd), "ERROR")
-    assert [line["payload"] for line in errors] == [record["body"] for record in event["Records"]]  # the body as received
+    assert [line["payload"] for line in errors] == [
+        record["body"] for record in event["Records"]
+    ]  # the body as received
     error = errors[0]
     with pytest.raises(Exception) as decoding:
         codec.loads("{not json")
@@ -374,7 +433,9 @@ def test_json_false_passes_an_undecodable_body_through_as_text():
 
     bodies = ["{not json", "plain", '{"TopicArn": "arn:aws:sns:us-east-1:1:t"}', '"TopicArn" {not json']
     assert handler(sqs_event(*bodies), lambda_context()) == {"batchItemFailures": []}
-    assert seen == bodies  # only an SNS envelope's Message is taken out of a body; the rest is the text as sent
+    assert (
+        seen == bodies
+    )  # only an SNS envelope's Message is taken out of a body; the rest is the text as sent
 
 
 def test_the_queues_own_traceparent_wins_over_the_one_in_an_sns_envelope():
@@ -385,8 +446,14 @@ def test_the_queues_own_traceparent_wins_over_the_one_in_an_sns_envelope():
         seen.append(current_trace_id())
 
     own, enveloped = "4bf92f3577b34da6a3ce929d0e0e4736", "0af7651916cd43dd8448eb211c80319c"
-    envelope = {"Type": "Notification", "TopicArn": "arn:aws:sns:us-east-1:1:t", "Message": '{"a": 1}',
-                "MessageAttributes": {"traceparent": {"Type": "String", "Value": f"00-{enveloped}-b7ad6b7169203331-01"}}}
+    envelope = {
+        "Type": "Notification",
+        "TopicArn": "arn:aws:sns:us-east-1:1:t",
+        "Message": '{"a": 1}',
+        "MessageAttributes": {
+            "traceparent": {"Type": "String", "Value": f"00-{enveloped}-b7ad6b7169203331-01"}
+        },
+    }
     event = sqs_event(envelope, message_attributes={"traceparent": f"00-{own}-00f067aa0ba902b7-01"})
     handler(event, lambda_context())
     del event["Records"][0]["messageAttributes"]["traceparent"]
@@ -401,7 +468,9 @@ def test_each_record_carries_its_raw_message_and_a_malformed_traceparent_is_warn
     def handler(message, context):
         raws.append(current_record().raw)
 
-    event = sqs_event({"n": 1}, {"n": 2}, trace_id=[None, "t-2"], message_attributes={"traceparent": "00-not-a-context"})
+    event = sqs_event(
+        {"n": 1}, {"n": 2}, trace_id=[None, "t-2"], message_attributes={"traceparent": "00-not-a-context"}
+    )
     handler(event, lambda_context())
     assert raws == event["Records"]
     warnings = of_level(read_lines(capfd), "WARNING")

@@ -58,7 +58,12 @@ def test_kinesis_stops_at_the_first_failure_and_does_not_call_later_records(capf
     assert len(errors) == 1 and errors[0]["trace_id"] == "k-2" and errors[0]["error_type"] == "ValueError"
     [stopped] = of_level(lines, "WARNING")
     assert stopped["message"] == "stopped the batch at the failed record; Lambda retries from it, in order"
-    assert (stopped["source"], stopped["record_id"], stopped["trace_id"], stopped["not_processed"]) == ("kinesis", failed, "k-2", 2)
+    assert (stopped["source"], stopped["record_id"], stopped["trace_id"], stopped["not_processed"]) == (
+        "kinesis",
+        failed,
+        "k-2",
+        2,
+    )
 
 
 def test_kinesis_all_failing_reports_the_first_record_only():
@@ -200,7 +205,9 @@ def test_dynamodb_trace_id_from_new_image_and_old_image_for_remove(capfd):
         new_image={"PK": "a", "SK": "b", "trace_id": "t-modify"},
         old_image={"PK": "a", "SK": "b", "trace_id": "t-old"},
     )
-    remove = dynamodb_record("REMOVE", keys={"PK": "a", "SK": "b"}, old_image={"PK": "a", "SK": "b", "trace_id": "t-removed"})
+    remove = dynamodb_record(
+        "REMOVE", keys={"PK": "a", "SK": "b"}, old_image={"PK": "a", "SK": "b", "trace_id": "t-removed"}
+    )
     missing = dynamodb_record("INSERT", new_image={"PK": "a", "SK": "c"})
     handler(dynamodb_stream_event(insert, modify, remove, missing), None)
     assert seen == [
@@ -211,7 +218,10 @@ def test_dynamodb_trace_id_from_new_image_and_old_image_for_remove(capfd):
     ]
     lines = read_lines(capfd)
     assert [line["trace_id"] for line in with_message(lines, "record received")] == [
-        "t-new", "t-modify", "t-removed", missing["eventID"]
+        "t-new",
+        "t-modify",
+        "t-removed",
+        missing["eventID"],
     ]
 
 
@@ -302,9 +312,13 @@ def stream_and_dlq(aws_endpoint, unique_name):
     sqs = boto3.client("sqs")
     stream = unique_name("clicks")
     kinesis.create_stream(StreamName=stream, ShardCount=1)
-    kinesis.get_waiter("stream_exists").wait(StreamName=stream, WaiterConfig={"Delay": 0.1, "MaxAttempts": 50})
+    kinesis.get_waiter("stream_exists").wait(
+        StreamName=stream, WaiterConfig={"Delay": 0.1, "MaxAttempts": 50}
+    )
     shard = kinesis.describe_stream(StreamName=stream)["StreamDescription"]["Shards"][0]["ShardId"]
-    iterator = kinesis.get_shard_iterator(StreamName=stream, ShardId=shard, ShardIteratorType="LATEST")["ShardIterator"]
+    iterator = kinesis.get_shard_iterator(StreamName=stream, ShardId=shard, ShardIteratorType="LATEST")[
+        "ShardIterator"
+    ]
     dlq_url = sqs.create_queue(QueueName=unique_name("clicks-dlq"))["QueueUrl"]
     reader = {"iterator": iterator}
 
@@ -344,7 +358,11 @@ def test_kinesis_requeue_puts_the_record_back_then_dead_letters_it(capfd, stream
 
     event = kinesis_event({"n": 1}, {"poison": True, "trace_id": "req-poison"}, {"n": 3}, stream=stream)
     assert handler(event, lambda_context()) == {"batchItemFailures": []}
-    assert [payload for payload, _ in calls] == [{"n": 1}, {"poison": True, "trace_id": "req-poison"}, {"n": 3}]
+    assert [payload for payload, _ in calls] == [
+        {"n": 1},
+        {"poison": True, "trace_id": "req-poison"},
+        {"n": 3},
+    ]
     (error,) = of_level(read_lines(capfd), "ERROR")
     assert (error["outcome"], error["attempt"], error["trace_id"]) == ("requeued", 1, "req-poison")
 
@@ -381,10 +399,15 @@ def test_kinesis_requeue_from_an_async_function_running_records_at_once(capfd, s
         if payload.get("poison"):
             raise ValueError("cannot count this view")
 
-    event = kinesis_event(*[{"n": n, "poison": n in (1, 4), "trace_id": f"t-{n}"} for n in range(6)], stream=stream)
+    event = kinesis_event(
+        *[{"n": n, "poison": n in (1, 4), "trace_id": f"t-{n}"} for n in range(6)], stream=stream
+    )
     assert handler(event, lambda_context()) == {"batchItemFailures": []}
     errors = of_level(read_lines(capfd), "ERROR")
-    assert sorted((line["trace_id"], line["outcome"]) for line in errors) == [("t-1", "requeued"), ("t-4", "requeued")]
+    assert sorted((line["trace_id"], line["outcome"]) for line in errors) == [
+        ("t-1", "requeued"),
+        ("t-4", "requeued"),
+    ]
     requeued = read_new()
     if len(requeued) < 2:
         requeued += read_new()
@@ -407,7 +430,9 @@ def test_kinesis_requeue_keeps_the_fallback_trace_id_of_the_first_try(capfd, str
     assert read["PartitionKey"] == first_trace
     assert handler({"Records": [_as_lambda_record(read, stream)]}, None) == {"batchItemFailures": []}
     assert seen == [(b"raw bytes", first_trace)] * 2
-    (message,) = sqs.receive_message(QueueUrl=dlq_url, MessageAttributeNames=["All"], WaitTimeSeconds=1)["Messages"]
+    (message,) = sqs.receive_message(QueueUrl=dlq_url, MessageAttributeNames=["All"], WaitTimeSeconds=1)[
+        "Messages"
+    ]
     assert message["MessageAttributes"]["trace_id"]["StringValue"] == first_trace
 
 
@@ -426,7 +451,8 @@ def test_kinesis_requeue_without_dead_letter_reports_the_record_as_failed(capfd,
     assert error["outcome"] == "failed" and error["error"] == "always"
     assert error["requeue_error"] == (
         "RuntimeError: on_failure='requeue' reached max_attempts but no dead_letter is configured "
-        "(pass dead_letter= or set LAMBDA_KIT_DEAD_LETTER); the record is reported as failed")
+        "(pass dead_letter= or set LAMBDA_KIT_DEAD_LETTER); the record is reported as failed"
+    )
 
 
 @pytest.mark.parametrize("how", ["queue url", "queue arn", "callable", "environment"])
@@ -435,9 +461,16 @@ def test_kinesis_dead_letter_destination_forms(capfd, aws_endpoint, unique_name,
 
     sqs = boto3.client("sqs")
     queue_url = sqs.create_queue(QueueName=unique_name("dlq"))["QueueUrl"]
-    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
     monkeypatch.delenv("LAMBDA_KIT_DEAD_LETTER", raising=False)
-    target = {"queue url": queue_url, "queue arn": queue_arn, "callable": lambda: queue_arn, "environment": None}[how]
+    target = {
+        "queue url": queue_url,
+        "queue arn": queue_arn,
+        "callable": lambda: queue_arn,
+        "environment": None,
+    }[how]
     if how == "environment":
         monkeypatch.setenv("LAMBDA_KIT_DEAD_LETTER", queue_url)
 
@@ -448,5 +481,7 @@ def test_kinesis_dead_letter_destination_forms(capfd, aws_endpoint, unique_name,
     assert handler(kinesis_event({"trace_id": "dl-1"}), None) == {"batchItemFailures": []}
     (error,) = of_level(read_lines(capfd), "ERROR")
     assert error["outcome"] == "dead_lettered"
-    (message,) = sqs.receive_message(QueueUrl=queue_url, MessageAttributeNames=["All"], WaitTimeSeconds=1)["Messages"]
+    (message,) = sqs.receive_message(QueueUrl=queue_url, MessageAttributeNames=["All"], WaitTimeSeconds=1)[
+        "Messages"
+    ]
     assert message["MessageAttributes"]["trace_id"]["StringValue"] == "dl-1"

@@ -48,8 +48,14 @@ def spans():
 
 
 def run(code: str) -> tuple[list[dict], list[dict], list[str]]:
-    script = SETUP + textwrap.dedent(code) + "\nprint('SPANS ' + json.dumps(spans()))\nprint('SENT ' + json.dumps(sent))\n"
-    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    script = (
+        SETUP
+        + textwrap.dedent(code)
+        + "\nprint('SPANS ' + json.dumps(spans()))\nprint('SENT ' + json.dumps(sent))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     lines, spans, sent = [], [], []
     for text in done.stdout.splitlines():
@@ -67,7 +73,9 @@ def test_one_record_is_a_child_of_its_producer_and_its_lines_carry_the_span():
     (span,) = spans
     assert span["name"] == "sqs process" and span["trace"] == "4bf92f3577b34da6a3ce929d0e0e4736"
     assert span["parent"] == "00f067aa0ba902b7" and span["links"] == []
-    assert span["attributes"]["lambda_kit.source"] == "sqs" and span["attributes"]["lambda_kit.outcome"] == "ok"
+    assert (
+        span["attributes"]["lambda_kit.source"] == "sqs" and span["attributes"]["lambda_kit.outcome"] == "ok"
+    )
     for line in lines:
         assert (line["otelTraceID"], line["otelSpanID"]) == (span["trace"], span["span"])
         assert line["dd.span_id"] == str(int(span["span"], 16))
@@ -89,7 +97,9 @@ def test_without_a_tracer_provider_nothing_of_opentelemetry_is_imported():
         "sqs_handler(lambda m, c: None)(sqs_event({'n': 1}, trace_id='t'), None)\n"
         "print('LOADED', [m for m in sys.modules if m.startswith('opentelemetry')])"
     )
-    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert done.stdout.splitlines()[-1] == "LOADED []"
 
 
@@ -97,7 +107,7 @@ def test_concurrent_async_records_each_get_their_own_span_and_lines():
     """An ``async def`` under ``max_concurrency``: every record's span and log lines are its own,
     although the records overlap on one event loop."""
     other = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-    lines, spans, sent = run(f'''
+    lines, spans, sent = run(f"""
 import asyncio
 
 @sqs_handler(max_concurrency=3)
@@ -108,9 +118,11 @@ async def concurrent(message, context):
         raise ValueError("boom")
 
 concurrent({{"Records": [record({{"n": 1}}), record({{"fail": 1}}, {other!r}), record({{"n": 3}})]}}, None)
-''')
+""")
     assert len(spans) == 3 and {s["name"] for s in spans} == {"sqs process"}
-    assert sorted(s["links"][0] for s in spans) == sorted(["4bf92f3577b34da6a3ce929d0e0e4736"] * 2 + ["0af7651916cd43dd8448eb211c80319c"])
+    assert sorted(s["links"][0] for s in spans) == sorted(
+        ["4bf92f3577b34da6a3ce929d0e0e4736"] * 2 + ["0af7651916cd43dd8448eb211c80319c"]
+    )
     assert sorted(s["status"] for s in spans) == ["ERROR", "UNSET", "UNSET"]
     by_span = {s["span"]: s for s in spans}
     for line in lines:  # each line names the span of the record it is about

@@ -57,16 +57,23 @@ log = get_logger("tests.tracing")
 
 # --- producers: the vendors write the context ----------------------------------------------------
 
+
 def otel_carrier(rng: random.Random) -> tuple[dict[str, str], otel_trace.SpanContext]:
-    context = otel_trace.SpanContext(rng.getrandbits(128) or 1, rng.getrandbits(64) or 1, is_remote=False,
-                                     trace_flags=otel_trace.TraceFlags(1))
+    context = otel_trace.SpanContext(
+        rng.getrandbits(128) or 1,
+        rng.getrandbits(64) or 1,
+        is_remote=False,
+        trace_flags=otel_trace.TraceFlags(1),
+    )
     carrier: dict[str, str] = {}
     W3C.inject(carrier, context=otel_trace.set_span_in_context(otel_trace.NonRecordingSpan(context)))
     return carrier, context
 
 
 def datadog_headers(rng: random.Random, bits: int = 128) -> tuple[dict[str, str], DatadogContext]:
-    context = DatadogContext(trace_id=rng.getrandbits(bits) or 1, span_id=rng.getrandbits(64) or 1, sampling_priority=1)
+    context = DatadogContext(
+        trace_id=rng.getrandbits(bits) or 1, span_id=rng.getrandbits(64) or 1, sampling_priority=1
+    )
     headers: dict[str, str] = {}
     HTTPPropagator.inject(context, headers)
     return {k: v for k, v in headers.items() if k.startswith("x-datadog-")}, context
@@ -78,6 +85,7 @@ def xray_header(rng: random.Random) -> str:
 
 
 # --- consumers: one event per source with the context where its producers put it ---------------
+
 
 def sqs_event_with(carrier, xray=None):
     record = sqs_record({"n": 1})
@@ -93,7 +101,8 @@ def sqs_event_with(carrier, xray=None):
 def sns_in_sqs_event_with(carrier, xray=None):
     envelope = json.loads(sns_envelope({"n": 1}))
     envelope["MessageAttributes"] = {
-        name: {"Type": "String", "Value": value if isinstance(value, str) else json.dumps(value)} for name, value in carrier.items()
+        name: {"Type": "String", "Value": value if isinstance(value, str) else json.dumps(value)}
+        for name, value in carrier.items()
     }
     return {"Records": [sqs_record(json.dumps(envelope))]}
 
@@ -102,7 +111,8 @@ def sns_event_with(carrier, xray=None):
     record = sns_record({"n": 1})
     record["Sns"]["MessageAttributes"] = {
         # _datadog as ddtrace publishes it on SNS: a Binary attribute, base64 in the event
-        name: {"Type": "String", "Value": value} if isinstance(value, str)
+        name: {"Type": "String", "Value": value}
+        if isinstance(value, str)
         else {"Type": "Binary", "Value": __import__("base64").b64encode(json.dumps(value).encode()).decode()}
         for name, value in carrier.items()
     }
@@ -118,7 +128,9 @@ def dynamodb_event_with(carrier, xray=None):
 
 
 def kafka_event_with(carrier, xray=None):
-    headers = {name: value if isinstance(value, str) else json.dumps(value) for name, value in carrier.items()}
+    headers = {
+        name: value if isinstance(value, str) else json.dumps(value) for name, value in carrier.items()
+    }
     return kafka_event({"n": 1}, headers=headers)
 
 
@@ -127,7 +139,9 @@ def eventbridge_event_with(carrier, xray=None):
 
 
 def api_event_with(carrier, xray=None):
-    headers = {name: value if isinstance(value, str) else json.dumps(value) for name, value in carrier.items()}
+    headers = {
+        name: value if isinstance(value, str) else json.dumps(value) for name, value in carrier.items()
+    }
     if xray is not None:
         headers["X-Amzn-Trace-Id"] = xray
     return api_event("POST", "/x", body={"n": 1}, headers=headers)
@@ -171,9 +185,13 @@ def test_w3c_traceparent_written_by_opentelemetry_is_read_on_every_source(source
     for line in lines:
         assert line["trace_id"] == line["otelTraceID"] == otel_trace.format_trace_id(extracted.trace_id)
         assert line["otelSpanID"] == otel_trace.format_span_id(extracted.span_id)
-        assert line["dd.trace_id"] == str(extracted.trace_id & LOW_64) and line["dd.span_id"] == str(extracted.span_id)
+        assert line["dd.trace_id"] == str(extracted.trace_id & LOW_64) and line["dd.span_id"] == str(
+            extracted.span_id
+        )
         # OpenTelemetry's X-Ray propagator reads the logged X-Ray id as the same trace
-        xray = AwsXRayPropagator().extract({"X-Amzn-Trace-Id": f"Root={line['xray_trace_id']};Parent={line['otelSpanID']};Sampled=1"})
+        xray = AwsXRayPropagator().extract(
+            {"X-Amzn-Trace-Id": f"Root={line['xray_trace_id']};Parent={line['otelSpanID']};Sampled=1"}
+        )
         assert otel_trace.get_current_span(xray).get_span_context().trace_id == produced.trace_id
 
 
@@ -186,7 +204,9 @@ def test_datadog_context_written_by_ddtrace_is_read_on_every_source(source, capf
     extracted = HTTPPropagator.extract(headers)
     assert extracted.trace_id == produced.trace_id  # 128 bits, through _dd.p.tid
     for line in lines:
-        assert line["trace_id"] == line["dd.trace_id"] == str(extracted.trace_id & LOW_64)  # as Datadog prints it
+        assert (
+            line["trace_id"] == line["dd.trace_id"] == str(extracted.trace_id & LOW_64)
+        )  # as Datadog prints it
         assert line["dd.span_id"] == str(extracted.span_id)
         assert line["otelTraceID"] == f"{extracted.trace_id:032x}"
 
@@ -196,7 +216,9 @@ def test_xray_header_written_by_the_xray_sdk_is_read(source, capfd):
     header = xray_header(random.Random(f"xray-{source}"))
     lines = run(source, {}, capfd, xray=header)
     parsed = TraceHeader.from_header_str(header)
-    otel = otel_trace.get_current_span(AwsXRayPropagator().extract({"X-Amzn-Trace-Id": header})).get_span_context()
+    otel = otel_trace.get_current_span(
+        AwsXRayPropagator().extract({"X-Amzn-Trace-Id": header})
+    ).get_span_context()
     for line in lines:
         assert line["trace_id"] == line["xray_trace_id"] == parsed.root
         assert line["otelTraceID"] == otel_trace.format_trace_id(otel.trace_id)
@@ -231,7 +253,11 @@ def test_the_order_is_traceparent_then_datadog_then_xray(capfd):
 @pytest.mark.parametrize("source", SOURCES)
 def test_malformed_context_is_never_used_and_gets_a_warning_line(source, capfd):
     bad = {"traceparent": "00-0AF7651916CD43DD8448EB211C80319C-B7AD6B7169203331-01\u2028"}
-    bad |= {"x-datadog-trace-id": "0"} if source in DATADOG_AS_HEADERS else {"_datadog": {"x-datadog-trace-id": "-5"}}
+    bad |= (
+        {"x-datadog-trace-id": "0"}
+        if source in DATADOG_AS_HEADERS
+        else {"_datadog": {"x-datadog-trace-id": "-5"}}
+    )
     lines = run(source, bad, capfd)
     warnings = of_level(lines, "WARNING")
     assert len(warnings) == 2, warnings
@@ -285,7 +311,7 @@ def test_traceparent_parsing_agrees_with_opentelemetry(value):
 @settings(max_examples=300, deadline=None)
 @given(st.sampled_from(TRACEPARENTS[:3]), st.integers(0, 60), st.sampled_from("0af-Z 9\t\nx"))
 def test_traceparent_parsing_agrees_with_opentelemetry_on_mutations(value, index, char):
-    mutated = value[:index] + char + value[index + 1:]
+    mutated = value[:index] + char + value[index + 1 :]
     assert ours(mutated) == otel_extracts(mutated)
 
 
@@ -301,27 +327,35 @@ XRAY_HEADERS = [
 def test_xray_parsing_agrees_with_the_xray_sdk_and_opentelemetry(header):
     context = parse_xray(header)
     sdk = TraceHeader.from_header_str(header)
-    otel = otel_trace.get_current_span(AwsXRayPropagator().extract({"X-Amzn-Trace-Id": header})).get_span_context()
+    otel = otel_trace.get_current_span(
+        AwsXRayPropagator().extract({"X-Amzn-Trace-Id": header})
+    ).get_span_context()
     assert context is not None and context.xray_trace_id == sdk.root
     assert f"{context.span_id:016x}" == sdk.parent and int(context.sampled) == sdk.sampled
     assert (context.trace_id, context.span_id) == (otel.trace_id, otel.span_id)
 
 
-@pytest.mark.parametrize("header", [
-    "Root=1-5759e988-bd862e3fe1be46a99427279;Parent=53995c3f42cd8ad8",  # 23 hex digits
-    "Root=1-5e66d96f-7491f09xmpl79d18acf3d050",  # AWS's documentation samples: not hex
-    "Root=2-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8",
-    "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad",
-    "Parent=53995c3f42cd8ad8;Sampled=1",
-])
+@pytest.mark.parametrize(
+    "header",
+    [
+        "Root=1-5759e988-bd862e3fe1be46a99427279;Parent=53995c3f42cd8ad8",  # 23 hex digits
+        "Root=1-5e66d96f-7491f09xmpl79d18acf3d050",  # AWS's documentation samples: not hex
+        "Root=2-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8",
+        "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad",
+        "Parent=53995c3f42cd8ad8;Sampled=1",
+    ],
+)
 def test_malformed_xray_headers_are_refused_as_opentelemetry_refuses_them(header):
-    otel = otel_trace.get_current_span(AwsXRayPropagator().extract({"X-Amzn-Trace-Id": header})).get_span_context()
+    otel = otel_trace.get_current_span(
+        AwsXRayPropagator().extract({"X-Amzn-Trace-Id": header})
+    ).get_span_context()
     assert parse_xray(header) is None and not otel.is_valid
 
 
 # --- the bounds of each format, read and passed on ----------------------------------------------------
 # What a record with these message attributes is traced by, and what goes on its next hop
 # (trace_headers()): the limits ddtrace and W3C set, on both sides of each.
+
 
 def traced_by(carrier: dict[str, str], capfd) -> tuple[dict, dict[str, str], list[dict]]:
     """(the function's log line, its outgoing trace headers, the WARNING lines), for an SQS message
@@ -340,11 +374,14 @@ def traced_by(carrier: dict[str, str], capfd) -> tuple[dict, dict[str, str], lis
     return line, sent[0], of_level(lines, "WARNING")
 
 
-@pytest.mark.parametrize(("carrier", "trace_id"), [
-    ({"x-datadog-trace-id": str(2**64 - 1), "x-datadog-parent-id": "1"}, str(2**64 - 1)),  # the largest
-    ({"x-datadog-trace-id": "5"}, "5"),  # no parent id: none, and the context is still read
-    ({"x-datadog-trace-id": "5", "x-datadog-parent-id": "7", "x-datadog-sampling-priority": "-1"}, "5"),
-])
+@pytest.mark.parametrize(
+    ("carrier", "trace_id"),
+    [
+        ({"x-datadog-trace-id": str(2**64 - 1), "x-datadog-parent-id": "1"}, str(2**64 - 1)),  # the largest
+        ({"x-datadog-trace-id": "5"}, "5"),  # no parent id: none, and the context is still read
+        ({"x-datadog-trace-id": "5", "x-datadog-parent-id": "7", "x-datadog-sampling-priority": "-1"}, "5"),
+    ],
+)
 def test_datadog_headers_at_their_bounds_are_read(carrier, trace_id, capfd):
     line, sent, warnings = traced_by(carrier, capfd)
     assert line["trace_id"] == line["dd.trace_id"] == trace_id and warnings == []
@@ -354,14 +391,17 @@ def test_datadog_headers_at_their_bounds_are_read(carrier, trace_id, capfd):
         assert sent["x-datadog-sampling-priority"] == "-1" and sent["traceparent"].endswith("-00")
 
 
-@pytest.mark.parametrize("carrier", [
-    {"x-datadog-trace-id": str(2**64)},  # beyond 64 bits
-    {"x-datadog-trace-id": "0"},
-    {"x-datadog-trace-id": "5", "x-datadog-parent-id": ""},  # present and empty: not "no parent"
-    {"x-datadog-trace-id": "5", "x-datadog-sampling-priority": "1.5"},
-    {"x-datadog-trace-id": "5", "x-datadog-tags": "_dd.p.tid=0000000000000000"},
-    {"x-datadog-trace-id": "5", "x-datadog-tags": "_dd.p.tid=ABC"},
-])
+@pytest.mark.parametrize(
+    "carrier",
+    [
+        {"x-datadog-trace-id": str(2**64)},  # beyond 64 bits
+        {"x-datadog-trace-id": "0"},
+        {"x-datadog-trace-id": "5", "x-datadog-parent-id": ""},  # present and empty: not "no parent"
+        {"x-datadog-trace-id": "5", "x-datadog-sampling-priority": "1.5"},
+        {"x-datadog-trace-id": "5", "x-datadog-tags": "_dd.p.tid=0000000000000000"},
+        {"x-datadog-trace-id": "5", "x-datadog-tags": "_dd.p.tid=ABC"},
+    ],
+)
 def test_datadog_headers_past_their_bounds_are_refused_with_a_warning(carrier, capfd):
     line, _, [warning] = traced_by(carrier, capfd)
     assert warning["message"] == "ignored an invalid x-datadog-* headers; reading the next place"
@@ -370,19 +410,27 @@ def test_datadog_headers_past_their_bounds_are_refused_with_a_warning(carrier, c
 
 def test_a_128_bit_datadog_trace_id_goes_on_with_its_tags_once(capfd):
     tags = "_dd.p.dm=-0,_dd.p.tid=00000000000000ab"
-    line, sent, _ = traced_by({"x-datadog-trace-id": "5", "x-datadog-parent-id": "7", "x-datadog-tags": tags}, capfd)
-    assert line["otelTraceID"] == f"{0xab:016x}{5:016x}"
+    line, sent, _ = traced_by(
+        {"x-datadog-trace-id": "5", "x-datadog-parent-id": "7", "x-datadog-tags": tags}, capfd
+    )
+    assert line["otelTraceID"] == f"{0xAB:016x}{5:016x}"
     assert sent["x-datadog-tags"] == tags
 
 
-@pytest.mark.parametrize(("tracestate", "passed_on"), [
-    ("dd=s:1,vendor=x", True),
-    ("v" * 512, True),
-    ("v" * 513, False),  # longer than W3C allows
-    ("a=b\x01", False),  # a control character
-])
+@pytest.mark.parametrize(
+    ("tracestate", "passed_on"),
+    [
+        ("dd=s:1,vendor=x", True),
+        ("v" * 512, True),
+        ("v" * 513, False),  # longer than W3C allows
+        ("a=b\x01", False),  # a control character
+    ],
+)
 def test_a_tracestate_goes_on_only_when_it_is_valid(tracestate, passed_on, capfd):
-    carrier = {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "tracestate": tracestate}
+    carrier = {
+        "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        "tracestate": tracestate,
+    }
     _, sent, _ = traced_by(carrier, capfd)
     assert sent.get("tracestate") == (tracestate if passed_on else None)
 

@@ -43,7 +43,12 @@ def w3c_of(carrier):
 
 def incoming_datadog(seed):
     rng = random.Random(seed)
-    context = DatadogContext(trace_id=rng.getrandbits(128), span_id=rng.getrandbits(64) or 1, sampling_priority=2, dd_origin="lambda")
+    context = DatadogContext(
+        trace_id=rng.getrandbits(128),
+        span_id=rng.getrandbits(64) or 1,
+        sampling_priority=2,
+        dd_origin="lambda",
+    )
     headers: dict[str, str] = {}
     HTTPPropagator.inject(context, headers)
     return {k: v for k, v in headers.items() if k.startswith("x-datadog-")}, context
@@ -51,8 +56,10 @@ def incoming_datadog(seed):
 
 def record_with(attributes):
     record = sqs_record({"go": 1})
-    record["messageAttributes"] = {k: {"stringValue": v if isinstance(v, str) else json.dumps(v), "dataType": "String"}
-                                   for k, v in attributes.items()}
+    record["messageAttributes"] = {
+        k: {"stringValue": v if isinstance(v, str) else json.dumps(v), "dataType": "String"}
+        for k, v in attributes.items()
+    }
     return {"Records": [record]}
 
 
@@ -67,7 +74,9 @@ def session(aws_endpoint):
 def receive(sqs, url, count=1):
     messages = []
     for _ in range(20):
-        got = sqs.receive_message(QueueUrl=url, MessageAttributeNames=["All"], MaxNumberOfMessages=10, WaitTimeSeconds=1)
+        got = sqs.receive_message(
+            QueueUrl=url, MessageAttributeNames=["All"], MaxNumberOfMessages=10, WaitTimeSeconds=1
+        )
         messages += got.get("Messages", [])
         if len(messages) >= count:
             return messages
@@ -107,9 +116,13 @@ def test_sqs_sns_kinesis_carry_a_w3c_context_opentelemetry_extracts(session, uni
     sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=raw_arn, Attributes={"RawMessageDelivery": "true"})
     stream = unique_name("w3c-stream")
     kinesis.create_stream(StreamName=stream, ShardCount=1)
-    kinesis.get_waiter("stream_exists").wait(StreamName=stream, WaiterConfig={"Delay": 0.1, "MaxAttempts": 50})
+    kinesis.get_waiter("stream_exists").wait(
+        StreamName=stream, WaiterConfig={"Delay": 0.1, "MaxAttempts": 50}
+    )
     shard = kinesis.describe_stream(StreamName=stream)["StreamDescription"]["Shards"][0]["ShardId"]
-    iterator = kinesis.get_shard_iterator(StreamName=stream, ShardId=shard, ShardIteratorType="LATEST")["ShardIterator"]
+    iterator = kinesis.get_shard_iterator(StreamName=stream, ShardId=shard, ShardIteratorType="LATEST")[
+        "ShardIterator"
+    ]
     traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
     state = "congo=t61rcWkgMzE"
 
@@ -124,8 +137,14 @@ def test_sqs_sns_kinesis_carry_a_w3c_context_opentelemetry_extracts(session, uni
     for message in [*receive(sqs, url), *receive(sqs, raw_url)]:
         carrier = {name: value["StringValue"] for name, value in message["MessageAttributes"].items()}
         sent = w3c_of(carrier)
-        assert (sent.trace_id, sent.span_id) == (incoming.trace_id, incoming.span_id)  # the producer's span stays the parent
-        assert carrier["trace_id"] == otel_trace.format_trace_id(incoming.trace_id) and carrier["tracestate"] == state
+        assert (sent.trace_id, sent.span_id) == (
+            incoming.trace_id,
+            incoming.span_id,
+        )  # the producer's span stays the parent
+        assert (
+            carrier["trace_id"] == otel_trace.format_trace_id(incoming.trace_id)
+            and carrier["tracestate"] == state
+        )
         assert "_datadog" not in carrier  # the incoming context was not Datadog's
     (put,) = kinesis.get_records(ShardIterator=iterator)["Records"]
     data = json.loads(put["Data"])
@@ -163,7 +182,8 @@ def test_eventbridge_and_step_functions_carry_the_context_in_their_json(session,
     events.put_rule(Name=rule, EventPattern=json.dumps({"source": ["tests"]}))
     events.put_targets(Rule=rule, Targets=[{"Id": "q", "Arn": arn}])
     machine = sfn.create_state_machine(
-        name=unique_name("machine"), roleArn="arn:aws:iam::123456789012:role/sfn",
+        name=unique_name("machine"),
+        roleArn="arn:aws:iam::123456789012:role/sfn",
         definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}),
     )["stateMachineArn"]
     headers, produced = incoming_datadog("eb")
@@ -297,8 +317,13 @@ print(json.dumps(sent))
 def test_a_datadog_context_goes_on_with_the_spans_128_bit_id_and_sampling(sampler, priority):
     # in a batch each record's span starts a trace of its own (linked to the producer's): a 128-bit
     # id, whose high bits Datadog carries in _dd.p.tid, beside the tags that came in
-    done = subprocess.run([sys.executable, "-c", OTEL_BATCH, sampler], capture_output=True, text=True, timeout=60,
-                          cwd=Path(__file__).resolve().parent.parent)
+    done = subprocess.run(
+        [sys.executable, "-c", OTEL_BATCH, sampler],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
     assert done.returncode == 0, done.stderr
     for headers in json.loads(done.stdout):
         trace_id = int(headers["traceparent"].split("-")[1], 16)
@@ -309,7 +334,10 @@ def test_a_datadog_context_goes_on_with_the_spans_128_bit_id_and_sampling(sample
 
 # --- what fits: SQS's ten attributes and 256 KiB, counted as SQS counts them ----------------------------
 
-def sent_attributes(session, capfd, attributes: dict, body: str = "b", trace_id: str = "t-1") -> tuple[dict, list[dict]]:
+
+def sent_attributes(
+    session, capfd, attributes: dict, body: str = "b", trace_id: str = "t-1"
+) -> tuple[dict, list[dict]]:
     """(the message attributes a send inside the handler put on the wire, the WARNING lines)."""
     sqs = session.client("sqs")
     sent = {}
@@ -323,8 +351,11 @@ def sent_attributes(session, capfd, attributes: dict, body: str = "b", trace_id:
     @sqs_handler
     def handler(message, context):
         with pytest.raises(RuntimeError):
-            sqs.send_message(QueueUrl="https://sqs.us-east-1.amazonaws.com/1/q", MessageBody=body,
-                             MessageAttributes=dict(attributes))
+            sqs.send_message(
+                QueueUrl="https://sqs.us-east-1.amazonaws.com/1/q",
+                MessageBody=body,
+                MessageAttributes=dict(attributes),
+            )
 
     capfd.readouterr()
     handler(record_with({"trace_id": trace_id}), None)
@@ -346,11 +377,15 @@ def test_a_message_already_over_ten_attributes_gets_none_of_ours(session, capfd)
 
 
 @pytest.mark.parametrize(("room", "written"), [(89, True), (88, False)])
-def test_the_size_limit_counts_the_body_and_each_attributes_name_type_and_value(session, capfd, room, written):
+def test_the_size_limit_counts_the_body_and_each_attributes_name_type_and_value(
+    session, capfd, room, written
+):
     # ours: trace_id (8 + "String" 6 + "t-1" 3) and traceparent (11 + 6 + 55): 89 bytes
     sent, warnings = sent_attributes(session, capfd, {}, body="x" * (256 * 1024 - room))
     assert ("traceparent" in sent) == written
-    assert [warning["not_written"] for warning in warnings] == ([] if written else [["trace_id", "traceparent"]])
+    assert [warning["not_written"] for warning in warnings] == (
+        [] if written else [["trace_id", "traceparent"]]
+    )
 
 
 def test_a_client_context_keeps_what_the_caller_put_in_custom(session):

@@ -372,7 +372,9 @@ API_SHAPES = 5  # get_order's test runs once per front door
 
 def _functions_module() -> str:
     decorators = ", ".join(sorted({f.decorator for f in USER_FUNCTIONS}))
-    imports = sorted({line for f in USER_FUNCTIONS for line in f.imports} | {f"from lambda_kit import {decorators}"})
+    imports = sorted(
+        {line for f in USER_FUNCTIONS for line in f.imports} | {f"from lambda_kit import {decorators}"}
+    )
     body = "\n\n\n".join(textwrap.dedent(f.source).strip() for f in USER_FUNCTIONS)
     return "\n".join(imports) + f"\n\n\n{body}\n"
 
@@ -388,7 +390,9 @@ def _serverless_yml() -> str:
     for f in USER_FUNCTIONS:
         lines += [f"  {f.name}:", f"    handler: handlers/functions.{f.name}"]
         if f.asynchronous:
-            lines.append(f"    destinations: {{onFailure: 'arn:aws:sqs:us-east-1:123456789012:{f.name}-failed'}}")
+            lines.append(
+                f"    destinations: {{onFailure: 'arn:aws:sqs:us-east-1:123456789012:{f.name}-failed'}}"
+            )
         lines += ["    events:", f"      - {f.event}"]
     return "\n".join(lines) + "\n"
 
@@ -424,7 +428,7 @@ def _set_up(base: Path) -> dict[str, Any]:
     probe = run([str(python), "-c", MODEL_PROBE], base, env)
     hint = probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else ""
     assert "pip install" in hint, f"model= without pydantic should name the extra to install:\n{probe.stderr}"
-    extra = checked(run(pip(python, shlex.split(hint[hint.index("pip install"):])), base, env))
+    extra = checked(run(pip(python, shlex.split(hint[hint.index("pip install") :])), base, env))
     # the user's own test runner, as their project would have it (not lambda_kit's dev extra)
     runner = checked(run(pip(python, ["pip", "install", "pytest"]), base, env))
     project = base / "project"
@@ -464,8 +468,12 @@ def test_the_wheel_holds_lambda_kit_py_typed_and_the_service_templates_only(inst
     assert "lambda_kit/py.typed" in names
     # every module of the checkout's lambda_kit and the templates of `lambda-kit new`, and nothing
     # else (no other data, no bytecode, no tests)
-    modules = {str(p.relative_to(ROOT)) for p in (ROOT / "lambda_kit").rglob("*.py") if "__pycache__" not in p.parts}
-    templates = {str(p.relative_to(ROOT)) for p in (ROOT / "lambda_kit" / "cli" / "templates").rglob("*.tmpl")}
+    modules = {
+        str(p.relative_to(ROOT)) for p in (ROOT / "lambda_kit").rglob("*.py") if "__pycache__" not in p.parts
+    }
+    templates = {
+        str(p.relative_to(ROOT)) for p in (ROOT / "lambda_kit" / "cli" / "templates").rglob("*.tmpl")
+    }
     assert "lambda_kit/cli/templates/serverless.yml.tmpl" in templates
     assert set(names) - set(metadata) == modules | templates | {"lambda_kit/py.typed"}
     assert {n.split("/", 1)[0] for n in metadata} == {"lambda_event_kit-0.1.0.dist-info"}
@@ -485,10 +493,19 @@ def test_the_base_install_has_no_dependency_and_names_its_extras(installed):
 
 
 def test_the_base_install_brings_nothing_but_lambda_event_kit(installed):
-    assert sorted(set(installed["base_packages"]) - {"pip", "setuptools"}) == [DISTRIBUTION], installed["base_packages"]
+    assert sorted(set(installed["base_packages"]) - {"pip", "setuptools"}) == [DISTRIBUTION], installed[
+        "base_packages"
+    ]
     # nor do the pydantic extra and pytest, installed since: the CLI below runs without `local`
-    found = run([installed["python"], "-c", "import importlib.util as u; print([m for m in ('yaml', 'boto3', 'botocore', 'moto') if u.find_spec(m)])"],
-                 Path(installed["bin"]), installed["env"])
+    found = run(
+        [
+            installed["python"],
+            "-c",
+            "import importlib.util as u; print([m for m in ('yaml', 'boto3', 'botocore', 'moto') if u.find_spec(m)])",
+        ],
+        Path(installed["bin"]),
+        installed["env"],
+    )
     assert found.stdout.strip() == "[]", found.stdout + found.stderr
 
 
@@ -503,14 +520,27 @@ def test_model_on_the_base_install_names_the_extra_that_worked(installed):
     probe = installed["model_probe"]
     assert probe["returncode"] == 1
     last = probe["stderr"].strip().splitlines()[-1]
-    assert last == "lambda_kit.extras.MissingExtra: model= needs pydantic: pip install 'lambda-event-kit[pydantic]'", probe["stderr"]
+    assert (
+        last
+        == "lambda_kit.extras.MissingExtra: model= needs pydantic: pip install 'lambda-event-kit[pydantic]'"
+    ), probe["stderr"]
 
 
 # --- the user's project -----------------------------------------------------------------------------
 
 
 def test_the_users_project_passes_its_tests_in_the_venv(installed):
-    command = [installed["python"], "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "error::DeprecationWarning", "tests"]
+    command = [
+        installed["python"],
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-W",
+        "error::DeprecationWarning",
+        "tests",
+    ]
     result = run(command, Path(installed["project"]), installed["env"])
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert f"{len(USER_FUNCTIONS) - 1 + API_SHAPES} passed" in result.stdout, result.stdout[-2000:]
@@ -523,7 +553,9 @@ def test_the_users_serverless_yml_passes_lambda_kit_check_with_the_local_extra(i
     check = Path(sys.executable).parent / "lambda-kit"
     result = run([str(check), "check", "serverless.yml"], Path(installed["project"]), installed["env"])
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.startswith(f"lambda-kit check ok: serverless.yml: {len(USER_FUNCTIONS)} functions, 0 errors"), result.stdout
+    assert result.stdout.startswith(
+        f"lambda-kit check ok: serverless.yml: {len(USER_FUNCTIONS)} functions, 0 errors"
+    ), result.stdout
 
 
 def test_lambda_kit_comes_from_the_venv_and_leaves_the_users_handlers_alone(installed):
@@ -548,13 +580,23 @@ def test_lambda_kit_comes_from_the_venv_and_leaves_the_users_handlers_alone(inst
     assert found["handlers_before"] is False  # lambda_kit never imports handlers
     assert found["handlers"] == str(Path(installed["project"]) / "handlers" / "__init__.py")
     # and the venv has no `handlers` of its own to offer anyone
-    elsewhere = run([installed["python"], "-c", "import importlib.util; print(importlib.util.find_spec('handlers'))"], Path(installed["bin"]), installed["env"])
+    elsewhere = run(
+        [installed["python"], "-c", "import importlib.util; print(importlib.util.find_spec('handlers'))"],
+        Path(installed["bin"]),
+        installed["env"],
+    )
     assert elsewhere.stdout.strip() == "None"
 
 
 # --- every CLI command on the base install ----------------------------------------------------------
 
-LOG_LINE = {"timestamp": "2024-05-01T10:00:00.000Z", "level": "INFO", "message": "record received", "function_name": "user-project-dev-take_order", "trace_id": "T-user"}
+LOG_LINE = {
+    "timestamp": "2024-05-01T10:00:00.000Z",
+    "level": "INFO",
+    "message": "record received",
+    "function_name": "user-project-dev-take_order",
+    "trace_id": "T-user",
+}
 
 COMMANDS = [
     # (argv, works on the base install)
@@ -593,7 +635,9 @@ def test_each_cli_command_works_or_names_its_extra(installed, argv, works):
 
 
 def test_every_command_lambda_kit_help_lists_is_tried_above(installed):
-    result = run([str(Path(installed["bin"]) / "lambda-kit"), "--help"], Path(installed["project"]), installed["env"])
+    result = run(
+        [str(Path(installed["bin"]) / "lambda-kit"), "--help"], Path(installed["project"]), installed["env"]
+    )
     assert (result.returncode, result.stderr) == (0, "")
     listed = re.findall(r"^    (\w+) ", result.stdout, re.MULTILINE)  # argparse's subcommand lines
     assert listed and sorted(listed) == sorted({argv[0] for argv, _ in COMMANDS}), result.stdout
@@ -601,6 +645,10 @@ def test_every_command_lambda_kit_help_lists_is_tried_above(installed):
 
 @pytest.mark.parametrize("command", sorted({argv[0] for argv, _ in COMMANDS}))
 def test_each_cli_command_has_help_on_the_base_install(installed, command):
-    result = run([str(Path(installed["bin"]) / "lambda-kit"), command, "--help"], Path(installed["project"]), installed["env"])
+    result = run(
+        [str(Path(installed["bin"]) / "lambda-kit"), command, "--help"],
+        Path(installed["project"]),
+        installed["env"],
+    )
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout.startswith(f"usage: lambda-kit {command}")

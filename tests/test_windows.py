@@ -69,20 +69,42 @@ def test_the_window_is_current_while_the_batch_runs_and_gone_after():
     @stream_handler(log_event=False, log_result=False)
     def handler(payload, context):
         window = current_window()
-        seen.append((window.start, window.end, window.shard_id, window.event_source_arn, window.is_final,
-                     window.terminated_early, current_record().id))
+        seen.append(
+            (
+                window.start,
+                window.end,
+                window.shard_id,
+                window.event_source_arn,
+                window.is_final,
+                window.terminated_early,
+                current_record().id,
+            )
+        )
 
-    event = tumbling_window(kinesis_event({"n": 1}, stream="views"), start="2020-12-09T07:04:00Z", seconds=120)
+    event = tumbling_window(
+        kinesis_event({"n": 1}, stream="views"), start="2020-12-09T07:04:00Z", seconds=120
+    )
     handler(event, None)
     utc = UTC
-    assert seen == [(datetime(2020, 12, 9, 7, 4, tzinfo=utc), datetime(2020, 12, 9, 7, 6, tzinfo=utc), "shardId-000000000000",
-                     "arn:aws:kinesis:us-east-1:123456789012:stream/views", False, False, seq(event, 0))]
+    assert seen == [
+        (
+            datetime(2020, 12, 9, 7, 4, tzinfo=utc),
+            datetime(2020, 12, 9, 7, 6, tzinfo=utc),
+            "shardId-000000000000",
+            "arn:aws:kinesis:us-east-1:123456789012:stream/views",
+            False,
+            False,
+            seq(event, 0),
+        )
+    ]
     assert current_window() is None
 
 
 def test_no_window_on_a_stream_without_tumbling_window():
     seen = []
-    handler = stream_handler(log_event=False, log_result=False)(lambda payload, context: seen.append(current_window()))
+    handler = stream_handler(log_event=False, log_result=False)(
+        lambda payload, context: seen.append(current_window())
+    )
     assert handler(kinesis_event({"n": 1}), None) == {"batchItemFailures": []}  # no state key either
     assert seen == [None]
 
@@ -113,15 +135,21 @@ def test_dynamodb_streams_windows_too():
         if change["event_name"] == "REMOVE":
             raise RuntimeError("cannot count removals")
 
-    event = tumbling_window(dynamodb_stream_event(
-        dynamodb_record("INSERT", keys={"PK": "a"}, new_image={"PK": "a"}),
-        dynamodb_record("MODIFY", keys={"PK": "a"}, new_image={"PK": "a"}),
-        dynamodb_record("REMOVE", keys={"PK": "a"}, old_image={"PK": "a"}),
-        dynamodb_record("INSERT", keys={"PK": "b"}, new_image={"PK": "b"}),
-    ), {"INSERT": 5})
+    event = tumbling_window(
+        dynamodb_stream_event(
+            dynamodb_record("INSERT", keys={"PK": "a"}, new_image={"PK": "a"}),
+            dynamodb_record("MODIFY", keys={"PK": "a"}, new_image={"PK": "a"}),
+            dynamodb_record("REMOVE", keys={"PK": "a"}, old_image={"PK": "a"}),
+            dynamodb_record("INSERT", keys={"PK": "b"}, new_image={"PK": "b"}),
+        ),
+        {"INSERT": 5},
+    )
     failed = event["Records"][2]["dynamodb"]["SequenceNumber"]
     assert event["shardId"].startswith("shardId-")
-    assert handler(event, None) == {"state": {"INSERT": 6, "MODIFY": 1}, "batchItemFailures": [{"itemIdentifier": failed}]}
+    assert handler(event, None) == {
+        "state": {"INSERT": 6, "MODIFY": 1},
+        "batchItemFailures": [{"itemIdentifier": failed}],
+    }
     assert calls == ["INSERT", "MODIFY", "REMOVE"]
 
 
@@ -131,7 +159,10 @@ def test_dynamodb_streams_windows_too():
 def test_a_failed_record_leaves_no_change_in_the_state_and_the_batch_stops_there(capfd):
     handler, calls = counting()
     event = tumbling_window(kinesis_event({"n": 1}, {"n": 2, "boom": True}, {"n": 3}), {"sum": 0})
-    assert handler(event, None) == {"state": {"sum": 1, "seen": [1]}, "batchItemFailures": [{"itemIdentifier": seq(event, 1)}]}
+    assert handler(event, None) == {
+        "state": {"sum": 1, "seen": [1]},
+        "batchItemFailures": [{"itemIdentifier": seq(event, 1)}],
+    }
     assert [c["n"] for c in calls] == [1, 2]  # Lambda resumes from record 2 with this state
     [error] = of_level(read_lines(capfd), "ERROR")
     assert error["error"] == "boom after changing the state"
@@ -153,30 +184,45 @@ def test_an_undone_state_is_restored_in_place_for_a_function_keeping_a_reference
 
 
 @pytest.mark.parametrize("codec_name", ["orjson", "ujson"])
-@pytest.mark.parametrize(("poison", "why"), [
-    ("set", "after this record the window state is not JSON: it holds a set at ['bad']"),
-    ("huge", "bytes of JSON, over Lambda's 1048576-byte limit"),
-])
+@pytest.mark.parametrize(
+    ("poison", "why"),
+    [
+        ("set", "after this record the window state is not JSON: it holds a set at ['bad']"),
+        ("huge", "bytes of JSON, over Lambda's 1048576-byte limit"),
+    ],
+)
 def test_a_record_that_leaves_a_state_lambda_cannot_take_fails_itself(capfd, codec_name, poison, why):
     handler, calls = counting()
     with using_codec(codec_name):
         event = tumbling_window(kinesis_event({"n": 1}, {"n": 2, "poison": poison}, {"n": 3}), {"sum": 0})
         response = handler(event, None)
-    assert response == {"state": {"sum": 1, "seen": [1]}, "batchItemFailures": [{"itemIdentifier": seq(event, 1)}]}
+    assert response == {
+        "state": {"sum": 1, "seen": [1]},
+        "batchItemFailures": [{"itemIdentifier": seq(event, 1)}],
+    }
     assert len(calls) == 2
     [error] = of_level(read_lines(capfd), "ERROR")
-    assert error["error_type"] == "WindowStateError" and why in error["error"] and "its changes are undone" in error["error"]
+    assert (
+        error["error_type"] == "WindowStateError"
+        and why in error["error"]
+        and "its changes are undone" in error["error"]
+    )
 
 
 @pytest.mark.parametrize("codec_name", ["orjson", "ujson"])
-@pytest.mark.parametrize(("value", "holds"), [
-    (math.nan, "nan at ['x'], which JSON cannot hold"),
-    (-math.inf, "-inf at ['x'], which JSON cannot hold"),
-    ({1: "int key"}, "an int key 1 at ['x']"),
-    (2**70, "an integer beyond 64 bits at ['x']"),
-    (b"bytes", "a bytes at ['x']"),
-])
-def test_a_value_json_cannot_hold_exactly_fails_its_record_under_either_codec(capfd, codec_name, value, holds):
+@pytest.mark.parametrize(
+    ("value", "holds"),
+    [
+        (math.nan, "nan at ['x'], which JSON cannot hold"),
+        (-math.inf, "-inf at ['x'], which JSON cannot hold"),
+        ({1: "int key"}, "an int key 1 at ['x']"),
+        (2**70, "an integer beyond 64 bits at ['x']"),
+        (b"bytes", "a bytes at ['x']"),
+    ],
+)
+def test_a_value_json_cannot_hold_exactly_fails_its_record_under_either_codec(
+    capfd, codec_name, value, holds
+):
     """orjson writes NaN as null, ujson turns an int key into a string: neither slips through."""
 
     @stream_handler(log_event=False, log_result=False)
@@ -189,7 +235,9 @@ def test_a_value_json_cannot_hold_exactly_fails_its_record_under_either_codec(ca
     assert response == {"state": {"kept": True}, "batchItemFailures": [{"itemIdentifier": seq(event, 0)}]}
     [line] = of_level(read_lines(capfd), "ERROR")
     assert line["error_type"] == "WindowStateError"
-    assert line["error"].startswith(f"after this record the window state is not JSON: it holds {holds}; its changes are undone")
+    assert line["error"].startswith(
+        f"after this record the window state is not JSON: it holds {holds}; its changes are undone"
+    )
 
 
 def test_a_tuple_in_the_state_goes_back_as_the_json_array_it_is():
@@ -212,7 +260,10 @@ def test_a_state_changed_outside_any_record_is_checked_before_it_goes_back(capfd
     def handler(payload, context):
         return payload
 
-    with pytest.raises(WindowStateError, match=r"the window state is not JSON: it holds nan at \['total'\], which JSON cannot hold: the invocation fails"):
+    with pytest.raises(
+        WindowStateError,
+        match=r"the window state is not JSON: it holds nan at \['total'\], which JSON cannot hold: the invocation fails",
+    ):
         handler(tumbling_window(kinesis_event({"n": 1}), {}), None)
     [line] = of_level(read_lines(capfd), "ERROR")
     assert line["message"] == "window state not returned"
@@ -227,10 +278,15 @@ def test_a_commit_failure_after_the_state_changed_fails_the_invocation(capfd):
 
     handler, _ = counting(commit=commit)
     event = tumbling_window(kinesis_event({"n": 1}, {"n": 2}, {"n": 3}), {"sum": 0})
-    with pytest.raises(WindowStateError, match="records after the failed one changed the window state: the invocation fails"):
+    with pytest.raises(
+        WindowStateError, match="records after the failed one changed the window state: the invocation fails"
+    ):
         handler(event, None)
     lines = read_lines(capfd)
-    assert [line["message"] for line in of_level(lines, "ERROR")] == ["record failed at commit", "window state not returned"]
+    assert [line["message"] for line in of_level(lines, "ERROR")] == [
+        "record failed at commit",
+        "window state not returned",
+    ]
 
 
 def test_a_commit_that_succeeds_keeps_the_batch_state():
@@ -260,14 +316,20 @@ def test_a_failure_that_changed_nothing_is_reported_with_the_state():
         current_window().state["last"] = payload["n"]
 
     event = tumbling_window(kinesis_event({"n": 1}, {"n": 2}), {})
-    assert handler(event, None) == {"state": {"last": 1}, "batchItemFailures": [{"itemIdentifier": seq(event, 1)}]}
+    assert handler(event, None) == {
+        "state": {"last": 1},
+        "batchItemFailures": [{"itemIdentifier": seq(event, 1)}],
+    }
 
 
 def test_an_undecodable_record_is_reported_with_the_state_before_it():
     handler, calls = counting()
     event = tumbling_window(kinesis_event({"n": 1}, {"n": 2}), {"sum": 0})
     event["Records"][1]["kinesis"]["data"] = "!!"
-    assert handler(event, None) == {"state": {"sum": 1, "seen": [1]}, "batchItemFailures": [{"itemIdentifier": seq(event, 1)}]}
+    assert handler(event, None) == {
+        "state": {"sum": 1, "seen": [1]},
+        "batchItemFailures": [{"itemIdentifier": seq(event, 1)}],
+    }
 
 
 def test_log_events_of_one_kinesis_record_share_its_checkpoint(capfd):
@@ -286,7 +348,9 @@ def test_log_events_of_one_kinesis_record_share_its_checkpoint(capfd):
     apart = tumbling_window({"Records": [kinesis_log_record("ok"), kinesis_log_record("fail")]}, {})
     response = handler(apart, None)  # in records of their own, the failed one is reported alone
     assert len(response["state"]) == 1
-    assert response["batchItemFailures"] == [{"itemIdentifier": apart["Records"][1]["kinesis"]["sequenceNumber"]}]
+    assert response["batchItemFailures"] == [
+        {"itemIdentifier": apart["Records"][1]["kinesis"]["sequenceNumber"]}
+    ]
 
 
 # --- on_window_end: the window's last invocation ------------------------------------------------------
@@ -294,12 +358,18 @@ def test_log_events_of_one_kinesis_record_share_its_checkpoint(capfd):
 
 def test_on_window_end_runs_once_after_the_records_of_the_last_invocation(capfd):
     ended = []
-    handler, calls = counting(on_window_end=lambda window: ended.append((dict(window.state), window.is_final)) or "published")
+    handler, calls = counting(
+        on_window_end=lambda window: ended.append((dict(window.state), window.is_final)) or "published"
+    )
     event = tumbling_window(kinesis_event({"n": 2}), {"sum": 40, "seen": []}, final=True)
     assert handler(event, None) == {"state": {"sum": 42, "seen": [2]}, "batchItemFailures": []}
     assert ended == [({"sum": 42, "seen": [2]}, True)]
     [line] = with_message(read_lines(capfd), "window ended")
-    assert line["result"] == "published" and line["is_final"] is True and line["window_start"] == "2024-05-21T10:00:00Z"
+    assert (
+        line["result"] == "published"
+        and line["is_final"] is True
+        and line["window_start"] == "2024-05-21T10:00:00Z"
+    )
 
 
 def test_on_window_end_runs_on_a_last_invocation_without_records():
@@ -326,7 +396,10 @@ def test_on_window_end_that_fails_makes_the_invocation_fail(capfd):
     with pytest.raises(ConnectionError):
         handler(tumbling_window(kinesis_event({"n": 1}), {}, final=True), None)
     [line] = of_level(read_lines(capfd), "ERROR")
-    assert line["message"] == "window end failed; Lambda retries the invocation" and line["error_type"] == "ConnectionError"
+    assert (
+        line["message"] == "window end failed; Lambda retries the invocation"
+        and line["error_type"] == "ConnectionError"
+    )
     assert line["trace_id"] == "shardId-000000000000:2024-05-21T10:00:00Z"
 
 
@@ -336,7 +409,10 @@ def test_a_failed_record_in_the_last_invocation_fails_it_without_ending_the_wind
     with pytest.raises(ValueError, match="boom"):
         handler(tumbling_window(kinesis_event({"n": 1}, {"n": 2, "boom": True}), {}, final=True), None)
     assert ended == []
-    assert with_message(read_lines(capfd), "window end not run: a record of the window's last invocation failed; Lambda retries the invocation")
+    assert with_message(
+        read_lines(capfd),
+        "window end not run: a record of the window's last invocation failed; Lambda retries the invocation",
+    )
 
 
 def test_on_window_end_may_be_async_but_nothing_but_a_function(capfd):
@@ -364,14 +440,26 @@ def test_on_window_end_may_be_async_but_nothing_but_a_function(capfd):
 # --- malformed windows ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("change", "why"), [
-    ({"window": "2020"}, "the event's window is not an object with start and end"),
-    ({"window": {"start": "yesterday", "end": "2020-12-09T07:06:00Z"}}, "the event's window.start is 'yesterday', not an ISO 8601 time"),
-    ({"window": {"start": "2020-12-09T07:04:00Z"}}, "the event's window.end is None, not an ISO 8601 time"),
-    ({"state": ["a"]}, "the event's state is a list, not a JSON object"),
-    ({"isFinalInvokeForWindow": "true"}, "the event's isFinalInvokeForWindow is 'true', not true or false"),
-    ({"shardId": 6}, "the event's shardId is a int, not text"),
-])
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"window": "2020"}, "the event's window is not an object with start and end"),
+        (
+            {"window": {"start": "yesterday", "end": "2020-12-09T07:06:00Z"}},
+            "the event's window.start is 'yesterday', not an ISO 8601 time",
+        ),
+        (
+            {"window": {"start": "2020-12-09T07:04:00Z"}},
+            "the event's window.end is None, not an ISO 8601 time",
+        ),
+        ({"state": ["a"]}, "the event's state is a list, not a JSON object"),
+        (
+            {"isFinalInvokeForWindow": "true"},
+            "the event's isFinalInvokeForWindow is 'true', not true or false",
+        ),
+        ({"shardId": 6}, "the event's shardId is a int, not text"),
+    ],
+)
 def test_a_malformed_window_fails_the_invocation_with_one_clear_line(capfd, change, why):
     handler, calls = counting()
     event = {**tumbling_window(kinesis_event({"n": 1}), {}), **change}
@@ -379,7 +467,11 @@ def test_a_malformed_window_fails_the_invocation_with_one_clear_line(capfd, chan
         handler(event, None)
     assert str(failed.value) == why and calls == []
     [line] = read_lines(capfd)
-    assert line["level"] == "ERROR" and line["message"] == "event not processed: malformed tumbling window" and line["error"] == why
+    assert (
+        line["level"] == "ERROR"
+        and line["message"] == "event not processed: malformed tumbling window"
+        and line["error"] == why
+    )
 
 
 def test_a_received_state_that_cannot_be_encoded_fails_the_records_that_read_it(capfd):
@@ -389,14 +481,21 @@ def test_a_received_state_that_cannot_be_encoded_fails_the_records_that_read_it(
         response = handler(event, None)
     assert response == {"state": {"huge": 2**70}, "batchItemFailures": [{"itemIdentifier": seq(event, 0)}]}
     [line] = of_level(read_lines(capfd), "ERROR")
-    assert "the window state Lambda sent cannot be encoded: it holds an integer beyond 64 bits at ['huge']" in line["error"]
+    assert (
+        "the window state Lambda sent cannot be encoded: it holds an integer beyond 64 bits at ['huge']"
+        in line["error"]
+    )
 
 
 # --- AWS's sample response shape ---------------------------------------------------------------------------
 
 
 def test_the_response_is_awss_time_window_event_response():
-    sample = json.loads((Path(__file__).parent / "events" / "kinesis" / "time-window-response.aws-lambda-java.json").read_text())
+    sample = json.loads(
+        (
+            Path(__file__).parent / "events" / "kinesis" / "time-window-response.aws-lambda-java.json"
+        ).read_text()
+    )
 
     @stream_handler(log_event=False, log_result=False)
     def handler(payload, context):
@@ -417,10 +516,17 @@ def test_kpl_user_records_are_checkpointed_by_their_aggregate():
     from lambda_kit.testing import kinesis_kpl_record
 
     handler, calls = counting()
-    first, second = kinesis_kpl_record({"n": 1}, {"n": 2}), kinesis_kpl_record({"n": 3, "boom": True}, {"n": 4})
+    first, second = (
+        kinesis_kpl_record({"n": 1}, {"n": 2}),
+        kinesis_kpl_record({"n": 3, "boom": True}, {"n": 4}),
+    )
     response = handler(tumbling_window({"Records": [first, second]}, {}), None)
-    assert response == {"state": {"sum": 3, "seen": [1, 2]},
-                        "batchItemFailures": [{"itemIdentifier": second["kinesis"]["sequenceNumber"]}]}
-    late = kinesis_kpl_record({"n": 5}, {"n": 6, "boom": True})  # the failed one's aggregate already counted 5
+    assert response == {
+        "state": {"sum": 3, "seen": [1, 2]},
+        "batchItemFailures": [{"itemIdentifier": second["kinesis"]["sequenceNumber"]}],
+    }
+    late = kinesis_kpl_record(
+        {"n": 5}, {"n": 6, "boom": True}
+    )  # the failed one's aggregate already counted 5
     with pytest.raises(WindowStateError, match="records after the failed one changed the window state"):
         handler(tumbling_window({"Records": [first, late]}, {}), None)

@@ -188,7 +188,9 @@ def _returns(function: Any) -> tuple[str, ...]:
     found = set()
     for node in ast.walk(tree) if tree is not None else ():
         if isinstance(node, ast.Return) and isinstance(node.value, ast.Dict):
-            if any(isinstance(key, ast.Constant) and key.value == "batchItemFailures" for key in node.value.keys):
+            if any(
+                isinstance(key, ast.Constant) and key.value == "batchItemFailures" for key in node.value.keys
+            ):
                 found.add("batch response")
         elif isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and node.value.elts:
             first = node.value.elts[0]
@@ -205,8 +207,15 @@ def _function_tree(code: Any) -> ast.AST | None:
             tree = ast.parse(file.read(), path)
     except (OSError, SyntaxError, TypeError, UnicodeDecodeError, ValueError):
         return None
-    return next((node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-                 and min(item.lineno for item in (node, *node.decorator_list)) == code.co_firstlineno), None)
+    return next(
+        (
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and min(item.lineno for item in (node, *node.decorator_list)) == code.co_firstlineno
+        ),
+        None,
+    )
 
 
 def _import_error(function: FunctionConfig, module_name: str, exc: BaseException) -> str:
@@ -247,7 +256,10 @@ def _import_handler(
             return None
         marks = getattr(fn, "__lambda_kit__", None)
         return _Handler(
-            marks if isinstance(marks, dict) else None, _uses_counters(module), _reads_window(module), _returns(fn)
+            marks if isinstance(marks, dict) else None,
+            _uses_counters(module),
+            _reads_window(module),
+            _returns(fn),
         )
 
 
@@ -320,10 +332,14 @@ def _check_function(subject: _Subject) -> None:
 
 
 RETURN_MISTAKES = {
-    "batch response": ("a per-record function returns {{\"batchItemFailures\": ...}}: {decorator} builds the batch "
-                       "response itself and fails the record; raise to fail this record"),
-    "status first": ("returns (status, body): {decorator} reads a tuple as (body, status[, headers]); put the body "
-                     "first, or return {{\"statusCode\": ..., \"body\": ...}}"),
+    "batch response": (
+        'a per-record function returns {{"batchItemFailures": ...}}: {decorator} builds the batch '
+        "response itself and fails the record; raise to fail this record"
+    ),
+    "status first": (
+        "returns (status, body): {decorator} reads a tuple as (body, status[, headers]); put the body "
+        'first, or return {{"statusCode": ..., "body": ...}}'
+    ),
 }
 
 

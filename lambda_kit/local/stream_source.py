@@ -530,7 +530,9 @@ class StreamEventSource:
         self.moto_quirks = moto_quirks
         self.spec = spec
         self.stream_arn = stream_arn
-        self.source = sources.delivered_by(event.kind, {"arn": stream_arn})[0].name  # the registry's one answer
+        self.source = sources.delivered_by(event.kind, {"arn": stream_arn})[
+            0
+        ].name  # the registry's one answer
         self.clients = clients
         self.destinations = destinations
         self.timing = timing

@@ -27,9 +27,24 @@ from ..trace import record_in_scope
 from .mask import clean, clean_fields, cut, text_of
 
 __all__ = [
-    "LEVELS", "MAX_LINE_CHARS", "current_function_name", "level_from_environment", "on_level_change", "emit", "enabled", "enter_invocation", "error_fields",
-    "flush", "leave_invocation", "record_keys", "safe_str", "set_level", "set_sink", "threshold",
-    "timestamp", "write",
+    "LEVELS",
+    "MAX_LINE_CHARS",
+    "current_function_name",
+    "level_from_environment",
+    "on_level_change",
+    "emit",
+    "enabled",
+    "enter_invocation",
+    "error_fields",
+    "flush",
+    "leave_invocation",
+    "record_keys",
+    "safe_str",
+    "set_level",
+    "set_sink",
+    "threshold",
+    "timestamp",
+    "write",
 ]
 
 MAX_LINE_CHARS = 64 * 1024  # bytes of UTF-8, newline not counted
@@ -40,6 +55,7 @@ _UNICODE_LINE_BREAKS = (("\x85", "\\u0085"), ("\u2028", "\\u2028"), ("\u2029", "
 
 
 # --- levels ----------------------------------------------------------------------------------------
+
 
 def level_from_environment() -> int:
     """``LAMBDA_KIT_LOG_LEVEL``, else ``LOG_LEVEL``, else ``AWS_LAMBDA_LOG_LEVEL``, else INFO."""
@@ -174,8 +190,15 @@ def emit(
         keys = record.line_keys or record_keys(record)
     else:
         keys = _NO_KEYS if trace_id is None else {"trace_id": trace_id}
-    line = {"timestamp": stamp, "level": level, "message": message, "function_name": function_name,
-            "request_id": request_id, **keys, **(fields or _NO_KEYS)}
+    line = {
+        "timestamp": stamp,
+        "level": level,
+        "message": message,
+        "function_name": function_name,
+        "request_id": request_id,
+        **keys,
+        **(fields or _NO_KEYS),
+    }
     if extra:
         for key, value in clean_fields(extra).items():
             line[f"extra_{key}" if key in line else key] = value
@@ -196,6 +219,7 @@ def safe_str(exc: BaseException) -> str:
 
 
 # --- writing a line --------------------------------------------------------------------------------
+
 
 def _utf8_size(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8"))
@@ -220,8 +244,10 @@ def _fit(line: dict[str, Any]) -> str:
     texts = {key: value if type(value) is str else codec.dumps(value) for key, value in line.items()}
     budget = MAX_LINE_CHARS // 4
     while budget >= 256:
-        fitted = {key: cut(texts[key], budget) if key not in _UNCUT and _utf8_size(texts[key]) > budget else value
-                  for key, value in line.items()}
+        fitted = {
+            key: cut(texts[key], budget) if key not in _UNCUT and _utf8_size(texts[key]) > budget else value
+            for key, value in line.items()
+        }
         text = _dumps(fitted)
         if _utf8_size(text) <= MAX_LINE_CHARS:
             return text
@@ -241,7 +267,9 @@ def write(line: dict[str, Any]) -> None:
     try:
         text = codec.dumps(line)
     except Exception as exc:  # what ``clean`` let through and the codec refuses: the base fields, and why
-        text = codec.dumps({**{key: line[key] for key in BASE_KEYS if key in line}, "log_error": text_of(exc)})
+        text = codec.dumps(
+            {**{key: line[key] for key in BASE_KEYS if key in line}, "log_error": text_of(exc)}
+        )
     if not text.isascii():
         text = _escaped(text)
     if len(text) > MAX_LINE_CHARS // 4 and _utf8_size(text) > MAX_LINE_CHARS:

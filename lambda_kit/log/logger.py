@@ -36,8 +36,13 @@ STANDARD_ATTRS = frozenset(
 """A ``LogRecord``'s own attributes: an ``extra=`` naming one is refused by ``logging``."""
 
 _STANDARD_FACTORY = logging.getLogRecordFactory()
-LEVEL_NAMES = {logging.DEBUG: "DEBUG", logging.INFO: "INFO", logging.WARNING: "WARNING", logging.ERROR: "ERROR",
-               logging.CRITICAL: "CRITICAL"}
+LEVEL_NAMES = {
+    logging.DEBUG: "DEBUG",
+    logging.INFO: "INFO",
+    logging.WARNING: "WARNING",
+    logging.ERROR: "ERROR",
+    logging.CRITICAL: "CRITICAL",
+}
 
 
 def message_text(msg: Any, args: Any) -> Any:
@@ -60,7 +65,9 @@ def exception_of(exc_info: Any) -> BaseException | None:
     return sys.exc_info()[1] if exc_info else None
 
 
-def user_line(name: str, level: str, message: Any, exception: BaseException | None, extra: Any, now: Any = None) -> None:
+def user_line(
+    name: str, level: str, message: Any, exception: BaseException | None, extra: Any, now: Any = None
+) -> None:
     """The line of one ``logging`` call, whichever path it took."""
     fields: dict[str, Any] = {"logger": name}
     if exception is not None:
@@ -84,7 +91,14 @@ class JsonLogHandler(logging.Handler):
         try:
             extra = {key: value for key, value in vars(record).items() if key not in STANDARD_ATTRS}
             exception = record.exc_info[1] if record.exc_info else None
-            user_line(record.name, record.levelname, message_text(record.msg, record.args), exception, extra, record.created)
+            user_line(
+                record.name,
+                record.levelname,
+                message_text(record.msg, record.args),
+                exception,
+                extra,
+                record.created,
+            )
         except Exception:
             self.handleError(record)
 
@@ -121,47 +135,113 @@ class JsonLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
     level = _delegated("level")
     disabled = _delegated("disabled")
 
-    def debug(self, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None, stack_info: bool = False,
-              stacklevel: int = 1) -> None:
+    def debug(
+        self,
+        msg: Any,
+        *args: Any,
+        exc_info: Any = None,
+        extra: Any = None,
+        stack_info: bool = False,
+        stacklevel: int = 1,
+    ) -> None:
         self.write(logging.DEBUG, msg, args, exc_info, extra, stack_info, stacklevel)
 
-    def info(self, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None, stack_info: bool = False,
-             stacklevel: int = 1) -> None:
+    def info(
+        self,
+        msg: Any,
+        *args: Any,
+        exc_info: Any = None,
+        extra: Any = None,
+        stack_info: bool = False,
+        stacklevel: int = 1,
+    ) -> None:
         self.write(logging.INFO, msg, args, exc_info, extra, stack_info, stacklevel)
 
-    def warning(self, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None, stack_info: bool = False,
-                stacklevel: int = 1) -> None:
+    def warning(
+        self,
+        msg: Any,
+        *args: Any,
+        exc_info: Any = None,
+        extra: Any = None,
+        stack_info: bool = False,
+        stacklevel: int = 1,
+    ) -> None:
         self.write(logging.WARNING, msg, args, exc_info, extra, stack_info, stacklevel)
 
-    def error(self, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None, stack_info: bool = False,
-              stacklevel: int = 1) -> None:
+    def error(
+        self,
+        msg: Any,
+        *args: Any,
+        exc_info: Any = None,
+        extra: Any = None,
+        stack_info: bool = False,
+        stacklevel: int = 1,
+    ) -> None:
         self.write(logging.ERROR, msg, args, exc_info, extra, stack_info, stacklevel)
 
-    def exception(self, msg: Any, *args: Any, exc_info: Any = True, extra: Any = None, stack_info: bool = False,
-                  stacklevel: int = 1) -> None:
+    def exception(
+        self,
+        msg: Any,
+        *args: Any,
+        exc_info: Any = True,
+        extra: Any = None,
+        stack_info: bool = False,
+        stacklevel: int = 1,
+    ) -> None:
         self.write(logging.ERROR, msg, args, exc_info, extra, stack_info, stacklevel)
 
-    def critical(self, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None, stack_info: bool = False,
-                 stacklevel: int = 1) -> None:
+    def critical(
+        self,
+        msg: Any,
+        *args: Any,
+        exc_info: Any = None,
+        extra: Any = None,
+        stack_info: bool = False,
+        stacklevel: int = 1,
+    ) -> None:
         self.write(logging.CRITICAL, msg, args, exc_info, extra, stack_info, stacklevel)
 
-    def log(self, level: int, msg: Any, *args: Any, exc_info: Any = None, extra: Any = None,  # type: ignore[override]
-            stack_info: bool = False, stacklevel: int = 1) -> None:
+    def log(
+        self,
+        level: int,
+        msg: Any,
+        *args: Any,
+        exc_info: Any = None,
+        extra: Any = None,  # type: ignore[override]
+        stack_info: bool = False,
+        stacklevel: int = 1,
+    ) -> None:
         self.write(level, msg, args, exc_info, extra, stack_info, stacklevel)
 
-    def write(self, level: int, msg: Any, args: Any, exc_info: Any, extra: Any, stack_info: bool, stacklevel: int) -> None:
+    def write(
+        self, level: int, msg: Any, args: Any, exc_info: Any, extra: Any, stack_info: bool, stacklevel: int
+    ) -> None:
         """The direct path when lambda_kit's handler alone would see the line, else ``logging``'s."""
         logger = self.logger
         if not logger.isEnabledFor(level):
             return
-        if stack_info or not only_lambda_kit_sees(logger, level) or (extra and not STANDARD_ATTRS.isdisjoint(extra)):
+        if (
+            stack_info
+            or not only_lambda_kit_sees(logger, level)
+            or (extra and not STANDARD_ATTRS.isdisjoint(extra))
+        ):
             # the standard path (it refuses an extra naming a LogRecord attribute, as logging does); the
             # caller's frame is two above: the level method's, then this one's
-            logger.log(level, msg, *args, exc_info=exc_info, extra=extra, stack_info=stack_info, stacklevel=stacklevel + 2)
+            logger.log(
+                level,
+                msg,
+                *args,
+                exc_info=exc_info,
+                extra=extra,
+                stack_info=stack_info,
+                stacklevel=stacklevel + 2,
+            )
             return
         exception = exception_of(exc_info) if exc_info else None
         message = msg if not args and type(msg) is str else message_text(msg, args)
-        user_line(logger.name, LEVEL_NAMES.get(level) or logging.getLevelName(level), message, exception, extra)
+        user_line(
+            logger.name, LEVEL_NAMES.get(level) or logging.getLevelName(level), message, exception, extra
+        )
 
     def __getattr__(self, attribute: str) -> Any:
         if attribute == "logger":  # not set yet: no standard logger to ask

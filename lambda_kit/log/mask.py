@@ -18,8 +18,17 @@ from typing import Any
 from .. import codec
 
 __all__ = [
-    "MASK", "MAX_DEPTH", "MAX_VALUE_CHARS", "SECRET_KEY_PARTS", "brief", "clean", "clean_fields", "cut", "is_secret_key",
-    "outline", "text_of",
+    "MASK",
+    "MAX_DEPTH",
+    "MAX_VALUE_CHARS",
+    "SECRET_KEY_PARTS",
+    "brief",
+    "clean",
+    "clean_fields",
+    "cut",
+    "is_secret_key",
+    "outline",
+    "text_of",
 ]
 
 MAX_VALUE_CHARS = 8_192
@@ -28,8 +37,18 @@ MASK = "***"
 # Parts of a key name, compared with the key lower-cased and without "-" and "_" (so "privateKey",
 # "private_key" and "Private-Key" are one): a key holding any of them is secret.
 SECRET_KEY_PARTS = (
-    "authorization", "cookie", "apikey", "password", "passwd", "pwd", "passphrase", "token", "secret",
-    "credential", "privatekey", "session",
+    "authorization",
+    "cookie",
+    "apikey",
+    "password",
+    "passwd",
+    "pwd",
+    "passphrase",
+    "token",
+    "secret",
+    "credential",
+    "privatekey",
+    "session",
 )
 _INT_LIMIT = 10**4_299  # Python writes no int of more digits as text
 _JSON_TEXT_START = ("{", "[")
@@ -95,7 +114,9 @@ def _json_text(text: str, depth: int) -> str:
 def _clean_text(text: str, depth: int) -> str:
     if not text.isascii():
         text = _valid(text)
-    if text[:1] in _JSON_TEXT_START or (text[:1] in _LEADING and text.lstrip(_LEADING)[:1] in _JSON_TEXT_START):
+    if text[:1] in _JSON_TEXT_START or (
+        text[:1] in _LEADING and text.lstrip(_LEADING)[:1] in _JSON_TEXT_START
+    ):
         text = _json_text(text, depth)
     return text if len(text) <= MAX_VALUE_CHARS else cut(text)
 
@@ -156,8 +177,14 @@ def _clean_list(value: list[Any] | tuple[Any, ...], depth: int) -> Any:
 
 
 _CLEANERS: dict[type, Callable[[Any, int], Any]] = {
-    str: _clean_text, int: _clean_int, float: _clean_float, bool: _same, type(None): _same,
-    dict: _clean_dict, list: _clean_list, tuple: _clean_list,
+    str: _clean_text,
+    int: _clean_int,
+    float: _clean_float,
+    bool: _same,
+    type(None): _same,
+    dict: _clean_dict,
+    list: _clean_list,
+    tuple: _clean_list,
 }
 
 
@@ -212,7 +239,9 @@ def outline(value: Any, depth: int = 0) -> Any:
     if isinstance(value, dict):
         if depth >= 4:
             return "object"
-        shape = {_key(key)[:64]: outline(item, depth + 1) for key, item in islice(value.items(), MAX_OUTLINE_KEYS)}
+        shape = {
+            _key(key)[:64]: outline(item, depth + 1) for key, item in islice(value.items(), MAX_OUTLINE_KEYS)
+        }
         if len(value) > MAX_OUTLINE_KEYS:
             shape["..."] = f"{len(value) - MAX_OUTLINE_KEYS} more keys"
         return shape

@@ -25,8 +25,9 @@ __all__ = ["Drive", "recognize", "run_batch", "run_plain"]
 Drive = Callable[[list[Record], Callable[[Any, Any], Any], Any, Options, Any], Outcome]
 
 
-def run_plain(records: list[Record], function: Callable[[Any, Any], Any], context: Any, options: Options,
-              adapter: Any) -> Outcome:
+def run_plain(
+    records: list[Record], function: Callable[[Any, Any], Any], context: Any, options: Options, adapter: Any
+) -> Outcome:
     """A plain function's records, one at a time, in batch order."""
     path = RecordPath(function, context, options, adapter, len(records))
     for index, record in enumerate(records):
@@ -56,7 +57,9 @@ def run_batch(
             return adapter.response(event, outcome)
     finally:
         if adapter is not None and metrics.enabled(options.metrics):
-            metrics.count(function_name, adapter.name, outcome.processed, len(outcome.failures), outcome.retried)
+            metrics.count(
+                function_name, adapter.name, outcome.processed, len(outcome.failures), outcome.retried
+            )
         log.flush()
         log.leave_invocation(token)
 
@@ -77,10 +80,16 @@ def refuse(options: Options, adapters: Sequence[Any], event: Any) -> NoReturn:
     found, fits = describe(event)
     expected = " or ".join(dict.fromkeys(adapter.label for adapter in adapters))
     error = UnsupportedEvent(decorator, expected, found, fits if fits != decorator else None)
-    log.emit("ERROR", "event not processed: unsupported event", fields={
-        "decorator": decorator, "error_type": "UnsupportedEvent", "error": log.clean(str(error)),
-        "event_shape": log.clean(log.outline(event)),
-    })
+    log.emit(
+        "ERROR",
+        "event not processed: unsupported event",
+        fields={
+            "decorator": decorator,
+            "error_type": "UnsupportedEvent",
+            "error": log.clean(str(error)),
+            "event_shape": log.clean(log.outline(event)),
+        },
+    )
     if metrics.enabled(options.metrics):
         metrics.count(log.current_function_name(), "unsupported", 0, 1, 0)
     raise error

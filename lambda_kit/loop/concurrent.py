@@ -61,13 +61,13 @@ def awaiting(path: RecordPath) -> RecordPath:
     return path
 
 
-def run_concurrent(records: list[Record], function: Callable[[Any, Any], Any], context: Any, options: Options,
-                   adapter: Any) -> Outcome:
+def run_concurrent(
+    records: list[Record], function: Callable[[Any, Any], Any], context: Any, options: Options, adapter: Any
+) -> Outcome:
     """Run ``records`` on this thread's event loop (``event_loop.run``)."""
     path = awaiting(RecordPath(function, context, options, adapter, len(records)))
     limit = 1 if adapter.serial() else options.max_concurrency
     return event_loop.run(Lanes(records, path, adapter).run(limit))
-
 
 
 def lane_key(adapter: Any, record: Record, index: int) -> Any:
@@ -91,7 +91,9 @@ class Lanes:
         for index, record in enumerate(records):
             lanes.setdefault(lane_key(adapter, record, index), deque()).append(index)
         self.lanes = list(lanes.values())
-        self.ready = [(lane[0], number) for number, lane in enumerate(self.lanes)]  # a heap: next position first
+        self.ready = [
+            (lane[0], number) for number, lane in enumerate(self.lanes)
+        ]  # a heap: next position first
 
     async def run(self, limit: int) -> Outcome:
         async with asyncio.TaskGroup() as group:

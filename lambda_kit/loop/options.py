@@ -32,15 +32,36 @@ class Options:
     metrics, the batch commit, the payload model and how many records an ``async def`` may run at
     once. Checked when made, at decoration; ``validate`` is the model's ``Validator``, built then."""
 
-    __slots__ = ("decorator", "json", "log_event", "log_result", "logger", "metrics", "commit", "model",
-                 "max_concurrency", "validate")
+    __slots__ = (
+        "decorator",
+        "json",
+        "log_event",
+        "log_result",
+        "logger",
+        "metrics",
+        "commit",
+        "model",
+        "max_concurrency",
+        "validate",
+    )
 
     def __init__(
-        self, *, decorator: str, json: bool = True, log_event: bool = True, log_result: bool = True, logger: Any = None,
-        metrics: bool | None = None, commit: Commit | None = None, model: Any = None, max_concurrency: int = 1,
+        self,
+        *,
+        decorator: str,
+        json: bool = True,
+        log_event: bool = True,
+        log_result: bool = True,
+        logger: Any = None,
+        metrics: bool | None = None,
+        commit: Commit | None = None,
+        model: Any = None,
+        max_concurrency: int = 1,
     ) -> None:
         if commit is not None and not callable(commit):
-            raise TypeError(f"{decorator}: commit must be a function of the batch, not {type(commit).__name__}")
+            raise TypeError(
+                f"{decorator}: commit must be a function of the batch, not {type(commit).__name__}"
+            )
         self.decorator = decorator
         self.json = json
         self.log_event = log_event

@@ -149,9 +149,14 @@ class RecordPath:
     def enter(self, record: Record) -> None:
         """The record's trace warnings, the logger's correlation id, the retry count, ``received``."""
         if record.rejected_trace_id is not None:
-            log.emit("WARNING", "ignored an invalid trace id; using the fallback id", fields={
-                "source": record.source, "rejected_trace_id": log.brief(record.rejected_trace_id),
-            })
+            log.emit(
+                "WARNING",
+                "ignored an invalid trace id; using the fallback id",
+                fields={
+                    "source": record.source,
+                    "rejected_trace_id": log.brief(record.rejected_trace_id),
+                },
+            )
         if self.correlate is not None:
             self.correlate(record.trace_id)
         if record.attempt:
@@ -186,9 +191,16 @@ class RecordPath:
     def processed(self, record: Record, result: Any, duration: float) -> None:
         """The record is done once its line is written (a line that cannot be written fails it)."""
         if self.log_result:
-            log.emit("INFO", self.processed_message, fields={
-                "source": record.source, "outcome": "ok", "duration_ms": duration, "result": log.clean(result),
-            })
+            log.emit(
+                "INFO",
+                self.processed_message,
+                fields={
+                    "source": record.source,
+                    "outcome": "ok",
+                    "duration_ms": duration,
+                    "result": log.clean(result),
+                },
+            )
         self.outcome.processed += 1
 
     def span_outcome(self, error: BaseException | None) -> str | None:
@@ -206,8 +218,13 @@ class RecordPath:
                 self.failed_groups.add(record.group)
             if self.adapter.stop_at_first_failure:
                 self.stop_at = min(self.stop_at, index)
-        fields = {"source": record.source, "outcome": routed, "attempt": record.attempt + 1,
-                  "duration_ms": duration_ms(started), **failure_fields(record, error)}
+        fields = {
+            "source": record.source,
+            "outcome": routed,
+            "attempt": record.attempt + 1,
+            "duration_ms": duration_ms(started),
+            **failure_fields(record, error),
+        }
         if routing_error is not None:
             fields["requeue_error"] = log.clean(routing_error)
         log.emit("ERROR", failure_message(record, error), fields=fields)
@@ -227,8 +244,11 @@ class RecordPath:
         self.outcome.failures.append((record, held))
         token = set_current_record(record)
         try:
-            log.emit("WARNING", "not processed: an earlier record of its group failed; it is retried in order",
-                     fields={"source": record.source, "group": log.clean(record.group)})
+            log.emit(
+                "WARNING",
+                "not processed: an earlier record of its group failed; it is retried in order",
+                fields={"source": record.source, "group": log.clean(record.group)},
+            )
         finally:
             reset_current_record(token)
 
@@ -248,8 +268,12 @@ class RecordPath:
     def stopped(self, record: Record, skipped: list[Record]) -> None:
         """The adapter keeps order: after ``record`` failed, ``skipped`` are not processed this time."""
         self.outcome.skipped = skipped
-        log.emit("WARNING", "stopped the batch at the failed record; Lambda retries from it, in order",
-                 record.trace_id, {"source": record.source, "record_id": log.clean(record.id), "not_processed": len(skipped)})
+        log.emit(
+            "WARNING",
+            "stopped the batch at the failed record; Lambda retries from it, in order",
+            record.trace_id,
+            {"source": record.source, "record_id": log.clean(record.id), "not_processed": len(skipped)},
+        )
 
     async def commit(self, records: list[Record]) -> None:
         """Run the batch's commit over every record the function accepted, in batch order; write
@@ -267,8 +291,12 @@ class RecordPath:
         except Exception as exc:
             error = exc
         failed = len(self.pending) if error else sum(record.id in failed_ids for record, _, _ in self.pending)
-        fields = {"records": len(self.pending), "failed": failed, "duration_ms": duration_ms(started),
-                  "trace_ids": list(dict.fromkeys(record.trace_id for record, _, _ in self.pending))}
+        fields = {
+            "records": len(self.pending),
+            "failed": failed,
+            "duration_ms": duration_ms(started),
+            "trace_ids": list(dict.fromkeys(record.trace_id for record, _, _ in self.pending)),
+        }
         if error is not None:
             fields.update(error_type=type(error).__name__, error=log.clean(log.safe_str(error)))
         log.emit("WARNING" if failed else "INFO", "batch committed", fields=fields)
@@ -284,10 +312,17 @@ class RecordPath:
                     self.processed(record, result, duration)
                     continue
                 record_error = error or CommitFailed("the batch commit reported this record as failed")
-                log.emit("ERROR", "record failed at commit", fields={
-                    "source": record.source, "outcome": "failed", "duration_ms": duration, "attempt": record.attempt + 1,
-                    **log.error_fields(record_error),
-                })
+                log.emit(
+                    "ERROR",
+                    "record failed at commit",
+                    fields={
+                        "source": record.source,
+                        "outcome": "failed",
+                        "duration_ms": duration,
+                        "attempt": record.attempt + 1,
+                        **log.error_fields(record_error),
+                    },
+                )
                 self.outcome.failures.append((record, record_error))
             finally:
                 reset_current_record(token)

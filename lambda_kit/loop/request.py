@@ -55,8 +55,15 @@ class RequestPath(RecordPath):
     received_message = "request received"
     processed_message = "request processed"
 
-    def __init__(self, function: Callable[[Any, Any], Any], context: Any, options: Options, adapter: Any,
-                 trace_header: str, max_body: int | None) -> None:
+    def __init__(
+        self,
+        function: Callable[[Any, Any], Any],
+        context: Any,
+        options: Options,
+        adapter: Any,
+        trace_header: str,
+        max_body: int | None,
+    ) -> None:
         super().__init__(function, context, options, adapter, 1)
         self.trace_header = trace_header
         self.max_body = max_body

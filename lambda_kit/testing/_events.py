@@ -126,6 +126,7 @@ def event(
 
 # --- SQS ------------------------------------------------------------------------------------
 
+
 def sqs_record(
     body: Any,
     *,
@@ -204,6 +205,7 @@ def sns_envelope(
 
 # --- SNS ------------------------------------------------------------------------------------
 
+
 def sns_record(
     message: Any,
     *,
@@ -253,6 +255,7 @@ def _sns_example(
 
 # --- Kinesis --------------------------------------------------------------------------------
 
+
 def kinesis_record(
     payload: Any,
     *,
@@ -300,6 +303,7 @@ def _kinesis_example(
 
 
 # --- DynamoDB Streams -----------------------------------------------------------------------
+
 
 def _set_attribute(value: set[Any] | frozenset[Any]) -> dict[str, Any]:
     items = list(value)
@@ -407,6 +411,7 @@ def _dynamodb_example(
 
 # --- Kafka (Amazon MSK, self-managed) ---------------------------------------------------------
 
+
 def _b64_or_none(value: Any) -> str | None:
     return None if value is None else _b64(_payload_bytes(value))
 
@@ -474,6 +479,7 @@ def _kafka_example(
 
 # --- EventBridge Pipes --------------------------------------------------------------------------
 
+
 def pipes_batch(event: dict[str, Any]) -> list[dict[str, Any]]:
     """What an EventBridge Pipe with a Lambda target sends for the records of an SQS, Kinesis or
     DynamoDB Streams ``event`` (from ``sqs_event``, ``kinesis_event``, ``dynamodb_stream_event``):
@@ -487,6 +493,7 @@ def pipes_batch(event: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 # --- KPL-aggregated Kinesis records -------------------------------------------------------------
+
 
 def kinesis_kpl_record(
     *payloads: Any, partition_keys: Sequence[str] | None = None, **options: Any
@@ -505,6 +512,7 @@ def kinesis_kpl_record(
 
 
 # --- EventBridge ----------------------------------------------------------------------------
+
 
 def eventbridge_event(
     detail: Any = None,
@@ -705,8 +713,7 @@ def _s3_via_eventbridge(keys: tuple[str, ...], options: dict[str, Any]) -> dict[
     event_name = options.pop("event_name", "ObjectCreated:Put")
     if event_name not in _S3_EVENTBRIDGE_NAMES:
         raise ValueError(
-            f"event_name {event_name!r}: with envelope='eventbridge' use"
-            f" {' or '.join(_S3_EVENTBRIDGE_NAMES)}"
+            f"event_name {event_name!r}: with envelope='eventbridge' use {' or '.join(_S3_EVENTBRIDGE_NAMES)}"
         )
     options.pop("sequencer", None)
     return s3_eventbridge_event(keys[0], **_S3_EVENTBRIDGE_NAMES[event_name], **options)

@@ -155,18 +155,20 @@ def _function_url(request: _Request) -> dict[str, Any]:
 
 def _payload_v1(request: _Request, *, http_api: bool) -> dict[str, Any]:
     built: dict[str, Any] = {"version": "1.0"} if http_api else {}
-    built.update({
-        "resource": request.route or request.path,
-        "path": request.path,
-        "httpMethod": request.method,
-        **_v1_headers(request),
-        **_v1_query(request.grouped),
-        "requestContext": _v1_context(request, http_api),
-        "pathParameters": request.path_params,
-        "stageVariables": None,
-        "body": request.body,
-        "isBase64Encoded": request.is_base64,
-    })
+    built.update(
+        {
+            "resource": request.route or request.path,
+            "path": request.path,
+            "httpMethod": request.method,
+            **_v1_headers(request),
+            **_v1_query(request.grouped),
+            "requestContext": _v1_context(request, http_api),
+            "pathParameters": request.path_params,
+            "stageVariables": None,
+            "body": request.body,
+            "isBase64Encoded": request.is_base64,
+        }
+    )
     return built
 
 

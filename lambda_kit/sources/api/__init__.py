@@ -34,9 +34,21 @@ from .request import Headers, Request, request_id, trace_of
 from .response import error_response, shape_response
 
 __all__ = [
-    "SOURCE", "ApiSource", "Headers", "Request", "check_request", "error_response", "failure_fields",
-    "failure_level", "failure_response", "request_fields", "request_id", "result_fields", "result_for_log",
-    "shape_response", "trace_of",
+    "SOURCE",
+    "ApiSource",
+    "Headers",
+    "Request",
+    "check_request",
+    "error_response",
+    "failure_fields",
+    "failure_level",
+    "failure_response",
+    "request_fields",
+    "request_id",
+    "result_fields",
+    "result_for_log",
+    "shape_response",
+    "trace_of",
 ]
 
 
@@ -71,8 +83,15 @@ class ApiSource(Source):
         request = Request(event)
         trace_id, rejected, found = trace_of(request, trace_header)
         request.trace_id = trace_id
-        return Record(source="api", id=request_id(event, context), trace_id=trace_id, payload=request, raw=event,
-                      rejected_trace_id=rejected, context=found)
+        return Record(
+            source="api",
+            id=request_id(event, context),
+            trace_id=trace_id,
+            payload=request,
+            raw=event,
+            rejected_trace_id=rejected,
+            context=found,
+        )
 
     def received_fields(self, request: Request) -> dict[str, Any]:
         return request_fields(request)
@@ -80,13 +99,16 @@ class ApiSource(Source):
     def check(self, request: Request, max_body: int | None, validate: Callable[[Any], Any] | None) -> None:
         check_request(request, max_body, validate)
 
-    def respond(self, request: Request, result: Any, trace_header: str, started: float) -> tuple[dict[str, Any], dict[str, Any]]:
+    def respond(
+        self, request: Request, result: Any, trace_header: str, started: float
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         """(the response to what the function returned, the ``request processed`` line's fields)."""
         response = shape_response(request, result, request.trace_id, trace_header)
         return response, {**result_fields(response, started), "result": result_for_log(result)}
 
-    def fail(self, request: Request, error: BaseException, trace_header: str, started: float
-             ) -> tuple[dict[str, Any], str, dict[str, Any]]:
+    def fail(
+        self, request: Request, error: BaseException, trace_header: str, started: float
+    ) -> tuple[dict[str, Any], str, dict[str, Any]]:
         """(the answer to a failure, its line's level, the ``request failed`` line's fields)."""
         response = failure_response(request, error, trace_header)
         return response, failure_level(response), failure_fields(response, started, error)

@@ -35,7 +35,7 @@ def parse_json(data: str | bytes) -> Any:
     ``request.json`` and for what the log shows of a body."""
     bom: Any = "\ufeff" if isinstance(data, str) else b"\xef\xbb\xbf"
     if data.startswith(bom):
-        data = data[len(bom):]
+        data = data[len(bom) :]
     try:
         return codec.loads(data)
     except Exception:
@@ -105,8 +105,23 @@ class Request:
     """
 
     __slots__ = (
-        "method", "path", "headers", "path_params", "trace_id", "event", "model", "shape", "front_door",
-        "_raw_body", "_base64", "_body", "_body_bytes", "_query", "_query_all", "_cookies", "_json",
+        "method",
+        "path",
+        "headers",
+        "path_params",
+        "trace_id",
+        "event",
+        "model",
+        "shape",
+        "front_door",
+        "_raw_body",
+        "_base64",
+        "_body",
+        "_body_bytes",
+        "_query",
+        "_query_all",
+        "_cookies",
+        "_json",
     )
 
     def __init__(self, event: dict[str, Any]) -> None:

@@ -37,6 +37,7 @@ Pairs = list[tuple[str, str]]
 
 # --- what a function returned, as a response dict ---------------------------------------------------
 
+
 def as_response(result: Any) -> dict[str, Any]:
     """``result`` as a response dict with ``statusCode``; a tuple of another form raises ``TypeError``."""
     if type(result) is dict and "statusCode" in result:
@@ -54,8 +55,10 @@ def _from_tuple(result: tuple[Any, ...]) -> dict[str, Any]:
         raise TypeError(f"the function returned a tuple of {len(result)} items ({kinds}): {TUPLE_FORMS}")
     if _http_status(result[1]) is None:
         first = " (the status goes second)" if _http_status(result[0]) is not None else ""
-        raise TypeError(f"the function returned a tuple ({kinds}) whose second item is no HTTP status "
-                        f"(100-599){first}: {TUPLE_FORMS}")
+        raise TypeError(
+            f"the function returned a tuple ({kinds}) whose second item is no HTTP status "
+            f"(100-599){first}: {TUPLE_FORMS}"
+        )
     response = {"statusCode": result[1], "body": result[0]}
     if len(result) == 3:
         response["multiValueHeaders"] = _tuple_headers(result[2], kinds)
@@ -68,8 +71,10 @@ def _tuple_headers(headers: Any, kinds: str) -> dict[str, list[str]]:
     if isinstance(headers, list | tuple) and all(_is_pair(pair) for pair in headers):
         pairs = [(as_text(name), as_text(value)) for name, value in headers if value is not None]
         return dict(grouped(pairs).values())
-    raise TypeError(f"the function returned a tuple ({kinds}) whose headers are neither a dict nor a list of "
-                    f"(name, value) pairs: {TUPLE_FORMS}")
+    raise TypeError(
+        f"the function returned a tuple ({kinds}) whose headers are neither a dict nor a list of "
+        f"(name, value) pairs: {TUPLE_FORMS}"
+    )
 
 
 def _is_pair(item: Any) -> bool:
@@ -93,6 +98,7 @@ def _status(value: Any) -> int:
 
 # --- headers ----------------------------------------------------------------------------------------
 
+
 def _listed(values: Any) -> Any:
     return values if isinstance(values, list | tuple) else [values]
 
@@ -104,8 +110,12 @@ def _single_pairs(headers: Any) -> Pairs:
 
 
 def _multi_pairs(multi: Any) -> Pairs:
-    return [(as_text(name), as_text(value)) for name, values in dict(multi).items()
-            for value in _listed(values) if value is not None]
+    return [
+        (as_text(name), as_text(value))
+        for name, values in dict(multi).items()
+        for value in _listed(values)
+        if value is not None
+    ]
 
 
 def header_pairs(response: dict[str, Any]) -> Pairs:
@@ -139,6 +149,7 @@ def _headers(response: dict[str, Any], content_type: str | None) -> Grouped:
 
 # --- bodies ------------------------------------------------------------------------------------------
 
+
 def _base64(data: bytes | bytearray | memoryview) -> str:
     """A binary body as the base64 text API Gateway decodes."""
     return binascii.b2a_base64(data, newline=False).decode("ascii")
@@ -157,6 +168,7 @@ def _body(body: Any, is_base64: bool) -> tuple[str, bool, str | None]:
 
 # --- responses ------------------------------------------------------------------------------------
 
+
 def shape_response(request: Request, result: Any, trace_id: str, trace_header: str) -> dict[str, Any]:
     """What the function returned as the response ``request``'s front door wants, with the trace header."""
     response = as_response(result)
@@ -172,12 +184,16 @@ def headless(result: Any) -> dict[str, Any]:
     and headers, Content-Type included, that the body would have had."""
     response = as_response(result)
     headers = _headers(response, _body(response.get("body"), False)[2])
-    return {"statusCode": response["statusCode"], "multiValueHeaders": dict(headers.values()),
-            "statusDescription": response.get("statusDescription")}
+    return {
+        "statusCode": response["statusCode"],
+        "multiValueHeaders": dict(headers.values()),
+        "statusDescription": response.get("statusDescription"),
+    }
 
 
-def error_response(request: Request, status: int, message: str, trace_id: str, trace_header: str,
-                   headers: Any = None) -> dict[str, Any]:
+def error_response(
+    request: Request, status: int, message: str, trace_id: str, trace_header: str, headers: Any = None
+) -> dict[str, Any]:
     """``{"error": message, "trace_id": ...}`` with ``status``, in the request's shape."""
     try:
         found = grouped(_single_pairs(headers))

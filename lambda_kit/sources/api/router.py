@@ -89,8 +89,10 @@ def _segment(segment: str, last: bool, template: str) -> tuple[str, int, str]:
     found = _PARAMETER.fullmatch(segment)
     if found is None:
         if "{" in segment or "}" in segment:
-            raise ValueError(f"route {template!r}: {segment!r} is not a path segment; write a parameter as "
-                             "{name} (one segment) or {name+} (the rest of the path)")
+            raise ValueError(
+                f"route {template!r}: {segment!r} is not a path segment; write a parameter as "
+                "{name} (one segment) or {name+} (the rest of the path)"
+            )
         return re.escape(segment), 0, ""
     name, greedy = found.groups()
     if not greedy:
@@ -187,8 +189,10 @@ class Router:
         for known in self._templates:
             if known.anonymous == made.anonymous:
                 if known.names != made.names:
-                    raise ValueError(f"routes {known.template!r} and {template!r} differ only in their "
-                                     "parameters' names: name them alike")
+                    raise ValueError(
+                        f"routes {known.template!r} and {template!r} differ only in their "
+                        "parameters' names: name them alike"
+                    )
                 return known
         self._templates.append(made)
         self._index()

@@ -23,8 +23,19 @@ from typing import Any, ClassVar
 from urllib.parse import parse_qsl, unquote_plus
 
 __all__ = [
-    "Alb", "AlbMultiValue", "FunctionUrl", "HttpV2", "RestV1", "SHAPES", "Shape", "UNKNOWN_PHRASE",
-    "Grouped", "as_text", "grouped", "shape_of", "status_description",
+    "Alb",
+    "AlbMultiValue",
+    "FunctionUrl",
+    "HttpV2",
+    "RestV1",
+    "SHAPES",
+    "Shape",
+    "UNKNOWN_PHRASE",
+    "Grouped",
+    "as_text",
+    "grouped",
+    "shape_of",
+    "status_description",
 ]
 
 UNKNOWN_PHRASE = "Unknown Status"
@@ -42,6 +53,7 @@ def status_description(status: int) -> str:
 
 # --- reading requests -----------------------------------------------------------------------------
 
+
 def _dict(value: Any) -> dict[Any, Any]:
     return value if value and type(value) is dict else {}
 
@@ -52,7 +64,8 @@ def _lowered(single: Any) -> dict[str, str]:
         return {}
     return {
         (key if type(key) is str else str(key)).lower(): value if type(value) is str else str(value)
-        for key, value in single.items() if value is not None
+        for key, value in single.items()
+        if value is not None
     }
 
 
@@ -150,7 +163,8 @@ def _case_variants(name: str, count: int) -> list[str]:
         raise ValueError(
             f"{count} {name} headers in one response, but an ALB target group without multi-value headers "
             f"can carry at most {2 ** len(letters)} (one per case spelling of the name): turn on multi-value "
-            "headers for the target group")
+            "headers for the target group"
+        )
     return [_spelling(name, letters, number) for number in range(count)]
 
 
@@ -164,6 +178,7 @@ def _spelling(name: str, letters: list[int], number: int) -> str:
 
 
 # --- the shapes -----------------------------------------------------------------------------------
+
 
 class Shape:
     """One front door: how to read its requests and write its responses."""
@@ -192,8 +207,9 @@ class Shape:
         return as_text(path) if path else "/"
 
     @classmethod
-    def render(cls, status: int, headers: Grouped, body: str, is_base64: bool,
-               description: Any = None) -> dict[str, Any]:
+    def render(
+        cls, status: int, headers: Grouped, body: str, is_base64: bool, description: Any = None
+    ) -> dict[str, Any]:
         """The response, with ``headers`` (``grouped``)."""
         raise NotImplementedError
 
@@ -208,8 +224,9 @@ class RestV1(Shape):
         return isinstance(event.get("httpMethod"), str) and "elb" not in event["requestContext"]
 
     @classmethod
-    def render(cls, status: int, headers: Grouped, body: str, is_base64: bool,
-               description: Any = None) -> dict[str, Any]:
+    def render(
+        cls, status: int, headers: Grouped, body: str, is_base64: bool, description: Any = None
+    ) -> dict[str, Any]:
         single = {name: values[0] for name, values in headers.values() if len(values) == 1}
         response: dict[str, Any] = {"statusCode": status, "headers": single}
         multi = {name: values for name, values in headers.values() if len(values) > 1}
@@ -228,12 +245,16 @@ class Alb(Shape):
 
     @staticmethod
     def matches(event: dict[str, Any]) -> bool:
-        return (isinstance(event.get("httpMethod"), str) and "elb" in event["requestContext"]
-                and type(event.get("multiValueHeaders")) is not dict)
+        return (
+            isinstance(event.get("httpMethod"), str)
+            and "elb" in event["requestContext"]
+            and type(event.get("multiValueHeaders")) is not dict
+        )
 
     @classmethod
-    def render(cls, status: int, headers: Grouped, body: str, is_base64: bool,
-               description: Any = None) -> dict[str, Any]:
+    def render(
+        cls, status: int, headers: Grouped, body: str, is_base64: bool, description: Any = None
+    ) -> dict[str, Any]:
         response = {"statusCode": status, "statusDescription": _description(status, description)}
         response.update(cls.header_fields(headers))
         response["body"], response["isBase64Encoded"] = body, is_base64
@@ -255,8 +276,11 @@ class AlbMultiValue(Alb):
 
     @staticmethod
     def matches(event: dict[str, Any]) -> bool:
-        return (isinstance(event.get("httpMethod"), str) and "elb" in event["requestContext"]
-                and type(event.get("multiValueHeaders")) is dict)
+        return (
+            isinstance(event.get("httpMethod"), str)
+            and "elb" in event["requestContext"]
+            and type(event.get("multiValueHeaders")) is dict
+        )
 
     @staticmethod
     def header_fields(headers: Grouped) -> dict[str, Any]:
@@ -286,10 +310,12 @@ class HttpV2(Shape):
         return as_text(path) if path else "/"
 
     @classmethod
-    def render(cls, status: int, headers: Grouped, body: str, is_base64: bool,
-               description: Any = None) -> dict[str, Any]:
-        single = {name: ",".join(values) for lowered, (name, values) in headers.items()
-                  if lowered != "set-cookie"}
+    def render(
+        cls, status: int, headers: Grouped, body: str, is_base64: bool, description: Any = None
+    ) -> dict[str, Any]:
+        single = {
+            name: ",".join(values) for lowered, (name, values) in headers.items() if lowered != "set-cookie"
+        }
         response: dict[str, Any] = {"statusCode": status, "headers": single}
         if "set-cookie" in headers:
             response["cookies"] = headers["set-cookie"][1]
