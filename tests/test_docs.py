@@ -29,6 +29,7 @@ from _docs import (
     screen,
 )
 
+from lambda_kit.log import SECRET_KEY_PARTS
 from lambda_kit.testing import create_counter_table
 
 README_LIMIT = 15_000  # bytes
@@ -403,6 +404,17 @@ def test_every_page_is_linked_from_the_readme_or_the_index() -> None:
         }
     orphans = [relative(page) for page in PAGES[1:] if page.resolve() not in linked]
     assert not orphans, f"pages no reader can reach: link them from docs/index.md: {orphans}"
+
+
+def test_the_secret_key_list_is_documented_once_as_the_code_has_it() -> None:
+    """docs/guarantees.md states lambda_kit.log.SECRET_KEY_PARTS, in its order; no other page lists it."""
+    stated = ", ".join(f"`{part}`" for part in SECRET_KEY_PARTS)
+    pages_with_list = [
+        relative(page) for page in PAGES if stated in " ".join(page.read_text(encoding="utf-8").split())
+    ]
+    assert pages_with_list == ["docs/guarantees.md"], (
+        f"the secret key list {stated} must be stated once, in docs/guarantees.md: found in {pages_with_list}"
+    )
 
 
 # --- the harness itself: it fails where the pages are wrong ---------------------------------------------
