@@ -386,6 +386,28 @@ def test_big_integers_stay_exact_and_what_json_cannot_hold_is_refused(body, valu
                 assert codec.loads(body) == value and type(codec.loads(body)) is type(value)
 
 
+@pytest.mark.parametrize("version", ["v1", "v2", "url", "alb"])
+@pytest.mark.parametrize("body", HOSTILE_BODIES, ids=range(len(HOSTILE_BODIES)))
+def test_an_api_answers_a_hostile_body_alike_under_every_codec(body, version):
+    """Through ``api_handler``, as a client sends it: the same status and the same answer under
+    each codec; what JSON cannot hold (NaN, 1e400, a lone surrogate) is a 400, never a 200 or a 500."""
+    context = lambda_context()
+
+    def answer() -> tuple[int, Any]:
+        event = api_event("POST", "/items", body=body, version=version, headers={"X-Trace-Id": "t-hostile"})
+        with captured():
+            response = api_handler(lambda request, ctx: {"got": request.json})(event, context)
+        return response["statusCode"], strict(response["body"])
+
+    status, answered = assert_same(under_each_codec(answer))
+    cannot_hold = ("NaN", "Infinity", "1e400", "\\ud800", "\\udc00x", "\ud800")
+    if status == 200:
+        assert answered == {"got": json.loads(body.removeprefix("\ufeff"))}  # a BOM is read past
+    else:
+        assert (status, answered["error"]) == (400, "request body is not valid JSON")
+    assert status == 400 or not any(token in body for token in cannot_hold)
+
+
 @settings(HOSTILE, max_examples=200)
 @given(
     value=st.recursive(

@@ -255,6 +255,29 @@ def test_a_repeated_content_length_is_refused_and_what_follows_is_never_a_reques
     assert len(_events(api_stack)) == before
 
 
+@pytest.mark.parametrize(
+    "framing",
+    [
+        b"Content-Length: 48\r\nTransfer-Encoding: chunked\r\n",  # CL.TE: both framings
+        b"Transfer-Encoding: chunked\r\nContent-Length: 48\r\n",  # TE.CL
+        b"Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n",  # two encodings
+        b"Transfer-Encoding: xchunked\r\n",  # an encoding no server knows
+        b"Transfer-Encoding: chunked, identity\r\n",  # chunked not last
+    ],
+)
+def test_a_request_framed_two_ways_never_smuggles_a_second_one(api_stack, framing):
+    """The framings request smuggling plays the two ends against: whatever the status, the text
+    after the first request's chunked body is never served as a request of its own."""
+    before = len(_events(api_stack))
+    smuggled = b"GET /echo?smuggled=1 HTTP/1.1\r\nHost: local\r\n\r\n"
+    raw = b"POST /echo HTTP/1.1\r\nHost: local\r\nContent-Type: text/plain\r\n" + framing
+    raw += b"\r\n0\r\n\r\n" + smuggled
+    statuses = _statuses(_exchange(api_stack.gateway, raw, wait=3))
+    events = _events(api_stack)[before:]
+    assert not [event for event in events if "smuggled" in json.dumps(event)]
+    assert statuses[:1] in ([400], [501]) and len(statuses) == 1 and events == [], (statuses, events)
+
+
 @pytest.mark.parametrize("length", ["abc", "-1", "+5", "0x5", "5 5", "5,5", "1e1", ""])
 def test_a_garbage_content_length_is_refused(api_stack, length):
     before = len(_events(api_stack))

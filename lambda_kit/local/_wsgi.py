@@ -19,7 +19,7 @@ from typing import Any
 import waitress
 from waitress import wasyncore
 from waitress.channel import HTTPChannel
-from waitress.parser import HTTPRequestParser, get_header_lines
+from waitress.parser import HTTPRequestParser, ParsingError, get_header_lines
 
 BACKLOG = 1024
 """Connections the kernel queues before they are accepted (capped by ``net.core.somaxconn``): a
@@ -97,10 +97,15 @@ def _header(line: bytes) -> tuple[str, str]:
 
 
 class _Parser(HTTPRequestParser):
-    """waitress's request parser, which also keeps the header lines as sent."""
+    """waitress's request parser, which also keeps the header lines as sent, and refuses a request
+    framed both by ``Content-Length`` and by ``Transfer-Encoding: chunked`` (waitress would read
+    the chunks and keep the connection: what follows could be a request smuggled past a proxy that
+    went by the length; RFC 9112 6.1 allows the refusal)."""
 
     def parse_header(self, header_plus: bytes) -> None:
         super().parse_header(header_plus)  # raises on anything malformed: nothing is kept then
+        if self.chunked and "CONTENT_LENGTH" in self.headers:
+            raise ParsingError("both Content-Length and Transfer-Encoding: chunked")
         lines = get_header_lines(header_plus.split(b"\r\n", 1)[1])
         self.headers[WsgiServer.HEADER_LINES.removeprefix("HTTP_")] = [_header(line) for line in lines]
 
