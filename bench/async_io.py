@@ -174,7 +174,9 @@ def _overhead(event: Any, context: Any) -> tuple[dict[str, float], float]:
 
 _COLD = {
     "plain def under sqs_handler": "from lambda_kit import sqs_handler\nsqs_handler(lambda m, c: m)",
-    "async def under sqs_handler (asyncio)": "from lambda_kit import sqs_handler\nasync def f(m, c): return m\nsqs_handler(f)",
+    "async def under sqs_handler (asyncio)": (
+        "from lambda_kit import sqs_handler\nasync def f(m, c): return m\nsqs_handler(f)"
+    ),
     "sqs_handler(model=<pydantic model>) (pydantic)": (
         "from pydantic import BaseModel\nfrom lambda_kit import sqs_handler\n"
         "class View(BaseModel):\n    url: str\n    time: str\nsqs_handler(model=View)(lambda m, c: m)"
@@ -262,7 +264,8 @@ def run() -> list[Target]:
         (
             "loop CPU per record <= Powertools AsyncBatchProcessor's (all at once, no lines)",
             ratio <= 1.0,
-            f"{ours:.1f} µs vs {theirs:.1f} µs (paired ratio {ratio:.2f}); wall {wall['lambda_kit, max_concurrency=100, no log lines']:.1f} ms vs "
+            f"{ours:.1f} µs vs {theirs:.1f} µs (paired ratio {ratio:.2f}); "
+            f"wall {wall['lambda_kit, max_concurrency=100, no log lines']:.1f} ms vs "
             f"{wall['Powertools AsyncBatchProcessor (all at once, no log lines)']:.1f} ms",
         ),
     ]

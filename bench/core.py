@@ -107,7 +107,8 @@ def table(title: str, header: list[str], rows: list[list[str]]) -> None:
 
 # --- the three variants -----------------------------------------------------------------------
 
-LOGGER = "bench.views"  # the user's logger: get_logger(LOGGER) on lambda_kit's side, Logger(service=...) on Powertools'
+# the user's logger: get_logger(LOGGER) on lambda_kit's side, Logger(service=...) on Powertools'
+LOGGER = "bench.views"
 
 
 def _lambda_kit_handler(user_lines: int = 0) -> Callable[[Any, Any], Any]:
@@ -364,8 +365,9 @@ def _speed() -> tuple[list[Target], dict[tuple[str, str | None, int, int], float
             ]
         )
     table(
-        f"SQS batch, CPU µs per record: median (min-max) of {ROUNDS} interleaved rounds, ~{RECORDS_PER_RUN} records "
-        f"per variant per round;\n  the decorator's 2 log lines + N user lines per record "
+        f"SQS batch, CPU µs per record: median (min-max) of {ROUNDS} interleaved rounds, "
+        f"~{RECORDS_PER_RUN} records per variant per round;\n"
+        "  the decorator's 2 log lines + N user lines per record "
         f'(log.info("counting", extra={{...}})), to /dev/null;\n  ratios: median of per-round ratios; '
         f"targets at batch {TARGET_BATCH}, lambda_kit's default codec ({default_codec})",
         header,
@@ -382,7 +384,8 @@ def _speed() -> tuple[list[Target], dict[tuple[str, str | None, int, int], float
         for name in CODECS:
             values = per_line(kind, name)
             print(
-                f"    {what}, {name}: {statistics.median(values):.2f} µs ({min(values):.2f}-{max(values):.2f})"
+                f"    {what}, {name}: {statistics.median(values):.2f} µs "
+                f"({min(values):.2f}-{max(values):.2f})"
             )
 
     targets: list[Target] = []
@@ -398,7 +401,8 @@ def _speed() -> tuple[list[Target], dict[tuple[str, str | None, int, int], float
             )
         )
         print(
-            f"  {lines} user line(s): lambda_kit/floor {against_c:.2f}x (batch {TARGET_BATCH}, {default_codec})"
+            f"  {lines} user line(s): lambda_kit/floor {against_c:.2f}x "
+            f"(batch {TARGET_BATCH}, {default_codec})"
         )
     line_cost = statistics.median(per_line("a", default_codec))
     print(
@@ -580,9 +584,10 @@ def _cold_start() -> tuple[list[Target], dict[str, float]]:
     }
     decorating = {decorator: statistics.median(v) for decorator, v in inside.items()}
     table(
-        f"Cold start per decorator: CPU ms of `from lambda_kit import <decorator>, get_logger` + get_logger() + "
-        f"decorating, measured inside the fresh process after what Lambda's runtime has imported ({RUNTIME_IMPORTS}; "
-        f"median of {COLD_RUNS}, min-max), and the whole process over a bare one (those imports included)",
+        "Cold start per decorator: CPU ms of `from lambda_kit import <decorator>, get_logger` "
+        "+ get_logger() + decorating, measured inside the fresh process after what Lambda's runtime "
+        f"has imported ({RUNTIME_IMPORTS}; median of {COLD_RUNS}, min-max), and the whole process "
+        "over a bare one (those imports included)",
         ["decorator", "CPU ms inside", "min-max", "whole process, added"],
         [
             [
@@ -597,8 +602,8 @@ def _cold_start() -> tuple[list[Target], dict[str, float]]:
     worst = max(decorating, key=decorating.__getitem__)
     print(
         f"  each decorator + get_logger + decorating: worst {worst} {decorating[worst]:.1f} ms, best "
-        f"{min(decorating.values()):.1f} ms (inside the process, median of {COLD_RUNS}; whole process over a bare "
-        f"one: {min(whole.values()):+.1f} to {max(whole.values()):+.1f} ms)"
+        f"{min(decorating.values()):.1f} ms (inside the process, median of {COLD_RUNS}; "
+        f"whole process over a bare one: {min(whole.values()):+.1f} to {max(whole.values()):+.1f} ms)"
     )
     return [
         (
@@ -623,8 +628,8 @@ def _codec_verdict(
     )
     print("\nCodec verdict")
     print(
-        f"  orjson saves {saved:.2f} µs CPU per record in (a) and costs {extra_ms:+.1f} ms CPU once, on a cold "
-        "start (its import)"
+        f"  orjson saves {saved:.2f} µs CPU per record in (a) and costs {extra_ms:+.1f} ms CPU once, "
+        "on a cold start (its import)"
     )
     if saved > 0 and extra_ms > 0:
         print(
@@ -732,8 +737,9 @@ def _direct_path() -> list[Target]:
                 samples[label].append(time_per_record(lambda h=handler: h(event, context), calls, size))
     share = statistics.median(1 - d / s for d, s in zip(samples["direct"], samples["standard"], strict=True))
     print(
-        f"\n  get_logger's direct path, records of 3 user lines: {statistics.median(samples['direct']):.2f} µs, "
-        f"standard logging path {statistics.median(samples['standard']):.2f} µs: the direct path saves {share:.0%} "
+        "\n  get_logger's direct path, records of 3 user lines: "
+        f"{statistics.median(samples['direct']):.2f} µs, standard logging path "
+        f"{statistics.median(samples['standard']):.2f} µs: the direct path saves {share:.0%} "
         f"of per-record time (it stays if over {FAST_PATH_SHARE:.0%})"
     )
     return [
@@ -786,8 +792,8 @@ def _handler_imports() -> list[Target]:
         for module in HANDLER_MODULES
     ]
     table(
-        f"Importing the example service's handler modules: CPU ms in a fresh process after Lambda's runtime imports "
-        f"(median of {COLD_RUNS})",
+        "Importing the example service's handler modules: CPU ms in a fresh process after "
+        f"Lambda's runtime imports (median of {COLD_RUNS})",
         ["module", *roots],
         rows,
     )

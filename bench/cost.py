@@ -46,12 +46,16 @@ READ_PRICE = 0.25
 """$ per million read request units (on-demand)."""
 
 MODEL = (
-    "Cost model: AWS's published billing rules for on-demand tables, from the item sizes (DynamoDB Local's own",
+    "Cost model: AWS's published billing rules for on-demand tables, from the item sizes "
+    "(DynamoDB Local's own",
     "ConsumedCapacity is not AWS's: it reports 2 units for a two-item transaction AWS bills 4).",
-    "  writes: 1 write unit per KB per item; 2 in a transaction (prepare + commit). A cancelled transaction is",
-    "          counted at its prepare half (1 per KB per item: AWS publishes no rule of its own for it), a failed",
+    "  writes: 1 write unit per KB per item; 2 in a transaction (prepare + commit). "
+    "A cancelled transaction is",
+    "          counted at its prepare half (1 per KB per item: AWS publishes no rule of its own for it), "
+    "a failed",
     "          conditional write at 1 per KB.",
-    "  reads:  a strongly consistent read is 1 read unit per 4 KB per item, found or not (BatchGetItem reads each",
+    "  reads:  a strongly consistent read is 1 read unit per 4 KB per item, found or not "
+    "(BatchGetItem reads each",
     "          key as one GetItem); an eventually consistent one half that.",
     f"  prices: ${WRITE_PRICE} per million write units, ${READ_PRICE} per million read units;"
     " $/M events = (write units x 1.25 + read units x 0.25) per event.",
@@ -557,13 +561,13 @@ def run() -> list[tuple[str, bool, str]]:
         f" (exponent {ZIPF_EXPONENT});"
     )
     print(
-        f"a duplicate is a redelivery of one of the last {REDELIVERY_HORIZON} events. Every count checked exact"
-        f" (on {where})."
+        f"a duplicate is a redelivery of one of the last {REDELIVERY_HORIZON} events. "
+        f"Every count checked exact (on {where})."
     )
     print()
     header = (
-        f"{'dups':>4}  {'method':<28}{'batch':>6}{'requests':>9}{'transact.':>10}{'write u.':>9}{'read u.':>8}"
-        f"{'WU/event':>9}{'$/M events':>11}{'cancelled':>10}"
+        f"{'dups':>4}  {'method':<28}{'batch':>6}{'requests':>9}{'transact.':>10}"
+        f"{'write u.':>9}{'read u.':>8}{'WU/event':>9}{'$/M events':>11}{'cancelled':>10}"
     )
     print(header)
     for row in rows:
@@ -577,11 +581,12 @@ def run() -> list[tuple[str, bool, str]]:
     for line in MODEL:
         print(line)
     print(
-        "(a) reads a batch's markers first (strongly consistent BatchGetItem) while it meets duplicates, and writes"
-        " only the unseen:"
+        "(a) reads a batch's markers first (strongly consistent BatchGetItem) while it meets duplicates, "
+        "and writes only the unseen:"
     )
     print(
-        "  the first batch with duplicates is still cancelled once (nothing told it to read yet); that cancellation"
+        "  the first batch with duplicates is still cancelled once (nothing told it to read yet); "
+        "that cancellation"
     )
     print("  has the rest of the batch read before it is sent.")
     print()

@@ -90,7 +90,8 @@ def run(events: int = EVENTS) -> list[tuple[str, bool, str]]:
     from tests._local_process import start_local  # as the load test starts it
 
     print(
-        "\n== local: end to end on `lambda-kit local` (POST /views -> SQS -> counter -> stream -> aggregator) =="
+        "\n== local: end to end on `lambda-kit local` "
+        "(POST /views -> SQS -> counter -> stream -> aggregator) =="
     )
     batch, unique = view_events(events, ARTICLES, 0.1, 7)
     with tempfile.TemporaryDirectory() as scratch:

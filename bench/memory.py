@@ -35,7 +35,8 @@ def handler(message, context):
     log.info("counting", extra={"url": message["url"]})
     return len(message["url"])
 
-BODY = {"url": "myblog.com/article-17", "time": "2022-03-28T13:17:23+00:00", "clientId": "adidOIkenODSksi92LHd6"}
+BODY = {"url": "myblog.com/article-17", "time": "2022-03-28T13:17:23+00:00", \
+"clientId": "adidOIkenODSksi92LHd6"}
 context = lambda_context("view-counter")
 
 def status(key):

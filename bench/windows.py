@@ -111,7 +111,8 @@ def run() -> list[tuple[str, bool, str]]:
         devnull.close()
     width = max(len(row[0]) for row in rows)
     print(
-        f"\n== windows: tumbling windows and CloudWatch Logs subscriptions (CPU µs per record, codec {codec.name}) =="
+        "\n== windows: tumbling windows and CloudWatch Logs subscriptions "
+        f"(CPU µs per record, codec {codec.name}) =="
     )
     for name, value in rows:
         print(f"  {name.ljust(width)}  {value.rjust(8)}")

@@ -74,9 +74,10 @@ def drive_for(options: Options, function: Any) -> Drive:
     if not is_async(options.decorator, function):
         if options.max_concurrency > 1:
             raise TypeError(
-                f"@{options.decorator}(max_concurrency={options.max_concurrency}) needs an async def function; "
-                f"{name!r} is a plain function, which runs one record at a time: make it async def "
-                "(blocking calls can run in threads with await asyncio.to_thread(...)), or drop max_concurrency"
+                f"@{options.decorator}(max_concurrency={options.max_concurrency}) needs an async def "
+                f"function; {name!r} is a plain function, which runs one record at a time: make it "
+                "async def (blocking calls can run in threads with await asyncio.to_thread(...)), "
+                "or drop max_concurrency"
             )
         return run_plain
     if (
@@ -201,9 +202,11 @@ def _check_stream_options(on_failure: str, max_attempts: int, on_window_end: Any
     if on_window_end is not None:
         if not callable(on_window_end):
             raise TypeError(
-                f"stream_handler: on_window_end must be a function of the window, not {type(on_window_end).__name__}"
+                "stream_handler: on_window_end must be a function of the window, not "
+                f"{type(on_window_end).__name__}"
             )
-        is_async("stream_handler", on_window_end)  # a generator function is refused; an async def is awaited
+        # a generator function is refused; an async def is awaited
+        is_async("stream_handler", on_window_end)
 
 
 def stream_handler(

@@ -15,7 +15,8 @@ __all__ = [
 
 
 class HTTPError(Exception):
-    """Raise in an ``api_handler`` function to answer ``status`` with ``{"error": message, "trace_id": ...}``."""
+    """Raise in an ``api_handler`` function to answer ``status`` with
+    ``{"error": message, "trace_id": ...}``."""
 
     def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
@@ -73,6 +74,6 @@ class BatchResponseReturned(TypeError):
 
     def __init__(self) -> None:
         super().__init__(
-            'the function returned {"batchItemFailures": ...}: it is called once per record and the decorator '
-            "builds the batch response itself; raise to fail this record"
+            'the function returned {"batchItemFailures": ...}: it is called once per record and the '
+            "decorator builds the batch response itself; raise to fail this record"
         )

@@ -32,7 +32,8 @@ class Validator:
     __slots__ = ("model", "name", "from_json", "_adapter", "_error")
 
     def __init__(self, model: Any, from_json: bool = False) -> None:
-        # pydantic (~200 ms to import) is loaded by a decorator given a model; missing, the error names the extra
+        # pydantic (~200 ms to import) is loaded by a decorator given a model; missing, the error names
+        # the extra
         pydantic = import_optional("pydantic", "model=")
         if not hasattr(pydantic, "TypeAdapter") or not hasattr(pydantic.TypeAdapter, "rebuild"):
             raise ImportError(f"model= needs pydantic 2.10 or later: {install_hint('pydantic')}")

@@ -298,19 +298,27 @@ def summary(stack: LocalStack, result: DemoResult) -> str:
     p50, p95 = result.percentile(50), result.percentile(95)
     rows = [
         "",
-        f"  events sent          {result.sent:>6}   ({result.accepted} accepted with 202, {result.rejected} rejected)",
+        (
+            f"  events sent          {result.sent:>6}   "
+            f"({result.accepted} accepted with 202, {result.rejected} rejected)"
+        ),
         f"  unique events        {result.unique:>6}",
-        f"  counted              {result.counted:>6}   {check} counted {'==' if check == '✓' else '!='} unique",
+        (
+            f"  counted              {result.counted:>6}   "
+            f"{check} counted {'==' if check == '✓' else '!='} unique"
+        ),
         f"  duplicates dropped   {result.duplicates:>6}",
     ]
     if result.site_views is not None:
         site = "✓" if result.site_views == result.counted else "✗"
         rows.append(
-            f"  site total           {result.site_views:>6}   {site} aggregator (stream) agrees, {result.articles} articles"
+            f"  site total           {result.site_views:>6}   "
+            f"{site} aggregator (stream) agrees, {result.articles} articles"
         )
     dlq_ok = "✓" if result.dlq.get(result.poison_dlq, 0) == result.poisons else "✗"
     rows.append(
-        f"  poison messages      {result.poisons:>6}   {dlq_ok} {result.dlq.get(result.poison_dlq, 0)} in {result.poison_dlq or 'no DLQ'}"
+        f"  poison messages      {result.poisons:>6}   "
+        f"{dlq_ok} {result.dlq.get(result.poison_dlq, 0)} in {result.poison_dlq or 'no DLQ'}"
     )
     rows.append(
         "  messages in DLQs     " + ", ".join(f"{name} {count}" for name, count in sorted(result.dlq.items()))
@@ -324,7 +332,8 @@ def summary(stack: LocalStack, result: DemoResult) -> str:
         rows.append(f"  milestones           {0:>6}")
     if p50 is not None and p95 is not None:
         rows.append(
-            f"  latency POST→counted   p50 {p50 * 1000:.0f} ms · p95 {p95 * 1000:.0f} ms   ({len(result.latencies)} requests)"
+            f"  latency POST→counted   p50 {p50 * 1000:.0f} ms · p95 {p95 * 1000:.0f} ms   "
+            f"({len(result.latencies)} requests)"
         )
     rows.append(
         f"  drained              {'yes' if result.drained else 'NO (timed out)'} after {result.seconds:.1f} s"
@@ -333,7 +342,8 @@ def summary(stack: LocalStack, result: DemoResult) -> str:
         crossed_functions = timeline.functions_crossed(result.trace_lines, prefix)
         rows.append("")
         rows.append(
-            f"  trace {result.trace_id}: {' → '.join(crossed_functions)}   (lambda-kit trace {result.trace_id})"
+            f"  trace {result.trace_id}: {' → '.join(crossed_functions)}   "
+            f"(lambda-kit trace {result.trace_id})"
         )
         rows.append(timeline.render(result.trace_id, result.trace_lines, prefix, indent="    "))
     return "\n".join(rows) + "\n"
@@ -382,6 +392,7 @@ def run(stack: LocalStack, args: argparse.Namespace, out: TextIO) -> list[str]:
         failed.append(f"counted {result.counted} != unique {result.unique}")
     if result.dlq.get(result.poison_dlq, 0) != result.poisons:
         failed.append(
-            f"{result.dlq.get(result.poison_dlq, 0)} messages in the DLQ, expected the {result.poisons} poison messages"
+            f"{result.dlq.get(result.poison_dlq, 0)} messages in the DLQ, "
+            f"expected the {result.poisons} poison messages"
         )
     return failed

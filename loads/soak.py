@@ -623,8 +623,9 @@ def run_soak(options: SoakOptions | None = None, out: TextIO | None = None) -> S
         stack.start()
         _say(
             out,
-            f"lambda-kit soak · {result.sent} view events ({result.unique} unique) + {len(plan.poisons)} poison, "
-            f"seed {options.seed}, DynamoDB faults on {options.fault_rate:.0%} of calls, crashes after commit on "
+            f"lambda-kit soak · {result.sent} view events ({result.unique} unique) + "
+            f"{len(plan.poisons)} poison, seed {options.seed}, DynamoDB faults on "
+            f"{options.fault_rate:.0%} of calls, crashes after commit on "
             f"{options.crash_rate:.0%} of first tries · API {stack.api_url} · AWS {stack.endpoint_url}"
             f" · DynamoDB: {stack.dynamodb_description}",
         )
@@ -1099,7 +1100,8 @@ def _judge(result: SoakResult) -> None:
         Check(
             "every log line JSON with a trace id",
             result.log_lines > 0 and result.log_lines_bad == 0 and result.log_lines_without_trace == 0,
-            f"{result.log_lines} lines, {result.log_lines_bad} not JSON, {result.log_lines_without_trace} without trace id",
+            f"{result.log_lines} lines, {result.log_lines_bad} not JSON, "
+            f"{result.log_lines_without_trace} without trace id",
         )
     )
     checks.append(
@@ -1130,37 +1132,55 @@ def summary(result: SoakResult) -> str:
     dupes = sum(result.duplicates.values())
     rows = [
         "",
-        f"  events sent            {result.sent:>7}   view events (+ {result.poison_injected} poison); {dupes} duplicate deliveries:",
+        (
+            f"  events sent            {result.sent:>7}   view events (+ {result.poison_injected} poison); "
+            f"{dupes} duplicate deliveries:"
+        ),
     ]
     for how, count in sorted(result.duplicates.items(), key=lambda kv: -kv[1]):
         rows.append(f"                                   {count:>5} {how}")
     rows.append(
-        f"                                   ({result.pairs_in_one_batch} of {result.pairs} back-to-back pairs reached the counter in one batch)"
+        f"                                   ({result.pairs_in_one_batch} of {result.pairs} "
+        "back-to-back pairs reached the counter in one batch)"
     )
     rows += [
         f"  unique valid events    {result.unique:>7}",
-        f"  counted                {result.counted:>7}   {flag('counted == unique')} == unique (sum of {result.articles} article totals; "
-        f"{result.articles_exact}/{result.articles} articles exact {flag('per article exact')}, day buckets {flag('day buckets exact')})",
+        f"  counted                {result.counted:>7}   {flag('counted == unique')} == unique "
+        f"(sum of {result.articles} article totals; "
+        f"{result.articles_exact}/{result.articles} articles exact {flag('per article exact')}, "
+        f"day buckets {flag('day buckets exact')})",
         f"  double counted         {result.double_counted:>7}   {flag('double counted == 0')}",
-        f"  lost                   {result.lost:>7}   {flag('lost == 0')} ({result.markers_missing} unique events without their marker)",
-        f"  poison in DLQs         {result.poison_in_dlq:>7}   {flag('poison in DLQs == injected')} of {result.poison_injected} injected  "
+        f"  lost                   {result.lost:>7}   {flag('lost == 0')} "
+        f"({result.markers_missing} unique events without their marker)",
+        f"  poison in DLQs         {result.poison_in_dlq:>7}   {flag('poison in DLQs == injected')} "
+        f"of {result.poison_injected} injected  "
         + ", ".join(f"{k} {v}" for k, v in sorted(result.dlq.items())),
-        f"                                   {flag('each poison' + chr(39) + 's trace id on an ERROR line')} each trace id on ERROR lines: "
+        "                                   "
+        f"{flag('each poison' + chr(39) + 's trace id on an ERROR line')} each trace id on ERROR lines: "
         + ", ".join(f"{t} x{n}" for t, n in result.poison_error_lines.items()),
         f"  site total AGG#VIEWS   {result.site_total if result.site_total is not None else '-':>7}   "
-        f"{flag('site total == sum of article totals')} == sum of article totals; per day {flag('site day totals')}",
-        f"  distinct articles      {result.distinct_articles if result.distinct_articles is not None else '-':>7}   {flag('distinct articles')}",
-        f"  milestones             {result.milestones_recorded:>7}   {flag('milestones recorded once each')} of {result.milestones_expected} crossed",
-        f"  log lines              {result.log_lines:>7}   {flag('every log line JSON with a trace id')} all JSON with a trace id "
+        f"{flag('site total == sum of article totals')} == sum of article totals; "
+        f"per day {flag('site day totals')}",
+        "  distinct articles      "
+        f"{result.distinct_articles if result.distinct_articles is not None else '-':>7}   "
+        f"{flag('distinct articles')}",
+        f"  milestones             {result.milestones_recorded:>7}   "
+        f"{flag('milestones recorded once each')} of {result.milestones_expected} crossed",
+        f"  log lines              {result.log_lines:>7}   "
+        f"{flag('every log line JSON with a trace id')} all JSON with a trace id "
         f"({result.error_lines} ERROR)",
         f"  DynamoDB faults        {sum(result.faults.values()):>7}   of {calls} calls by the functions: "
         + ", ".join(f"{k} {v}" for k, v in result.faults.items()),
-        f"                                   ({result.writes_applied_before_500} of the 500s-after came after a write that was applied)",
+        f"                                   ({result.writes_applied_before_500} "
+        "of the 500s-after came after a write that was applied)",
         f"  crashes after commit   {sum(result.crashes.values()):>7}   "
         + ", ".join(f"{k} {v}" for k, v in sorted(result.crashes.items()))
-        + f"  (failed batches redelivered: sqs {result.sqs_batches_failed}, stream {result.stream_batches_failed})",
-        f"  API reads              {flag('the API reads the counts back')}         GET /views and GET /stats agree with the table",
-        f"  AWS calls by function  {sum(n for f in result.aws_calls.values() for a in f.values() for n in a.values()):>7}   "
+        + f"  (failed batches redelivered: sqs {result.sqs_batches_failed}, "
+        f"stream {result.stream_batches_failed})",
+        f"  API reads              {flag('the API reads the counts back')}         "
+        "GET /views and GET /stats agree with the table",
+        "  AWS calls by function  "
+        f"{sum(n for f in result.aws_calls.values() for a in f.values() for n in a.values()):>7}   "
         + "; ".join(
             f"{function} " + ", ".join(sorted(actions))
             for function, actions in sorted(result.aws_calls.items())

@@ -218,8 +218,8 @@ def run(module: str, children: int) -> dict[str, Counter[str]]:
             survivors.append(name)
     if not_run:
         print(
-            f"!! {len(not_run)} mutants ran no test (their children found none of the tests recorded for them); "
-            "counted as surviving",
+            f"!! {len(not_run)} mutants ran no test (their children found none of the tests recorded "
+            "for them); counted as surviving",
             flush=True,
         )
     for name in survivors:
@@ -238,10 +238,12 @@ def _not_run(place: Path) -> set[str]:
 
 def _report(scores: dict[str, Counter[str]]) -> bool:
     print(
-        "== mutation score per module (killed: a test failed; timeout: counted as killed; not run: as surviving) =="
+        "== mutation score per module (killed: a test failed; timeout: counted as killed; "
+        "not run: as surviving) =="
     )
     print(
-        f"  {'module':32} {'mutants':>7} {'killed':>7} {'survived':>8} {'no tests':>8} {'not run':>7} {'other':>6} {'survive %':>9}"
+        f"  {'module':32} {'mutants':>7} {'killed':>7} {'survived':>8} {'no tests':>8} "
+        f"{'not run':>7} {'other':>6} {'survive %':>9}"
     )
     ok = True
     for module, counts in sorted(scores.items()):
@@ -251,8 +253,9 @@ def _report(scores: dict[str, Counter[str]]) -> bool:
         share = surviving / total if total else 0.0
         ok &= share <= MAX_SURVIVING
         print(
-            f"  {module:32} {total:7} {killed:7} {counts['survived']:8} {counts['no tests']:8} {counts['not run']:7} "
-            f"{total - killed - surviving:6} {share:9.1%}{'' if share <= MAX_SURVIVING else '  > 10%'}"
+            f"  {module:32} {total:7} {killed:7} {counts['survived']:8} {counts['no tests']:8} "
+            f"{counts['not run']:7} {total - killed - surviving:6} {share:9.1%}"
+            f"{'' if share <= MAX_SURVIVING else '  > 10%'}"
         )
     return ok
 

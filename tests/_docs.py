@@ -172,7 +172,8 @@ def read_page(path: Path) -> Page:
         if token.type == "html_block" and MARKER.search(token.content):
             if pending is not None:
                 raise MarkupError(
-                    f"{relative(path)}:{pending[0]}: a docs-test marker that is not right before a fenced block"
+                    f"{relative(path)}:{pending[0]}: "
+                    "a docs-test marker that is not right before a fenced block"
                 )
             marks = [
                 mark

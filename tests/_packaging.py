@@ -106,7 +106,8 @@ def _package() -> dict[str, Any]:
     )
     if result.returncode != 0:
         pytest.fail(
-            f"serverless package failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+            f"serverless package failed ({result.returncode}):\n"
+            f"{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
         )
     return {"path": env["PATH"], "cache": str(cache), "output": result.stdout + result.stderr}
 

@@ -112,7 +112,8 @@ EXPECTED: dict[str, dict[str, Any]] = {
         cookies={"": "cookie1"},
         body="Hello from client!",
     ),
-    "aws-lambda-go/alb-lambda-target-request.json": dict(  # both header forms: multi-value wins, single fills in
+    # both header forms: multi-value wins, single fills in
+    "aws-lambda-go/alb-lambda-target-request.json": dict(
         shape="alb",
         multi=True,
         method="GET",
@@ -165,7 +166,8 @@ EXPECTED: dict[str, dict[str, Any]] = {
     "powertools-lambda-python/lambdaFunctionUrlEvent.json": dict(
         shape="url", method="GET", path="/", query_all={}, cookies={}, body=""
     ),
-    "powertools-lambda-python/lambdaFunctionUrlEventWithHeaders.json": dict(  # rawQueryString empty: the parameters as given
+    # rawQueryString empty: the parameters as given
+    "powertools-lambda-python/lambdaFunctionUrlEventWithHeaders.json": dict(
         shape="url",
         method="GET",
         path="/",

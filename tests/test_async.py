@@ -783,7 +783,10 @@ def test_max_concurrency_on_a_plain_function_is_refused_at_import_time(decorator
 
     with pytest.raises(
         TypeError,
-        match=rf"@{decorator.__name__}\(max_concurrency=4\) needs an async def function; 'test_max.*plain' is a plain function",
+        match=(
+            rf"@{decorator.__name__}\(max_concurrency=4\) needs an async def function; "
+            r"'test_max.*plain' is a plain function"
+        ),
     ):
         decorator(max_concurrency=4)(plain)
     assert decorator(max_concurrency=1)(plain).__lambda_kit__["max_concurrency"] == 1

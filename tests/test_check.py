@@ -17,13 +17,22 @@ ROOT = Path(__file__).resolve().parent.parent
 RBIF = "ReportBatchItemFailures"
 
 HANDLERS = {
-    "api": "from lambda_kit import api_handler\n\n\n@api_handler\ndef handler(request, context):\n    return {}\n",
-    "worker": "from lambda_kit import sqs_handler\n\n\n@sqs_handler\ndef handler(message, context):\n    return None\n",
+    "api": (
+        "from lambda_kit import api_handler\n\n\n"
+        "@api_handler\ndef handler(request, context):\n    return {}\n"
+    ),
+    "worker": (
+        "from lambda_kit import sqs_handler\n\n\n"
+        "@sqs_handler\ndef handler(message, context):\n    return None\n"
+    ),
     "tally": (
         "import lambda_kit.counters  # noqa: F401\nfrom lambda_kit import stream_handler\n\n\n"
         "@stream_handler\ndef handler(record, context):\n    return None\n"
     ),
-    "notify": "from lambda_kit import sns_handler\n\n\n@sns_handler\ndef handler(message, context):\n    return None\n",
+    "notify": (
+        "from lambda_kit import sns_handler\n\n\n"
+        "@sns_handler\ndef handler(message, context):\n    return None\n"
+    ),
     "plain": "def handler(event, context):\n    return None\n",
 }
 
@@ -158,8 +167,9 @@ def test_stream_handler_without_report_batch_item_failures(service, capsys):
     status, lines = run(service(config), capsys)
     assert status == 1
     assert findings(lines) == [
-        "error: tally: add functionResponseType: ReportBatchItemFailures to its stream event: without it Lambda "
-        "ignores the failures the stream_handler reports and treats failed records as processed"
+        "error: tally: add functionResponseType: ReportBatchItemFailures to its stream event: "
+        "without it Lambda ignores the failures the stream_handler reports and treats failed "
+        "records as processed"
     ]
 
 
@@ -169,7 +179,8 @@ def test_handler_path_that_does_not_exist(service, capsys):
     status, lines = run(service(config), capsys)
     assert status == 1
     assert findings(lines) == [
-        "error: worker: handler 'handlers/wroker.handler' names handlers/wroker.py, which does not exist: fix the handler path"
+        "error: worker: handler 'handlers/wroker.handler' names handlers/wroker.py, which does not exist: "
+        "fix the handler path"
     ]
 
 
@@ -197,7 +208,8 @@ def test_handler_function_missing(service, capsys):
     status, lines = run(service(config), capsys)
     assert status == 1
     assert findings(lines) == [
-        "error: api: handler module handlers.api has no function 'main': fix the handler path 'handlers/api.main'"
+        "error: api: handler module handlers.api has no function 'main': "
+        "fix the handler path 'handlers/api.main'"
     ]
 
 
@@ -222,7 +234,8 @@ def test_undecorated_handler_is_a_warning(service, capsys):
     status, lines = run(service(config), capsys)
     assert status == 0
     assert findings(lines) == [
-        "warning: worker: handler is not a lambda_kit decorator (no __lambda_kit__), so its partial-failure wiring cannot be checked"
+        "warning: worker: handler is not a lambda_kit decorator (no __lambda_kit__), "
+        "so its partial-failure wiring cannot be checked"
     ]
 
 
@@ -232,7 +245,8 @@ def test_decorator_of_another_source(service, capsys):
     status, lines = run(service(config), capsys)
     assert status == 1
     assert findings(lines) == [
-        "error: worker: handler is a sns_handler but the function has sqs events: use sqs_handler or move the event"
+        "error: worker: handler is a sns_handler but the function has sqs events: "
+        "use sqs_handler or move the event"
     ]
 
 
@@ -292,10 +306,10 @@ def test_consumed_queue_without_redrive_policy(service, capsys):
     status, lines = run(service(config), capsys)
     assert status == 1
     assert findings(lines) == [
-        "error: Jobs: add a RedrivePolicy (deadLetterTargetArn + maxReceiveCount) to the queue: a message that always "
-        "fails is retried until it expires",
-        "warning: JobsDLQ: queue has no RedrivePolicy and is no function's dead-letter target: add one, or point a "
-        "redrive policy / destination at it",
+        "error: Jobs: add a RedrivePolicy (deadLetterTargetArn + maxReceiveCount) to the queue: "
+        "a message that always fails is retried until it expires",
+        "warning: JobsDLQ: queue has no RedrivePolicy and is no function's dead-letter target: "
+        "add one, or point a redrive policy / destination at it",
     ]
 
 
@@ -322,7 +336,10 @@ def test_latest_on_a_counting_stream_is_an_error(service, capsys):
 def test_latest_on_another_stream_is_a_warning(service, capsys):
     config = variant()
     config["functions"]["tally"]["events"][0]["stream"]["startingPosition"] = "LATEST"
-    plain_stream = "from lambda_kit import stream_handler\n\n\n@stream_handler\ndef handler(record, context):\n    return None\n"
+    plain_stream = (
+        "from lambda_kit import stream_handler\n\n\n"
+        "@stream_handler\ndef handler(record, context):\n    return None\n"
+    )
     status, lines = run(service(config, handlers={"tally": plain_stream}), capsys)
     assert status == 0
     [line] = findings(lines)
@@ -337,7 +354,8 @@ def test_requeue_on_a_dynamodb_stream(service, capsys):
     status, lines = run(service(handlers={"tally": source}), capsys)
     assert status == 1
     assert findings(lines) == [
-        "error: tally: on_failure='requeue' only works on Kinesis streams: use on_failure='stop' for its DynamoDB stream event"
+        "error: tally: on_failure='requeue' only works on Kinesis streams: "
+        "use on_failure='stop' for its DynamoDB stream event"
     ]
 
 
@@ -360,7 +378,8 @@ def test_missing_config(tmp_path, capsys):
     status, lines = run(tmp_path / "serverless.yml", capsys)
     assert status == 2
     assert lines == [
-        f"error: {tmp_path / 'serverless.yml'} not found: run in the service directory or pass the path to serverless.yml"
+        f"error: {tmp_path / 'serverless.yml'} not found: "
+        "run in the service directory or pass the path to serverless.yml"
     ]
 
 
@@ -382,7 +401,10 @@ def test_config_without_functions(tmp_path, capsys):
 
 # ------------------------------------------------------------------ EventBridge and S3
 
-RULES = "from lambda_kit import eventbridge_handler\n\n\n@eventbridge_handler\ndef handler(detail, context):\n    return None\n"
+RULES = (
+    "from lambda_kit import eventbridge_handler\n\n\n"
+    "@eventbridge_handler\ndef handler(detail, context):\n    return None\n"
+)
 UPLOADS = "from lambda_kit import s3_handler\n\n\n@s3_handler\ndef handler(obj, context):\n    return None\n"
 S3_PATTERN = {
     "source": ["aws.s3"],
@@ -443,8 +465,9 @@ def test_eventbridge_and_s3_functions_need_an_on_failure_destination(service, ca
     kinds = {"rules": "eventBridge", "uploads": "eventBridge, s3"}[function]
     assert status == 1
     assert findings(lines) == [
-        f"error: {function}: add destinations.onFailure (or onError) to the function: its {kinds} events invoke it "
-        "asynchronously and failed invocations are dropped after Lambda's retries"
+        f"error: {function}: add destinations.onFailure (or onError) to the function: "
+        f"its {kinds} events invoke it asynchronously and failed invocations are dropped after "
+        "Lambda's retries"
     ]
 
 
@@ -455,7 +478,8 @@ def test_an_eventbridge_event_without_a_dead_letter_queue_is_a_warning(service, 
     assert status == 0
     [line] = findings(lines)
     assert line.startswith(
-        "warning: rules: add deadLetterQueueArn to its eventBridge event: events EventBridge cannot hand to the function"
+        "warning: rules: add deadLetterQueueArn to its eventBridge event: "
+        "events EventBridge cannot hand to the function"
     )
 
 
@@ -483,8 +507,8 @@ def test_an_input_transformation_hides_the_event_from_the_decorator(service, cap
     [key] = setting
     assert status == 1
     assert findings(lines) == [
-        f"error: rules: its eventBridge event sets {key}, so the function receives that instead of the EventBridge "
-        f"event and the eventbridge_handler refuses every invocation: remove {key}"
+        f"error: rules: its eventBridge event sets {key}, so the function receives that instead of "
+        f"the EventBridge event and the eventbridge_handler refuses every invocation: remove {key}"
     ]
 
 
@@ -503,8 +527,8 @@ def test_an_s3_handler_on_an_eventbridge_pattern_wider_than_s3_object_events(ser
     status, lines = run(service(config, {"rules": RULES, "uploads": UPLOADS}), capsys)
     assert status == 1
     assert findings(lines) == [
-        "error: uploads: its eventBridge pattern lets through events the s3_handler refuses: match source: [aws.s3] "
-        "and detail-type: [Object Created] and/or [Object Deleted]"
+        "error: uploads: its eventBridge pattern lets through events the s3_handler refuses: "
+        "match source: [aws.s3] and detail-type: [Object Created] and/or [Object Deleted]"
     ]
 
 
@@ -526,7 +550,8 @@ def test_an_s3_handler_on_a_queue_needs_report_batch_item_failures(service, caps
         (
             "uploads",
             "handlers/worker.handler",
-            "error: uploads: handler is a sqs_handler but the function has eventBridge events: use eventbridge_handler or move the event",
+            "error: uploads: handler is a sqs_handler but the function has eventBridge events: "
+            "use eventbridge_handler or move the event",
         ),
         (
             "rules",
@@ -547,9 +572,9 @@ def test_an_sqs_handler_on_s3_events(service, capsys):
     config["functions"]["uploads"]["handler"] = "handlers/worker.handler"
     _, lines = run(service(config, {"rules": RULES, "uploads": UPLOADS}), capsys)
     assert (
-        "error: uploads: handler is a sqs_handler but the function has s3 events: use s3_handler or move the event"
-        in findings(lines, "error")
-    )
+        "error: uploads: handler is a sqs_handler but the function has s3 events: "
+        "use s3_handler or move the event"
+    ) in findings(lines, "error")
 
 
 # ------------------------------------------------------------------ the YAML reader
@@ -567,7 +592,8 @@ def test_load_keeps_variables_and_expands_short_tags(tmp_path):
                 QUEUE: !Ref Jobs
                 TOPIC: !GetAtt [Topic, TopicArn]
                 STREAM: !GetAtt Table.StreamArn
-                LOGS: !Sub arn:${AWS::Partition}:logs:${AWS::Region}:*:/aws/lambda/${self:service}-${sls:stage}
+                LOGS: !Sub arn:${AWS::Partition}:logs:${AWS::Region}:*:/aws/lambda/\
+${self:service}-${sls:stage}
                 JOINED: !Join ["-", [a, !Ref AWS::Region]]
                 PICK: !Select [0, !GetAZs ""]
             base: &base {a: 1}
@@ -623,7 +649,10 @@ def test_project_service_has_no_errors(capsys):
 
 MSK_ARN = "arn:aws:kafka:us-east-1:123456789012:cluster/orders-cluster/abcd1234-0123-4567-89ab-0123456789ab-1"
 KAFKA_HANDLERS = {
-    "orders": "from lambda_kit import kafka_handler\n\n\n@kafka_handler\ndef handler(message, context):\n    return None\n",
+    "orders": (
+        "from lambda_kit import kafka_handler\n\n\n"
+        "@kafka_handler\ndef handler(message, context):\n    return None\n"
+    ),
     "orders_report": (
         "from lambda_kit import kafka_handler\n\n\n@kafka_handler(on_failure='report')\n"
         "def handler(message, context):\n    return None\n"
@@ -699,7 +728,8 @@ def test_kafka_events_without_an_on_failure_destination(service, capsys):
     assert status == 1
     assert findings(lines) == [
         "error: orders-msk: add an on-failure destination to its msk event (resources.extensions."
-        f"{MSK_MAPPING}.Properties.DestinationConfig.OnFailure.Destination (the msk event has no setting for it)): "
+        f"{MSK_MAPPING}.Properties.DestinationConfig.OnFailure.Destination "
+        "(the msk event has no setting for it)): "
         "a batch that keeps failing blocks its partitions until its records expire, and is then dropped",
         "error: orders_kafka: add an on-failure destination to its kafka event (onFailureDestination): "
         "a batch that keeps failing blocks its partitions until its records expire, and is then dropped",
@@ -718,10 +748,11 @@ def test_reporting_kafka_handler_needs_report_batch_item_failures_in_provisioned
     status, lines = run(service(config, KAFKA_HANDLERS), capsys)
     assert status == 1
     assert findings(lines) == [
-        "error: orders-msk: kafka_handler(on_failure='report') returns batchItemFailures, which Lambda reads only in "
-        f"provisioned mode with {RBIF}: add provisionedPollerConfig to its msk event and FunctionResponseTypes: "
-        f"[{RBIF}] to resources.extensions.{MSK_MAPPING}.Properties, or use on_failure='raise'; without them Lambda "
-        "treats failed records as processed"
+        "error: orders-msk: kafka_handler(on_failure='report') returns batchItemFailures, "
+        f"which Lambda reads only in provisioned mode with {RBIF}: add provisionedPollerConfig "
+        f"to its msk event and FunctionResponseTypes: [{RBIF}] to "
+        f"resources.extensions.{MSK_MAPPING}.Properties, or use on_failure='raise'; "
+        "without them Lambda treats failed records as processed"
     ]
 
 
@@ -732,9 +763,10 @@ def test_kafka_event_on_another_decorator_and_latest(service, capsys):
     status, lines = run(service(config, KAFKA_HANDLERS), capsys)
     assert status == 1
     assert findings(lines) == [
-        "warning: orders-msk: its msk event starts at LATEST: records written before the mapping starts are skipped; "
-        "use TRIM_HORIZON unless that is intended",
-        "error: orders_kafka: handler is a sqs_handler but the function has kafka events: use kafka_handler or move the event",
+        "warning: orders-msk: its msk event starts at LATEST: records written before the mapping "
+        "starts are skipped; use TRIM_HORIZON unless that is intended",
+        "error: orders_kafka: handler is a sqs_handler but the function has kafka events: "
+        "use kafka_handler or move the event",
     ]
 
 
@@ -768,7 +800,10 @@ def test_the_extension_names_check_reads_are_the_framework_s(service, tmp_path):
 # --- HTTP front doors: ALB targets and Function URLs ----------------------------------------------------
 
 ALB = {
-    "listenerArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/lb/50dc6c495c0c9188/f2f7dc8efc522ab2",
+    "listenerArn": (
+        "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/lb/"
+        "50dc6c495c0c9188/f2f7dc8efc522ab2"
+    ),
     "priority": 1,
     "conditions": {"path": ["/hello"]},
 }
@@ -786,8 +821,9 @@ def test_alb_event_without_multi_value_headers_is_a_warning(service, capsys, mul
         []
         if multi_value
         else [
-            "warning: api: set multiValueHeaders: true on its alb event: without it the load balancer passes only the last value "
-            "of a repeated query parameter or header (request.query_all holds one value each)"
+            "warning: api: set multiValueHeaders: true on its alb event: without it the load balancer "
+            "passes only the last value of a repeated query parameter or header "
+            "(request.query_all holds one value each)"
         ]
     )
     assert findings(lines) == expected
@@ -830,7 +866,8 @@ def test_a_streaming_function_url_is_an_error(service, capsys):
 
 BATCH_RESPONSE_WORKER = (
     "from lambda_kit import sqs_handler\n\n\n@sqs_handler\ndef handler(message, context):\n"
-    "    if message.get('bad'):\n        return {'batchItemFailures': [{'itemIdentifier': 'x'}]}\n    return None\n"
+    "    if message.get('bad'):\n"
+    "        return {'batchItemFailures': [{'itemIdentifier': 'x'}]}\n    return None\n"
 )
 STATUS_FIRST_API = (
     "from lambda_kit import api_handler\n\n\n@api_handler\nasync def handler(request, context):\n"
@@ -848,10 +885,10 @@ def test_a_returned_batch_response_and_a_status_first_tuple_are_errors(service, 
     status, lines = run(service(handlers={"worker": BATCH_RESPONSE_WORKER, "api": STATUS_FIRST_API}), capsys)
     assert status == 1
     assert findings(lines, "error") == [
-        "error: api: returns (status, body): api_handler reads a tuple as (body, status[, headers]); put the body "
-        'first, or return {"statusCode": ..., "body": ...}',
-        'error: worker: a per-record function returns {"batchItemFailures": ...}: sqs_handler builds the batch '
-        "response itself and fails the record; raise to fail this record",
+        "error: api: returns (status, body): api_handler reads a tuple as (body, status[, headers]); "
+        'put the body first, or return {"statusCode": ..., "body": ...}',
+        'error: worker: a per-record function returns {"batchItemFailures": ...}: sqs_handler builds '
+        "the batch response itself and fails the record; raise to fail this record",
     ]
 
 

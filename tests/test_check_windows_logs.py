@@ -25,8 +25,14 @@ WINDOWED = (
     "    state = current_window().state\n"
     "    state['views'] = state.get('views', 0) + 1\n"
 )
-LOGS = "from lambda_kit import cloudwatch_logs_handler\n\n\n@cloudwatch_logs_handler\ndef handler(log_event, context):\n    return None\n"
-STREAM = "from lambda_kit import stream_handler\n\n\n@stream_handler{options}\ndef handler(payload, context):\n    return None\n"
+LOGS = (
+    "from lambda_kit import cloudwatch_logs_handler\n\n\n"
+    "@cloudwatch_logs_handler\ndef handler(log_event, context):\n    return None\n"
+)
+STREAM = (
+    "from lambda_kit import stream_handler\n\n\n"
+    "@stream_handler{options}\ndef handler(payload, context):\n    return None\n"
+)
 
 
 def windowed_stream(seconds: object = 120) -> dict:
@@ -83,7 +89,8 @@ def test_a_window_outside_lambdas_range(service, capsys, seconds):
     status, lines = run(service(config_with(windowed=function), HANDLERS), capsys)
     assert status == 1
     assert findings(lines) == [
-        f"error: windowed: tumblingWindowInSeconds {seconds!r} on its stream event is not a whole number of seconds from 0 to 900: Lambda rejects the event source"
+        f"error: windowed: tumblingWindowInSeconds {seconds!r} on its stream event is not a whole "
+        "number of seconds from 0 to 900: Lambda rejects the event source"
     ]
 
 
@@ -99,7 +106,8 @@ def test_reading_current_window_without_a_window_is_an_error(service, capsys):
     assert status == 1
     [line] = findings(lines)
     assert line.startswith(
-        "error: windowed: the handler reads current_window() but no stream event of the function sets tumblingWindowInSeconds"
+        "error: windowed: the handler reads current_window() but no stream event of the function "
+        "sets tumblingWindowInSeconds"
     )
 
 
@@ -133,7 +141,8 @@ def test_requeue_with_a_window_is_a_warning(service, capsys):
     assert status == 0
     [line] = findings(lines)
     assert line.startswith(
-        "warning: windowed: on_failure='requeue' with a tumbling window: a requeued record comes back in a later window"
+        "warning: windowed: on_failure='requeue' with a tumbling window: "
+        "a requeued record comes back in a later window"
     )
 
 
@@ -158,7 +167,8 @@ def test_a_log_subscription_without_a_failure_destination_is_an_error(service, c
     status, lines = run(service(config_with(logs=function), HANDLERS), capsys)
     assert status == 1
     assert findings(lines) == [
-        "error: logs: add destinations.onFailure (or onError) to the function: its cloudwatchLog events invoke it asynchronously and failed invocations are dropped after Lambda's retries"
+        "error: logs: add destinations.onFailure (or onError) to the function: its cloudwatchLog "
+        "events invoke it asynchronously and failed invocations are dropped after Lambda's retries"
     ]
 
 
@@ -168,7 +178,8 @@ def test_a_log_subscription_on_another_decorator_is_an_error(service, capsys):
     )
     assert status == 1
     assert findings(lines) == [
-        "error: logs: handler is a stream_handler but the function has cloudwatchLog events: use cloudwatch_logs_handler or move the event"
+        "error: logs: handler is a stream_handler but the function has cloudwatchLog events: "
+        "use cloudwatch_logs_handler or move the event"
     ]
 
 
@@ -186,7 +197,8 @@ def test_a_function_subscribed_to_its_own_log_group_is_an_error(service, capsys,
     status, lines = run(service(config_with(logs=function), HANDLERS), capsys)
     assert status == 1
     assert findings(lines) == [
-        f"error: logs: its cloudwatchLog event subscribes it to its own log group {group}: every invocation writes lines that invoke it again, without end; subscribe another function"
+        f"error: logs: its cloudwatchLog event subscribes it to its own log group {group}: "
+        "every invocation writes lines that invoke it again, without end; subscribe another function"
     ]
 
 
@@ -207,7 +219,9 @@ def test_more_subscription_filters_than_a_log_group_takes(service, capsys):
     status, lines = run(service(config, {**HANDLERS, "audit": LOGS}), capsys)
     assert status == 1
     assert findings(lines) == [
-        "error: /aws/lambda/demo-dev-api: 3 subscription filters on this log group: CloudWatch Logs allows 2 per log group, so the deploy fails; merge the consumers or subscribe a stream they share"
+        "error: /aws/lambda/demo-dev-api: 3 subscription filters on this log group: CloudWatch Logs "
+        "allows 2 per log group, so the deploy fails; merge the consumers or subscribe a stream "
+        "they share"
     ]
 
 
@@ -228,7 +242,9 @@ def test_json_false_on_a_stream_of_log_data_is_a_warning(service, capsys):
     )
     assert status == 0
     assert findings(lines) == [
-        "warning: clicks: a subscription filter puts CloudWatch Logs data on Clicks, but the handler is stream_handler(json=False): it gets the gzip-compressed messages; leave json on for one call per log event"
+        "warning: clicks: a subscription filter puts CloudWatch Logs data on Clicks, but the handler "
+        "is stream_handler(json=False): it gets the gzip-compressed messages; leave json on for one "
+        "call per log event"
     ]
 
 

@@ -330,7 +330,8 @@ from lambda_kit import api_handler
 
 @api_handler
 def handler(request, context):
-    return {"statusCode": 200, "cookies": ["seen=1"], "body": {"shape": request.shape, "method": request.method, "path": request.path}}
+    return {"statusCode": 200, "cookies": ["seen=1"], "body": \
+{"shape": request.shape, "method": request.method, "path": request.path}}
 """
 
 

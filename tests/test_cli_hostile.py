@@ -87,7 +87,8 @@ def test_a_device_or_a_directory_as_serverless_yml_is_refused(path, kind, capsys
     status, line = answer(["check", path], capsys)
     assert (status, line) == (
         2,
-        f"error: {path} is {kind}, not a file: run in the service directory or pass the path to serverless.yml",
+        f"error: {path} is {kind}, not a file: "
+        "run in the service directory or pass the path to serverless.yml",
     )
     status, line = answer(["invoke", "f", "--event", "sqs", "-c", path], capsys)
     assert status == 2 and f"{path} is {kind}, not a file" in line
@@ -181,7 +182,10 @@ def test_the_alias_bomb_is_refused_by_check_and_invoke(tmp_path, capsys):
     path = tmp_path / "serverless.yml"
     path.write_text(ALIAS_BOMB)
     assert len(ALIAS_BOMB.encode()) < 800
-    expected = f"{path} is not valid YAML: more than 250,000 values once its aliases are expanded at line 6, column 17"
+    expected = (
+        f"{path} is not valid YAML: more than 250,000 values once its aliases are expanded "
+        "at line 6, column 17"
+    )
     assert answer(["check", str(path)], capsys) == (2, f"error: {expected}")
     assert answer(["invoke", "f", "--event", "sqs", "-c", str(path)], capsys) == (
         2,
@@ -192,7 +196,8 @@ def test_the_alias_bomb_is_refused_by_check_and_invoke(tmp_path, capsys):
 def test_aliases_a_service_shares_settings_with_still_load(tmp_path, capsys):
     path = tmp_path / "serverless.yml"
     path.write_text(
-        "service: shared\nx-settings: &settings {batchSize: 5, functionResponseType: ReportBatchItemFailures}\n"
+        "service: shared\n"
+        "x-settings: &settings {batchSize: 5, functionResponseType: ReportBatchItemFailures}\n"
         "functions:\n  f:\n    handler: m.handler\n    events:\n"
         + "".join(f"      - sqs: {{arn: 'arn:aws:sqs:us-east-1:1:q{n}', <<: *settings}}\n" for n in range(20))
     )

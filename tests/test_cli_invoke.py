@@ -131,7 +131,8 @@ def test_a_path_no_route_takes_is_sent_with_a_warning(project, aws_endpoint, cap
     status, body, err = invoke(project, capsys, "orders", "--path", "/customers/c-1")
     assert status == 0 and body == {"params": {}, "path": "/customers/c-1", "route": "GET /orders/{id}"}
     assert err.splitlines()[0] == (
-        "lambda-kit invoke: warning: --path /customers/c-1 is none of orders's routes (GET /orders/{id}, DELETE /orders/{id}/items/{item})"
+        "lambda-kit invoke: warning: --path /customers/c-1 is none of orders's routes "
+        "(GET /orders/{id}, DELETE /orders/{id}/items/{item})"
     )
 
 

@@ -106,7 +106,7 @@ def test_a_hostile_line_cannot_break_the_reading(tmp_path, capsys):
     assert len(rows(out)) == 0 and "1 log lines" in out  # the one line has no timestamp: offset "?"
 
 
-# --- batches: record ids and the commit's own row ---------------------------------------------------------------
+# --- batches: record ids and the commit's own row ----------------------------------------------------
 
 
 def batch_lines() -> list[dict]:

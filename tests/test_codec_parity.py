@@ -641,7 +641,8 @@ def test_a_forced_codec_that_is_not_installed_says_so(restore_codec):
 
 def test_no_codec_library_is_imported_until_first_use():
     code = (
-        "import sys\nfrom lambda_kit import sqs_handler, api_handler, get_logger\nfrom lambda_kit import codec\n"
+        "import sys\nfrom lambda_kit import sqs_handler, api_handler, get_logger\n"
+        "from lambda_kit import codec\n"
         "libs = ('orjson', 'ujson')\n"
         "print(sorted(m for m in libs if m in sys.modules))\n"
         "codec.dumps({'a': 1})\nprint(codec.name in sys.modules)\n"
@@ -700,7 +701,10 @@ def test_sets_whose_items_do_not_compare_keep_every_item(codec_name):
 
 @pytest.mark.parametrize("attr", ["loads", "dumps", "name"])
 def test_the_codec_is_chosen_on_first_use_of_any_of_its_names(attr):
-    code = f"from lambda_kit import codec\nvalue = codec.{attr}\nprint(codec.name, callable(value) or value == codec.name)"
+    code = (
+        f"from lambda_kit import codec\nvalue = codec.{attr}\n"
+        "print(codec.name, callable(value) or value == codec.name)"
+    )
     env = {k: v for k, v in os.environ.items() if k != "LAMBDA_KIT_JSON"}
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env

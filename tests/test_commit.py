@@ -113,8 +113,8 @@ def test_a_commit_that_returns_no_collection_of_records_fails_every_record(capfd
         [0, 1, 2],
         "TypeError",
         (
-            "the commit returned a value of type int: return the records (or record ids) that failed, or None, "
-            "or raise to fail them all"
+            "the commit returned a value of type int: return the records (or record ids) that failed, "
+            "or None, or raise to fail them all"
         ),
     )
 

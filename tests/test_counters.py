@@ -401,7 +401,8 @@ def test_a_lost_response_is_resent_with_the_same_token_and_counts_once(counter_t
         assert sent[1]["status"] == 200
         assert result == IncrementResult(counted=batch, duplicates=[])
     else:
-        # moto ignores the token: the resend is cancelled by the markers, so the events come back as duplicates
+        # moto ignores the token: the resend is cancelled by the markers, so the events come back as
+        # duplicates
         assert sent[1]["status"] == 400 and b"ConditionalCheckFailed" in sent[1]["response"]
         assert result == IncrementResult(counted=[], duplicates=batch)
     assert Counter(counter_table, client=dynamodb).get("k", consistent=True) == 2

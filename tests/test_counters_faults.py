@@ -259,7 +259,8 @@ def test_conflicts_on_every_try_propagate_the_cancellation_after_the_last(table,
         (
             [{"Code": "ValidationError", "Message": "Item size has exceeded the maximum allowed size"}],
             InvalidKeyError,
-            "DynamoDB rejected the increment of counter key 'k': Item size has exceeded the maximum allowed size",
+            "DynamoDB rejected the increment of counter key 'k': "
+            "Item size has exceeded the maximum allowed size",
         ),
         (
             [{"Code": "None"}, {"Code": "ValidationError"}],
@@ -269,7 +270,8 @@ def test_conflicts_on_every_try_propagate_the_cancellation_after_the_last(table,
         (
             [{"Code": "ItemCollectionSizeLimitExceeded", "Message": "Collection too large"}],
             CounterError,
-            "DynamoDB cancelled the increment of counter key 'k': ItemCollectionSizeLimitExceeded Collection too large",
+            "DynamoDB cancelled the increment of counter key 'k': "
+            "ItemCollectionSizeLimitExceeded Collection too large",
         ),
         (
             [{}, {"Code": "ItemCollectionSizeLimitExceeded"}],
@@ -313,7 +315,8 @@ def test_a_cancellation_without_a_usable_reason_is_an_error_not_a_retry(table, d
     assert type(raised.value) is CounterError
     assert str(raised.value) == (
         f"DynamoDB cancelled a transaction on table {table!r} without a usable reason: An error occurred "
-        "(TransactionCanceledException) when calling the TransactWriteItems operation: injected TransactionCanceledException"
+        "(TransactionCanceledException) when calling the TransactWriteItems operation: "
+        "injected TransactionCanceledException"
     )
 
 
@@ -326,7 +329,8 @@ def test_a_write_the_role_may_not_make_names_the_operation(table, dynamodb):
         with pytest.raises(CounterError) as raised:
             counter.increment("k", "e1")
     assert str(raised.value) == (
-        f"DynamoDB denied TransactWriteItems on table {table!r}: the role needs dynamodb:PutItem and dynamodb:UpdateItem,"
+        f"DynamoDB denied TransactWriteItems on table {table!r}: "
+        "the role needs dynamodb:PutItem and dynamodb:UpdateItem,"
         " which IAM checks for a transaction's items"
         " (Counter reads with BatchGetItem and writes with PutItem and UpdateItem)"
     )
@@ -383,7 +387,8 @@ def test_an_increment_of_five_fields_is_refused(table, dynamodb):
     with pytest.raises(InvalidKeyError) as raised:
         counter.increment_many([("k", "e1", 1, None, "extra")])
     assert str(raised.value) == (
-        "increment ('k', 'e1', 1, None, 'extra') must be (key, event_id), (key, event_id, amount) or an Increment"
+        "increment ('k', 'e1', 1, None, 'extra') must be (key, event_id), (key, event_id, amount) "
+        "or an Increment"
     )
 
 

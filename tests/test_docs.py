@@ -246,7 +246,8 @@ class PageRun:
             expected = int(block.mark("exit")[1][0]) if block.mark("exit") else 0  # type: ignore[index]
             if status != expected:
                 raise AssertionError(
-                    f"{block.where}: exit status {status}, expected {expected}:\n{text}\n--- printed:\n{screen(output)}"
+                    f"{block.where}: exit status {status}, expected {expected}:\n{text}\n"
+                    f"--- printed:\n{screen(output)}"
                 )
             self.last = (block, output)
             self.ran += 1
@@ -261,7 +262,8 @@ class PageRun:
         if not output_matches(block.text, output, numbers_vary):
             raise AssertionError(
                 f"{block.where}: the output shown is not what {ran.where} printed"
-                f"{' (numbers may vary)' if numbers_vary else ''}:\n--- shown:\n{block.text}\n--- printed:\n{screen(output)}"
+                f"{' (numbers may vary)' if numbers_vary else ''}:\n--- shown:\n{block.text}\n"
+                f"--- printed:\n{screen(output)}"
             )
 
     def _process(self, command: list[str], env: dict[str, str], cwd: Path) -> tuple[int, str]:
@@ -295,14 +297,16 @@ class PageRun:
         path = self.workdir / str(block.file)
         if path.parent.is_symlink():
             raise MarkupError(
-                f"{block.where}: {block.file} would write into the repository's {path.parent.name}/: choose another folder"
+                f"{block.where}: {block.file} would write into the repository's {path.parent.name}/: "
+                "choose another folder"
             )
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         if path.suffix != ".py":
             return 0, ""
         if path.name.startswith("test_"):
-            # plain pytest: the venv's plugins (hypothesis, xdist ...) cost ~1.5 s to load and no example uses them
+            # plain pytest: the venv's plugins (hypothesis, xdist ...) cost ~1.5 s to load and no example
+            # uses them
             env = {**self.python_environment(), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
             return self._process(
                 [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", path.name], env, path.parent

@@ -144,7 +144,9 @@ def test_with_a_model_a_change_without_its_new_image_fails_naming_the_stream_vie
     assert line["invalid"] == [
         {
             "field": "NewImage",
-            "problem": "the record has no NewImage: the stream's view type must include it (NEW_AND_OLD_IMAGES)",
+            "problem": (
+                "the record has no NewImage: the stream's view type must include it (NEW_AND_OLD_IMAGES)"
+            ),
         }
     ]
 

@@ -216,9 +216,9 @@ def test_a_pipes_batch_is_taken_by_its_decorator_and_named_in_the_others_refusal
         == "stream_handler cannot process an EventBridge Pipes batch of SQS messages: use sqs_handler"
     )
     error, _ = refusal(sqs_handler(lambda m, c: None), [{"a": 1}], capfd)
-    assert (
-        str(error)
-        == "sqs_handler cannot process a top-level list, as EventBridge Pipes sends: sqs_handler processes an SQS event"
+    assert str(error) == (
+        "sqs_handler cannot process a top-level list, as EventBridge Pipes sends: "
+        "sqs_handler processes an SQS event"
     )
 
 

@@ -174,7 +174,7 @@ def test_cloudwatch_logs_handler_survives_any_event(event, fail_every, context, 
         assert len(fn.calls) + len(undecodable) == len(events)  # every log event ran, or failed alone
 
 
-# --- stream_handler: subscription messages in Kinesis records ------------------------------------------------
+# --- stream_handler: subscription messages in Kinesis records -----------------------------------------------
 
 
 @st.composite
@@ -220,7 +220,7 @@ def test_stream_handler_survives_any_kinesis_record_of_log_events(records, fail_
         )
 
 
-# --- tumbling windows: the state that goes back --------------------------------------------------------------
+# --- tumbling windows: the state that goes back -------------------------------------------------------------
 
 actions = st.fixed_dictionaries(
     {

@@ -122,11 +122,13 @@ import boto3
 
 
 def writer(event, context):
-    boto3.client("sqs").send_message_batch(QueueUrl=os.environ["JOBS_URL"], Entries=[{"Id": "1", "MessageBody": "a"}])
+    boto3.client("sqs").send_message_batch(QueueUrl=os.environ["JOBS_URL"], \
+Entries=[{"Id": "1", "MessageBody": "a"}])
     table = os.environ["TABLE"]
     boto3.client("dynamodb").transact_write_items(TransactItems=[
         {"Put": {"TableName": table, "Item": {"PK": {"S": "a"}}}},
-        {"Update": {"TableName": table, "Key": {"PK": {"S": "b"}}, "UpdateExpression": "SET n = :one", "ExpressionAttributeValues": {":one": {"N": "1"}}}},
+        {"Update": {"TableName": table, "Key": {"PK": {"S": "b"}}, "UpdateExpression": "SET n = :one", \
+"ExpressionAttributeValues": {":one": {"N": "1"}}}},
     ])
     return "ok"
 """
@@ -197,7 +199,10 @@ TEMPLATE = {
                                     "Effect": "Allow",
                                     "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
                                     "Resource": {
-                                        "Fn::Sub": "arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:log-group:/aws/lambda/svc-dev-worker:*"
+                                        "Fn::Sub": (
+                                            "arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}"
+                                            ":log-group:/aws/lambda/svc-dev-worker:*"
+                                        )
                                     },
                                 },
                                 {

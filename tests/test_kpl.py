@@ -175,7 +175,8 @@ def test_aws_kinesis_agg_is_loaded_only_for_an_aggregate_and_leaves_nothing_behi
         print("plain", "google.protobuf" in sys.modules, "aws_kinesis_agg" in sys.modules)
         path = list(sys.path)
         handler({{"Records": [aggregate]}}, None)
-        print("aggregate", "aws_kinesis_agg.messages_pb2" in sys.modules, sys.path == path, "config_pb2" in sys.modules)
+        print("aggregate", "aws_kinesis_agg.messages_pb2" in sys.modules, sys.path == path, \
+"config_pb2" in sys.modules)
     """)
     assert out.splitlines() == ["plain False False", "aggregate True True False"]
 

@@ -290,7 +290,8 @@ def test_read_service_keeps_the_file_as_written_and_lists_what_the_stack_cannot_
     assert config.problems == [
         "serverless.yml: function 'worker' needs `handler: path/module.function` (got 'nodot')",
         "serverless.yml: functions.worker: timeout and memorySize must be numbers",
-        "serverless.yml: functions.worker.events[1] must be a mapping with one key (sqs, stream, sns, httpApi ...)",
+        "serverless.yml: functions.worker.events[1] must be a mapping with one key "
+        "(sqs, stream, sns, httpApi ...)",
         "serverless.yml: functions.api: timeout and memorySize must be numbers",
     ]
     with pytest.raises(ConfigError) as first:

@@ -256,7 +256,9 @@ def test_a_dynamodb_record_without_its_image_fails_naming_the_stream_view_type(c
     assert line["invalid"] == [
         {
             "field": "OldImage",
-            "problem": "the record has no OldImage: the stream's view type must include it (NEW_AND_OLD_IMAGES)",
+            "problem": (
+                "the record has no OldImage: the stream's view type must include it (NEW_AND_OLD_IMAGES)"
+            ),
         }
     ]
 
@@ -445,7 +447,9 @@ def test_a_model_whose_annotations_do_not_resolve_is_refused_when_decorated(deco
     for model, name in ((Order, "Missing"), (Point, "Nowhere")):
         with pytest.raises(
             TypeError,
-            match=f"model={model.__name__} is not a type pydantic can validate .*name '{name}' is not defined",
+            match=(
+                f"model={model.__name__} is not a type pydantic can validate .*name '{name}' is not defined"
+            ),
         ):
             decorator(model=model)
 
@@ -454,7 +458,10 @@ def test_import_lambda_kit_loads_no_pydantic_and_no_asyncio():
     import subprocess
     import sys
 
-    code = "import sys, lambda_kit; from lambda_kit import sqs_handler; sqs_handler(lambda m, c: m); print(sorted(m for m in ('pydantic', 'asyncio') if m in sys.modules))"
+    code = (
+        "import sys, lambda_kit; from lambda_kit import sqs_handler; sqs_handler(lambda m, c: m); "
+        "print(sorted(m for m in ('pydantic', 'asyncio') if m in sys.modules))"
+    )
     assert (
         subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, check=True

@@ -136,7 +136,7 @@ def test_window_samples_are_refused_by_the_other_decorators(path):
         cloudwatch_logs_handler(lambda m, c: None)(sample(path), None)
 
 
-# --- CloudWatch Logs subscriptions ----------------------------------------------------------------------------
+# --- CloudWatch Logs subscriptions --------------------------------------------------------------------------
 
 TEST_MESSAGES = [
     ("eventId1", 1440442987000, "[ERROR] First test message"),

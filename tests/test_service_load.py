@@ -51,7 +51,8 @@ def run(stack, args, out):
     answered = 0
     for number in range(args.requests):
         connection = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
-        connection.request("POST", "/echo", body=json.dumps({"n": number}), headers={"Content-Type": "application/json"})
+        connection.request("POST", "/echo", body=json.dumps({"n": number}), \
+headers={"Content-Type": "application/json"})
         response = connection.getresponse()
         answered += json.loads(response.read())["echo"] == {"n": number}
         connection.close()
@@ -81,8 +82,10 @@ def test_a_service_without_a_load_gets_one_line_and_nothing_runs(tmp_path, uniqu
     captured = capsys.readouterr()
     [line] = captured.err.splitlines()
     assert line == (
-        f"lambda-kit {command}: {config} names no load for `lambda-kit {command}`: add custom.lambdaKit.{command}: MODULE "
-        f"(a module beside the service with {command}(...); see `lambda-kit help load`), or run `lambda-kit local` and send your own events"
+        f"lambda-kit {command}: {config} names no load for `lambda-kit {command}`: "
+        f"add custom.lambdaKit.{command}: MODULE "
+        f"(a module beside the service with {command}(...); see `lambda-kit help load`), "
+        "or run `lambda-kit local` and send your own events"
     )
     assert captured.out == ""  # no stack started, nothing sent
 
@@ -116,9 +119,9 @@ def test_the_services_own_load_runs_on_the_stack_with_its_options(tmp_path, uniq
         main(["run", "-c", config, "--requests", "0"])
     assert exit_.value.code == 2
     [line] = capsys.readouterr().err.splitlines()
-    assert (
-        line
-        == "lambda-kit run: argument --requests: 0 is out of range: a count must be at least 1 (see lambda-kit run --help)"
+    assert line == (
+        "lambda-kit run: argument --requests: 0 is out of range: a count must be at least 1 "
+        "(see lambda-kit run --help)"
     )
     with pytest.raises(SystemExit) as exit_:
         main(["run", "-c", config, "--help"])

@@ -42,8 +42,10 @@ def record(body, traceparent=PARENT):
 
 def spans():
     return [{"name": s.name, "trace": f"{s.context.trace_id:032x}", "span": f"{s.context.span_id:016x}",
-             "parent": s.parent and f"{s.parent.span_id:016x}", "links": [f"{l.context.trace_id:032x}" for l in s.links],
-             "attributes": dict(s.attributes), "status": s.status.status_code.name} for s in exporter.get_finished_spans()]
+             "parent": s.parent and f"{s.parent.span_id:016x}", \
+"links": [f"{l.context.trace_id:032x}" for l in s.links],
+             "attributes": dict(s.attributes), "status": s.status.status_code.name} \
+for s in exporter.get_finished_spans()]
 """
 
 

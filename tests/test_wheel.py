@@ -77,11 +77,13 @@ USER_FUNCTIONS = [
             assert functions.take_order(good, testing.lambda_context()) == {"batchItemFailures": []}
             event = testing.sqs_event({"quantity": 2}, {"quantity": 0}, "not json")
             result = functions.take_order(event, testing.lambda_context())
-            assert result == {"batchItemFailures": [{"itemIdentifier": event["Records"][n]["messageId"]} for n in (1, 2)]}
+            assert result == {"batchItemFailures": [{"itemIdentifier": event["Records"][n]["messageId"]} \
+for n in (1, 2)]}
             with pytest.raises(UnsupportedEvent, match="an SNS"):
                 functions.take_order(testing.event("sns", {"quantity": 2}), testing.lambda_context())
         """,
-        "sqs: {arn: 'arn:aws:sqs:us-east-1:123456789012:orders', functionResponseType: ReportBatchItemFailures}",
+        "sqs: {arn: 'arn:aws:sqs:us-east-1:123456789012:orders', "
+        "functionResponseType: ReportBatchItemFailures}",
     ),
     UserFunction(
         "notice",
@@ -98,7 +100,8 @@ USER_FUNCTIONS = [
         """,
         """
         def test_notice_records_the_message_and_raises_on_a_bad_one():
-            functions.notice(testing.event("sns", {"text": "shipped"}, trace_id="T-sns"), testing.lambda_context())
+            functions.notice(testing.event("sns", {"text": "shipped"}, trace_id="T-sns"), \
+testing.lambda_context())
             assert functions.NOTICES == ["shipped"]
             with pytest.raises(KeyError):  # SNS invokes asynchronously: raised, so Lambda retries it
                 functions.notice(testing.sns_event({"nope": 1}), testing.lambda_context())
@@ -106,7 +109,8 @@ USER_FUNCTIONS = [
                 functions.notice(testing.event("sqs", {"text": "shipped"}), testing.lambda_context())
             assert functions.NOTICES == ["shipped"]
         """,
-        "sns: {topicName: notices, redrivePolicy: {deadLetterTargetArn: 'arn:aws:sqs:us-east-1:123456789012:notices-dlq'}}",
+        "sns: {topicName: notices, "
+        "redrivePolicy: {deadLetterTargetArn: 'arn:aws:sqs:us-east-1:123456789012:notices-dlq'}}",
         asynchronous=True,
     ),
     UserFunction(
@@ -124,16 +128,20 @@ USER_FUNCTIONS = [
         """,
         """
         def test_click_stops_at_the_record_without_a_page():
-            assert functions.click(testing.event("kinesis", {"page": "/a"}), testing.lambda_context()) == {"batchItemFailures": []}
+            assert functions.click(testing.event("kinesis", {"page": "/a"}), testing.lambda_context()) \
+== {"batchItemFailures": []}
             event = testing.kinesis_event({"page": "/b"}, {"other": 1}, {"page": "/c"})
             result = functions.click(event, testing.lambda_context())
-            assert result == {"batchItemFailures": [{"itemIdentifier": event["Records"][1]["kinesis"]["sequenceNumber"]}]}
+            assert result == {"batchItemFailures": [{"itemIdentifier": event["Records"][1]["kinesis"]\
+["sequenceNumber"]}]}
             assert functions.CLICKS == ["/a", "/b"]  # in order: /c waits for the retry from the failed record
             with pytest.raises(UnsupportedEvent):
                 functions.click(testing.event("kafka", {"page": "/a"}), testing.lambda_context())
         """,
-        "stream: {type: kinesis, arn: 'arn:aws:kinesis:us-east-1:123456789012:stream/clicks', functionResponseType: ReportBatchItemFailures, "
-        "startingPosition: TRIM_HORIZON, maximumRetryAttempts: 5, destinations: {onFailure: 'arn:aws:sqs:us-east-1:123456789012:clicks-dlq'}}",
+        "stream: {type: kinesis, arn: 'arn:aws:kinesis:us-east-1:123456789012:stream/clicks', "
+        "functionResponseType: ReportBatchItemFailures, "
+        "startingPosition: TRIM_HORIZON, maximumRetryAttempts: 5, "
+        "destinations: {onFailure: 'arn:aws:sqs:us-east-1:123456789012:clicks-dlq'}}",
     ),
     UserFunction(
         "stock_changed",
@@ -154,17 +162,21 @@ USER_FUNCTIONS = [
             event = testing.event("dynamodb", {"sku": "A", "count": 3})
             assert functions.stock_changed(event, testing.lambda_context()) == {"batchItemFailures": []}
             event = testing.dynamodb_stream_event(
-                testing.dynamodb_record("MODIFY", keys={"sku": "B"}, new_image={"sku": "B", "count": -1}, old_image={"sku": "B", "count": 1}),
+                testing.dynamodb_record("MODIFY", keys={"sku": "B"}, new_image={"sku": "B", "count": -1}, \
+old_image={"sku": "B", "count": 1}),
                 testing.dynamodb_record("INSERT", keys={"sku": "C"}, new_image={"sku": "C", "count": 1}),
             )
             result = functions.stock_changed(event, testing.lambda_context())
-            assert result == {"batchItemFailures": [{"itemIdentifier": event["Records"][0]["dynamodb"]["SequenceNumber"]}]}
+            assert result == {"batchItemFailures": [{"itemIdentifier": event["Records"][0]["dynamodb"]\
+["SequenceNumber"]}]}
             assert functions.STOCK == {"A": 3}
             with pytest.raises(UnsupportedEvent):
                 functions.stock_changed(testing.event("eventbridge", {"sku": "A"}), testing.lambda_context())
         """,
-        "stream: {type: dynamodb, arn: 'arn:aws:dynamodb:us-east-1:123456789012:table/Stock/stream/2024-01-01T00:00:00.000', "
-        "functionResponseType: ReportBatchItemFailures, startingPosition: TRIM_HORIZON, maximumRetryAttempts: 5, "
+        "stream: {type: dynamodb, "
+        "arn: 'arn:aws:dynamodb:us-east-1:123456789012:table/Stock/stream/2024-01-01T00:00:00.000', "
+        "functionResponseType: ReportBatchItemFailures, startingPosition: TRIM_HORIZON, "
+        "maximumRetryAttempts: 5, "
         "destinations: {onFailure: 'arn:aws:sqs:us-east-1:123456789012:stock-dlq'}}",
     ),
     UserFunction(
@@ -184,13 +196,15 @@ USER_FUNCTIONS = [
         @pytest.mark.parametrize("version", ["v2", "v1", "http-v1", "url", "alb"])
         def test_get_order_answers_every_front_door(version):
             def get(**query):
-                event = testing.event("api", None, trace_id="T-api", path="/orders", query=query, version=version)
+                event = testing.event("api", None, trace_id="T-api", path="/orders", \
+query=query, version=version)
                 return functions.get_order(event, testing.lambda_context())
 
             response = get(id="7")
             assert response["statusCode"] == 200
             # an HTTP API with payload format 1.0 sends what a REST API sends
-            assert json.loads(response["body"]) == {"order": "7", "shape": "v1" if version == "http-v1" else version}
+            assert json.loads(response["body"]) == {"order": "7", \
+"shape": "v1" if version == "http-v1" else version}
             missing = get()
             assert missing["statusCode"] == 400 and json.loads(missing["body"])["error"] == "id is required"
             broken = get(id="0")
@@ -216,15 +230,20 @@ USER_FUNCTIONS = [
         """,
         """
         def test_payment_raises_at_the_first_bad_record():
-            functions.payment(testing.event("kafka", {"amount": 5}, topic="payments", self_managed=True), testing.lambda_context())
+            functions.payment(testing.event("kafka", {"amount": 5}, topic="payments", self_managed=True), \
+testing.lambda_context())
             with pytest.raises(ValueError, match="amount must be positive"):  # Lambda retries the batch
-                functions.payment(testing.kafka_event({"amount": 1}, {"amount": 0}, {"amount": 2}, topic="payments", self_managed=True), testing.lambda_context())
-            assert functions.PAYMENTS == [("payments", 5), ("payments", 1)]  # in order: stopped at the failure
+                functions.payment(testing.kafka_event({"amount": 1}, {"amount": 0}, {"amount": 2}, \
+topic="payments", self_managed=True), testing.lambda_context())
+            assert functions.PAYMENTS == [("payments", 5), ("payments", 1)]  \
+# in order: stopped at the failure
             with pytest.raises(UnsupportedEvent):
                 functions.payment(testing.event("sqs", {"amount": 5}), testing.lambda_context())
         """,
-        "kafka: {topic: payments, bootstrapServers: ['kafka.shop.example:9092'], startingPosition: TRIM_HORIZON, "
-        "accessConfigurations: {saslScram512Auth: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:kafka'}, "
+        "kafka: {topic: payments, bootstrapServers: ['kafka.shop.example:9092'], "
+        "startingPosition: TRIM_HORIZON, "
+        "accessConfigurations: "
+        "{saslScram512Auth: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:kafka'}, "
         "onFailureDestination: 'arn:aws:sqs:us-east-1:123456789012:payments-dlq'}",
     ),
     UserFunction(
@@ -237,14 +256,17 @@ USER_FUNCTIONS = [
         """,
         """
         def test_shipped_raises_on_a_detail_without_order():
-            assert functions.shipped(testing.event("eventbridge", {"order": 7}, trace_id="T-eb"), testing.lambda_context()) is None
+            assert functions.shipped(testing.event("eventbridge", {"order": 7}, trace_id="T-eb"), \
+testing.lambda_context()) is None
             with pytest.raises(KeyError):
                 functions.shipped(testing.eventbridge_event({"other": 1}), testing.lambda_context())
-            pipes = testing.pipes_batch(testing.sqs_event({"order": 7}))  # a top-level list, as EventBridge Pipes sends
+            pipes = testing.pipes_batch(testing.sqs_event({"order": 7}))  \
+# a top-level list, as EventBridge Pipes sends
             with pytest.raises(UnsupportedEvent, match="EventBridge Pipes"):
                 functions.shipped(pipes, testing.lambda_context())
         """,
-        "eventBridge: {pattern: {source: [shop.orders]}, deadLetterQueueArn: 'arn:aws:sqs:us-east-1:123456789012:shipped-dlq'}",
+        "eventBridge: {pattern: {source: [shop.orders]}, "
+        "deadLetterQueueArn: 'arn:aws:sqs:us-east-1:123456789012:shipped-dlq'}",
         asynchronous=True,
     ),
     UserFunction(
@@ -262,16 +284,21 @@ USER_FUNCTIONS = [
         """,
         """
         def test_uploaded_fails_the_empty_object_the_way_it_came():
-            functions.uploaded(testing.event("s3", {"bucket": "photos", "key": "red flower.jpg", "size": 10}), testing.lambda_context())
+            functions.uploaded(testing.event("s3", {"bucket": "photos", "key": "red flower.jpg", \
+"size": 10}), testing.lambda_context())
             assert functions.UPLOADS == [("photos", "red flower.jpg", 10)]
-            with pytest.raises(ValueError, match="empty.txt is empty"):  # S3 itself invokes asynchronously: raised
-                functions.uploaded(testing.event("s3", {"key": "empty.txt", "size": 0}), testing.lambda_context())
-            queued = testing.sqs_event(testing.s3_notification("a.txt", size=5), testing.s3_notification("empty.txt", size=0))
+            with pytest.raises(ValueError, match="empty.txt is empty"):  \
+# S3 itself invokes asynchronously: raised
+                functions.uploaded(testing.event("s3", {"key": "empty.txt", "size": 0}), \
+testing.lambda_context())
+            queued = testing.sqs_event(testing.s3_notification("a.txt", size=5), \
+testing.s3_notification("empty.txt", size=0))
             result = functions.uploaded(queued, testing.lambda_context())  # through SQS: reported per message
             assert result == {"batchItemFailures": [{"itemIdentifier": queued["Records"][1]["messageId"]}]}
             assert functions.UPLOADS[-1] == ("uploads", "a.txt", 5)
             with pytest.raises(UnsupportedEvent):
-                functions.uploaded(testing.event("cloudwatch_logs", {"message": "x"}), testing.lambda_context())
+                functions.uploaded(testing.event("cloudwatch_logs", {"message": "x"}), \
+testing.lambda_context())
         """,
         "s3: {bucket: photos, event: 's3:ObjectCreated:*', existing: true}",
         asynchronous=True,
@@ -293,9 +320,11 @@ USER_FUNCTIONS = [
         """,
         """
         def test_alarms_runs_every_log_event_then_raises_the_first_failure():
-            functions.alarms(testing.event("cloudwatch_logs", {"message": "boom", "level": "ERROR"}, trace_id="T-log"), testing.lambda_context())
+            functions.alarms(testing.event("cloudwatch_logs", {"message": "boom", "level": "ERROR"}, \
+trace_id="T-log"), testing.lambda_context())
             assert functions.ERRORS == ["boom"]
-            event = testing.cloudwatch_logs_event(testing.log_line("fine"), "plain text", testing.log_line("later", level="ERROR"))
+            event = testing.cloudwatch_logs_event(testing.log_line("fine"), \
+"plain text", testing.log_line("later", level="ERROR"))
             with pytest.raises(ValueError, match="not a JSON log line"):
                 functions.alarms(event, testing.lambda_context())
             assert functions.ERRORS == ["boom", "later"]
@@ -326,14 +355,16 @@ USER_FUNCTIONS = [
         """,
         """
         def test_enrich_runs_up_to_four_at_once_and_reports_the_bad_message():
-            event = testing.sqs_event(*[{"sku": n} for n in range(5)], {"nope": 1}, *[{"sku": n} for n in range(6)])
+            event = testing.sqs_event(*[{"sku": n} for n in range(5)], \
+{"nope": 1}, *[{"sku": n} for n in range(6)])
             result = functions.enrich(event, testing.lambda_context())
             assert result == {"batchItemFailures": [{"itemIdentifier": event["Records"][5]["messageId"]}]}
             assert functions.RUNNING == {"now": 0, "peak": 4}
             with pytest.raises(UnsupportedEvent):
                 functions.enrich(testing.event("kinesis", {"sku": 1}), testing.lambda_context())
         """,
-        "sqs: {arn: 'arn:aws:sqs:us-east-1:123456789012:enrich', functionResponseType: ReportBatchItemFailures}",
+        "sqs: {arn: 'arn:aws:sqs:us-east-1:123456789012:enrich', "
+        "functionResponseType: ReportBatchItemFailures}",
         ("import asyncio", "from lambda_kit import current_trace_id"),
     ),
     UserFunction(
@@ -362,7 +393,8 @@ USER_FUNCTIONS = [
             with pytest.raises(UnsupportedEvent):
                 functions.refund(testing.event("sns", {"order": 7, "amount": 1}), testing.lambda_context())
         """,
-        "sqs: {arn: 'arn:aws:sqs:us-east-1:123456789012:refunds', functionResponseType: ReportBatchItemFailures}",
+        "sqs: {arn: 'arn:aws:sqs:us-east-1:123456789012:refunds', "
+        "functionResponseType: ReportBatchItemFailures}",
         ("from dataclasses import dataclass",),
     ),
 ]
@@ -381,7 +413,10 @@ def _functions_module() -> str:
 
 def _test_module() -> str:
     body = "\n\n\n".join(textwrap.dedent(f.test).strip() for f in USER_FUNCTIONS)
-    header = "import json\n\nimport pytest\n\nfrom handlers import functions\nfrom lambda_kit import UnsupportedEvent, testing"
+    header = (
+        "import json\n\nimport pytest\n\n"
+        "from handlers import functions\nfrom lambda_kit import UnsupportedEvent, testing"
+    )
     return f"{header}\n\n\n{body}\n"
 
 
@@ -501,7 +536,8 @@ def test_the_base_install_brings_nothing_but_lambda_event_kit(installed):
         [
             installed["python"],
             "-c",
-            "import importlib.util as u; print([m for m in ('yaml', 'boto3', 'botocore', 'moto') if u.find_spec(m)])",
+            "import importlib.util as u; "
+            "print([m for m in ('yaml', 'boto3', 'botocore', 'moto') if u.find_spec(m)])",
         ],
         Path(installed["bin"]),
         installed["env"],

@@ -262,7 +262,10 @@ def test_a_state_changed_outside_any_record_is_checked_before_it_goes_back(capfd
 
     with pytest.raises(
         WindowStateError,
-        match=r"the window state is not JSON: it holds nan at \['total'\], which JSON cannot hold: the invocation fails",
+        match=(
+            r"the window state is not JSON: it holds nan at \['total'\], which JSON cannot hold: "
+            r"the invocation fails"
+        ),
     ):
         handler(tumbling_window(kinesis_event({"n": 1}), {}), None)
     [line] = of_level(read_lines(capfd), "ERROR")

@@ -334,8 +334,8 @@ def reported_ids(reported: Any) -> set[Any]:
         return set()
     if isinstance(reported, str | bytes | dict) or not hasattr(reported, "__iter__"):
         raise TypeError(
-            f"the commit returned a value of type {type(reported).__name__}: return the records (or record ids) "
-            "that failed, or None, or raise to fail them all"
+            f"the commit returned a value of type {type(reported).__name__}: return the records "
+            "(or record ids) that failed, or None, or raise to fail them all"
         )
     return {getattr(item, "id", item) for item in reported}
 
