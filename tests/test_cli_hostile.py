@@ -5,6 +5,8 @@ byte is read, a YAML document is measured while it is composed."""
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import re
 import threading
@@ -12,6 +14,7 @@ import threading
 import pytest
 
 from lambda_kit.cli import main
+from lambda_kit.local.logfile import LogFile
 
 # 687 bytes: nine levels of nine aliases stand for 9**9 (387 million) strings.
 ALIAS_BOMB = (
@@ -270,3 +273,31 @@ def test_a_payload_nested_too_deeply_is_one_line(tmp_path, capsys):
         ["invoke", "f", "--event", "sqs", "--body", "[" * 100_000, "-c", str(config)], capsys
     )
     assert (status, line) == (2, "lambda-kit invoke: --body is nested too deeply to be a payload")
+
+
+# --- `lambda-kit local --echo`: a log line's fields cannot drive the terminal -----------------------
+
+HOSTILE_TEXT = "a\x1b]0;owned\x07b\x1b[2Jc\x9bd\re\nf\u2028g"
+
+
+def test_the_echoed_short_form_escapes_every_control_character():
+    """ESC, BEL, a C1 CSI, CR, LF and a line separator in the message and in echoed fields: each
+    echoed line stays one printable line on the terminal (nothing retitles or clears it, nothing
+    forges a second row)."""
+    echoed = io.StringIO()
+    logs = LogFile(path=None, echo=echoed)
+    line = {
+        "timestamp": "2026-11-27T01:02:03.456Z",
+        "level": "INFO",
+        "function_name": "svc-dev-" + HOSTILE_TEXT,
+        "message": HOSTILE_TEXT,
+        "trace_id": HOSTILE_TEXT,
+        "error": HOSTILE_TEXT,
+    }
+    logs.write(json.dumps(line))
+    logs.write(HOSTILE_TEXT)  # not JSON: echoed as its text, escaped too
+    text = echoed.getvalue()
+    rows = text.split("\n")
+    assert len(rows) == 3 and rows[2] == ""  # two lines, each ended by the one newline echo writes
+    assert not [char for char in text if char != "\n" and not char.isprintable()]
+    assert "trace=" in rows[0] and "error=" in rows[0] and "owned" in rows[0]  # shown, escaped
