@@ -42,7 +42,7 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import sources
@@ -173,10 +173,15 @@ def _reads_window(module: Any) -> bool:
 
 @dataclass
 class _Handler:
-    marks: dict[str, Any] | None = None
+    marks: dict[str, Any] = field(default_factory=dict)  # its __lambda_kit__ ({}: no decorator)
     uses_counters: bool = False
     reads_window: bool = False
     returns: tuple[str, ...] = ()  # what the function's return statements return that is a mistake
+    imported: bool = True
+
+
+NOT_IMPORTED = _Handler(imported=False)
+"""The handler of a function whose handler does not import (its finding says why)."""
 
 
 def _returns(function: Any) -> tuple[str, ...]:
@@ -236,17 +241,15 @@ def _import_error(function: FunctionConfig, module_name: str, exc: BaseException
     return f"handler module {path}.py does not import ({reason}): fix the module"
 
 
-def _import_handler(
-    function: FunctionConfig, config: ServiceConfig, findings: list[Finding]
-) -> _Handler | None:
-    """The function's handler, imported with the function's environment; None (and a finding)
-    when it cannot be."""
+def _import_handler(function: FunctionConfig, config: ServiceConfig, findings: list[Finding]) -> _Handler:
+    """The function's handler, imported with the function's environment; ``NOT_IMPORTED`` (and a
+    finding) when it cannot be."""
     raw = function.setting("handler")
     if not isinstance(raw, str) or "." not in raw:
         findings.append(
             Finding("error", function.key, f"handler {raw!r} is not of the form path/to/module.function")
         )
-        return None
+        return NOT_IMPORTED
     module_name = function.module.strip(".")
     environment = _string_env(function.environment)
     environment.setdefault("AWS_REGION", os.environ.get("AWS_REGION", config.region))
@@ -256,15 +259,15 @@ def _import_handler(
             module = importlib.import_module(module_name)
         except (Exception, SystemExit) as exc:  # anything the module raises on import is the finding
             findings.append(Finding("error", function.key, _import_error(function, module_name, exc)))
-            return None
+            return NOT_IMPORTED
         fn = getattr(module, function.attribute, None)
         if not callable(fn):
             missing = f"handler module {module_name} has no function {function.attribute!r}"
             findings.append(Finding("error", function.key, f"{missing}: fix the handler path {raw!r}"))
-            return None
+            return NOT_IMPORTED
         marks = getattr(fn, "__lambda_kit__", None)
         return _Handler(
-            marks if isinstance(marks, dict) else None,
+            marks if isinstance(marks, dict) else {},
             _uses_counters(module),
             _reads_window(module),
             _returns(fn),
@@ -276,10 +279,11 @@ def _import_handler(
 
 @dataclass
 class _Subject:
-    """One function being checked, its handler as imported (None: it does not import), the service."""
+    """One function being checked, its handler as imported (``NOT_IMPORTED``: it does not import),
+    the service."""
 
     function: FunctionConfig
-    handler: _Handler | None
+    handler: _Handler
     config: ServiceConfig
     findings: list[Finding]
 
@@ -289,7 +293,7 @@ class _Subject:
 
     @property
     def marks(self) -> dict[str, Any]:
-        return self.handler.marks if self.handler is not None and self.handler.marks else {}
+        return self.handler.marks
 
     @property
     def decorator(self) -> str | None:
@@ -297,11 +301,11 @@ class _Subject:
 
     @property
     def counts(self) -> bool:
-        return self.handler is not None and self.handler.uses_counters
+        return self.handler.uses_counters
 
     @property
     def reads_window(self) -> bool:
-        return self.handler is not None and self.handler.reads_window
+        return self.handler.reads_window
 
     def add(self, level: str, message: str, subject: str | None = None) -> None:
         self.findings.append(Finding(level, subject or self.name, message))
@@ -352,7 +356,7 @@ RETURN_MISTAKES = {
 
 
 def _check_returns(subject: _Subject) -> None:
-    if subject.handler is None or not subject.decorator:
+    if not subject.decorator:  # a handler that does not import has no decorator either
         return
     api = subject.decorator == "api_handler"
     for mistake in subject.handler.returns:
@@ -371,7 +375,7 @@ def _processed(subject: _Subject, delivered: dict[str, list[Any]]) -> dict[str, 
 
 
 def _check_marks(subject: _Subject, delivered: dict[str, list[Any]]) -> None:
-    if subject.handler is not None and not subject.marks and any(delivered.values()):
+    if subject.handler.imported and not subject.marks and any(delivered.values()):
         subject.add(
             "warning",
             "handler is not a lambda_kit decorator (no __lambda_kit__), so its partial-failure wiring "
