@@ -44,9 +44,10 @@ __all__ = ["COUNT", "PORT", "SEED", "UserError", "bounded", "build_parser", "mai
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    if args.path is not None and args.config is not None and args.path != args.config:
+    given = {args.path, args.config} - {None}
+    if len(given) > 1:
         raise UserError(f"two paths given ({args.path} and -c {args.config}): pass one")
-    return check_main([args.path or args.config or "serverless.yml"])
+    return check_main(list(given) or ["serverless.yml"])
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {

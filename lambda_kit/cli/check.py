@@ -42,7 +42,7 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import sources
@@ -173,10 +173,15 @@ def _reads_window(module: Any) -> bool:
 
 @dataclass
 class _Handler:
-    marks: dict[str, Any] | None = None
+    marks: dict[str, Any] = field(default_factory=dict)  # its __lambda_kit__ ({}: no decorator)
     uses_counters: bool = False
     reads_window: bool = False
     returns: tuple[str, ...] = ()  # what the function's return statements return that is a mistake
+    imported: bool = True
+
+
+NOT_IMPORTED = _Handler(imported=False)
+"""The handler of a function whose handler does not import (its finding says why)."""
 
 
 def _returns(function: Any) -> tuple[str, ...]:
@@ -184,29 +189,37 @@ def _returns(function: Any) -> tuple[str, ...]:
     as far as its source shows it: ``"batch response"`` (a dict literal with ``batchItemFailures``),
     ``"status first"`` (a tuple whose first item is an HTTP status number)."""
     code = getattr(getattr(function, "__wrapped__", None), "__code__", None)
-    tree = _function_tree(code)
-    found = set()
-    for node in ast.walk(tree) if tree is not None else ():
-        if isinstance(node, ast.Return) and isinstance(node.value, ast.Dict):
-            if any(
-                isinstance(key, ast.Constant) and key.value == "batchItemFailures" for key in node.value.keys
-            ):
-                found.add("batch response")
-        elif isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and node.value.elts:
-            first = node.value.elts[0]
-            if isinstance(first, ast.Constant) and type(first.value) is int and 100 <= first.value <= 599:
-                found.add("status first")
-    return tuple(sorted(found))
+    found = {_mistake(node.value) for node in ast.walk(_function_tree(code)) if isinstance(node, ast.Return)}
+    return tuple(sorted(found - {None}))
 
 
-def _function_tree(code: Any) -> ast.AST | None:
-    """The function of ``code`` parsed from its file (None when that cannot be read)."""
+def _mistake(value: ast.expr | None) -> str | None:
+    """What a returned expression holds that lambda_kit refuses (None: nothing)."""
+    if isinstance(value, ast.Dict) and "batchItemFailures" in _constants(value.keys):
+        return "batch response"
+    if isinstance(value, ast.Tuple) and _is_status(_constants(value.elts[:1])):
+        return "status first"
+    return None
+
+
+def _constants(nodes: list[Any]) -> list[Any]:
+    return [node.value for node in nodes if isinstance(node, ast.Constant)]
+
+
+def _is_status(values: list[Any]) -> bool:
+    """Whether ``values`` is one HTTP status number."""
+    return [type(value) for value in values] == [int] and 100 <= values[0] <= 599
+
+
+def _function_tree(code: Any) -> ast.AST:
+    """The function of ``code`` parsed from its file (an empty module when that cannot be read)."""
+    empty = ast.Module(body=[], type_ignores=[])
     path = getattr(code, "co_filename", None)
     try:
         with open(path, encoding="utf-8") as file:  # type: ignore[arg-type]
             tree = ast.parse(file.read(), path)
     except (OSError, SyntaxError, TypeError, UnicodeDecodeError, ValueError):
-        return None
+        return empty
     return next(
         (
             node
@@ -214,7 +227,7 @@ def _function_tree(code: Any) -> ast.AST | None:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
             and min(item.lineno for item in (node, *node.decorator_list)) == code.co_firstlineno
         ),
-        None,
+        empty,
     )
 
 
@@ -228,17 +241,15 @@ def _import_error(function: FunctionConfig, module_name: str, exc: BaseException
     return f"handler module {path}.py does not import ({reason}): fix the module"
 
 
-def _import_handler(
-    function: FunctionConfig, config: ServiceConfig, findings: list[Finding]
-) -> _Handler | None:
-    """The function's handler, imported with the function's environment; None (and a finding)
-    when it cannot be."""
+def _import_handler(function: FunctionConfig, config: ServiceConfig, findings: list[Finding]) -> _Handler:
+    """The function's handler, imported with the function's environment; ``NOT_IMPORTED`` (and a
+    finding) when it cannot be."""
     raw = function.setting("handler")
     if not isinstance(raw, str) or "." not in raw:
         findings.append(
             Finding("error", function.key, f"handler {raw!r} is not of the form path/to/module.function")
         )
-        return None
+        return NOT_IMPORTED
     module_name = function.module.strip(".")
     environment = _string_env(function.environment)
     environment.setdefault("AWS_REGION", os.environ.get("AWS_REGION", config.region))
@@ -248,15 +259,15 @@ def _import_handler(
             module = importlib.import_module(module_name)
         except (Exception, SystemExit) as exc:  # anything the module raises on import is the finding
             findings.append(Finding("error", function.key, _import_error(function, module_name, exc)))
-            return None
+            return NOT_IMPORTED
         fn = getattr(module, function.attribute, None)
         if not callable(fn):
             missing = f"handler module {module_name} has no function {function.attribute!r}"
             findings.append(Finding("error", function.key, f"{missing}: fix the handler path {raw!r}"))
-            return None
+            return NOT_IMPORTED
         marks = getattr(fn, "__lambda_kit__", None)
         return _Handler(
-            marks if isinstance(marks, dict) else None,
+            marks if isinstance(marks, dict) else {},
             _uses_counters(module),
             _reads_window(module),
             _returns(fn),
@@ -268,10 +279,11 @@ def _import_handler(
 
 @dataclass
 class _Subject:
-    """One function being checked, its handler as imported (None: it does not import), the service."""
+    """One function being checked, its handler as imported (``NOT_IMPORTED``: it does not import),
+    the service."""
 
     function: FunctionConfig
-    handler: _Handler | None
+    handler: _Handler
     config: ServiceConfig
     findings: list[Finding]
 
@@ -281,7 +293,7 @@ class _Subject:
 
     @property
     def marks(self) -> dict[str, Any]:
-        return self.handler.marks if self.handler is not None and self.handler.marks else {}
+        return self.handler.marks
 
     @property
     def decorator(self) -> str | None:
@@ -289,11 +301,11 @@ class _Subject:
 
     @property
     def counts(self) -> bool:
-        return self.handler is not None and self.handler.uses_counters
+        return self.handler.uses_counters
 
     @property
     def reads_window(self) -> bool:
-        return self.handler is not None and self.handler.reads_window
+        return self.handler.reads_window
 
     def add(self, level: str, message: str, subject: str | None = None) -> None:
         self.findings.append(Finding(level, subject or self.name, message))
@@ -344,7 +356,7 @@ RETURN_MISTAKES = {
 
 
 def _check_returns(subject: _Subject) -> None:
-    if subject.handler is None or not subject.decorator:
+    if not subject.decorator:  # a handler that does not import has no decorator either
         return
     api = subject.decorator == "api_handler"
     for mistake in subject.handler.returns:
@@ -363,7 +375,7 @@ def _processed(subject: _Subject, delivered: dict[str, list[Any]]) -> dict[str, 
 
 
 def _check_marks(subject: _Subject, delivered: dict[str, list[Any]]) -> None:
-    if subject.handler is not None and not subject.marks and any(delivered.values()):
+    if subject.handler.imported and not subject.marks and any(delivered.values()):
         subject.add(
             "warning",
             "handler is not a lambda_kit decorator (no __lambda_kit__), so its partial-failure wiring "
@@ -468,35 +480,46 @@ STREAM_RULES = (
 )
 
 
-def _check_kafka(subject: _Subject, event: EventSource) -> None:
-    """An ``msk`` / ``kafka`` event: the framework's own settings, plus what
-    ``resources.extensions.<its event source mapping>.Properties`` adds (the framework has no
-    setting for FunctionResponseTypes, and none for an msk event's on-failure destination)."""
-    kind, spec = event.kind, event.spec
-    logical_id = _kafka_mapping_id(subject.name, kind, spec)
+KAFKA_DESTINATION_SETTING = {
+    "kafka": "onFailureDestination",
+    "msk": "{where}.DestinationConfig.OnFailure.Destination (the msk event has no setting for it)",
+}
+"""Where an msk / kafka event's on-failure destination is set."""
+
+
+def _kafka_extension(subject: _Subject, event: EventSource) -> tuple[str, dict[str, Any]]:
+    """An ``msk`` / ``kafka`` event's ``resources.extensions.<its event source mapping>.Properties``
+    (the framework has no setting for FunctionResponseTypes, and none for an msk event's on-failure
+    destination): where it is, what it adds."""
+    logical_id = _kafka_mapping_id(subject.name, event.kind, event.spec)
     extension = _mapping(subject.config.extensions.get(logical_id or "", {}).get("Properties"))
-    where = f"resources.extensions.{logical_id or '<its event source mapping>'}.Properties"
-    if not _kafka_destination(kind, spec, extension):
-        setting = (
-            "onFailureDestination"
-            if kind == "kafka"
-            else f"{where}.DestinationConfig.OnFailure.Destination (the msk event has no setting for it)"
-        )
+    return f"resources.extensions.{logical_id or '<its event source mapping>'}.Properties", extension
+
+
+def _check_kafka_destination(subject: _Subject, event: EventSource) -> None:
+    where, extension = _kafka_extension(subject, event)
+    if not _kafka_destination(event.kind, event.spec, extension):
+        setting = KAFKA_DESTINATION_SETTING[event.kind].format(where=where)
         subject.add(
             "error",
-            f"add an on-failure destination to its {kind} event ({setting}): a batch that keeps failing "
-            "blocks its partitions until its records expire, and is then dropped",
+            f"add an on-failure destination to its {event.kind} event ({setting}): a batch that keeps "
+            "failing blocks its partitions until its records expire, and is then dropped",
         )
-    if subject.marks.get("on_failure") == "report" and not _provisioned_reporting(spec, extension):
+
+
+def _check_kafka_reporting(subject: _Subject, event: EventSource) -> None:
+    where, extension = _kafka_extension(subject, event)
+    if subject.marks.get("on_failure") == "report" and not _provisioned_reporting(event.spec, extension):
         subject.add(
             "error",
             "kafka_handler(on_failure='report') returns batchItemFailures, which Lambda reads only in "
-            f"provisioned mode with {RBIF}: add provisionedPollerConfig to its {kind} event and "
+            f"provisioned mode with {RBIF}: add provisionedPollerConfig to its {event.kind} event and "
             f"FunctionResponseTypes: [{RBIF}] to {where}, or use on_failure='raise'; without them Lambda "
             "treats failed records as processed",
         )
-    for rule in STARTING_POSITION:
-        rule(subject, event)
+
+
+KAFKA_CHECKS = (_check_kafka_destination, _check_kafka_reporting, *STARTING_POSITION)
 
 
 def _kafka_destination(kind: str, spec: dict[str, Any], extension: dict[str, Any]) -> Any:
@@ -701,8 +724,8 @@ def _check_log_stream(subject: _Subject, event: EventSource) -> None:
 EVENT_CHECKS: dict[str, tuple[Check, ...]] = {
     "sqs": (_check_visibility,),
     "stream": (*STREAM_RULES, _check_window, _check_log_stream),
-    "msk": (_check_kafka,),
-    "kafka": (_check_kafka,),
+    "msk": KAFKA_CHECKS,
+    "kafka": KAFKA_CHECKS,
     "sns": (
         Rule(
             "warning",
@@ -766,22 +789,31 @@ def _subscribed_groups(function: FunctionConfig) -> list[str]:
 def _log_subscription_findings(config: ServiceConfig) -> list[Finding]:
     """A function subscribed to its own log group; more subscription filters on a log group than
     CloudWatch Logs allows (the functions' and those declared as resources)."""
-    functions = config.functions.values()
-    findings = [
+    subscriptions = [
+        (function, group) for function in config.functions.values() for group in _subscribed_groups(function)
+    ]
+    return _own_group_findings(subscriptions, config) + _filter_count_findings(
+        [group for _, group in subscriptions] + _filtered_groups(config)
+    )
+
+
+def _own_group_findings(
+    subscriptions: list[tuple[FunctionConfig, str]], config: ServiceConfig
+) -> list[Finding]:
+    return [
         Finding(
             "error",
             function.key,
             f"its cloudwatchLog event subscribes it to its own log group {group}: every invocation writes "
             "lines that invoke it again, without end; subscribe another function",
         )
-        for function in functions
-        for group in _subscribed_groups(function)
+        for function, group in subscriptions
         if _normalized(group, config) in _own_log_groups(function, config)
     ]
-    filters = Counter(group for function in functions for group in _subscribed_groups(function)) + Counter(
-        _filtered_groups(config)
-    )
-    return findings + [
+
+
+def _filter_count_findings(groups: list[str]) -> list[Finding]:
+    return [
         Finding(
             "error",
             group,
@@ -789,7 +821,7 @@ def _log_subscription_findings(config: ServiceConfig) -> list[Finding]:
             f"{MAX_SUBSCRIPTION_FILTERS} per log group, so the deploy fails; merge the consumers or "
             "subscribe a stream they share",
         )
-        for group, count in filters.items()
+        for group, count in Counter(groups).items()
         if count > MAX_SUBSCRIPTION_FILTERS
     ]
 

@@ -16,6 +16,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from ..sources.base import dig
 from .destinations import Destinations, async_invocation_record, target_arn
 from .poller import Journal, Timing
 from .runtime import FunctionRuntime, Result
@@ -96,7 +97,7 @@ class AsyncInvoker:
         return result, attempt
 
     def _succeeded(self, runtime: FunctionRuntime, event: Any, result: Result, attempt: int) -> None:
-        on_success = target_arn((runtime.function.setting("destinations") or {}).get("onSuccess"))
+        on_success = target_arn(dig(runtime.function.setting("destinations"), "onSuccess"))
         if on_success:
             self._send(
                 on_success,
@@ -119,7 +120,7 @@ class AsyncInvoker:
             if attempt > int(function.setting("maximumRetryAttempts", 2))
             else "EventAgeExceeded"
         )
-        on_failure = target_arn((function.setting("destinations") or {}).get("onFailure"))
+        on_failure = target_arn(dig(function.setting("destinations"), "onFailure"))
         dead_letter = target_arn(function.setting("onError"))
         if on_failure:
             self._send(

@@ -24,6 +24,7 @@ from typing import Any
 
 import boto3
 
+from ..sources.base import dig
 from .runtime import Invocation
 from .variables import ACCOUNT_ID as ACCOUNT
 
@@ -215,7 +216,7 @@ class CallRecorder:
             return
         service = model.service_model
         prefix = service.signing_name or service.endpoint_prefix
-        region = str((context or {}).get("client_region") or "us-east-1")
+        region = str(dig(context, "client_region") or "us-east-1")
         pairs = iam_calls(prefix, model.name, params, region, self.account)
         with self._lock:
             for action, resource in pairs:

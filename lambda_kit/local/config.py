@@ -25,6 +25,7 @@ from typing import Any
 
 from .. import sources
 from ..serverless_config import ConfigError, load
+from ..sources.base import mapping
 from .intrinsics import intrinsic, target
 from .variables import Variables
 
@@ -107,7 +108,7 @@ class ServiceConfig:
 
     def resource_type(self, value: Any) -> str:
         """The type of the resource ``value`` references (``!GetAtt Table.StreamArn``), or ""."""
-        resource = self.resources.get(target(value) or "")
+        resource = self.resources.get(target(value))
         return str(resource.get("Type") or "") if resource else ""
 
     def sources_of(self, event: EventSource) -> list[type[sources.Source]]:
@@ -189,7 +190,7 @@ class _Reader:
             resources=resources,
             outputs=sections.get("Outputs", {}),
             unresolved=self.variables.unresolved,
-            custom=document.get("custom") if isinstance(document.get("custom"), dict) else {},
+            custom=dict(mapping(document.get("custom"))),
             extensions={k: v for k, v in sections.get("extensions", {}).items() if isinstance(v, dict)},
             problems=self.problems,
         )
@@ -279,7 +280,7 @@ class _Reader:
 
 def _url_event(url: Any, index: int) -> list[EventSource]:
     """A Function URL (the function's ``url:``) as the event it is: it delivers HTTP requests."""
-    return [EventSource("url", url if isinstance(url, dict) else {}, index)] if url else []
+    return [EventSource("url", dict(mapping(url)), index)] if url else []
 
 
 def _service_name(value: Any) -> str:

@@ -17,6 +17,7 @@ import traceback
 import uuid
 from typing import Any
 
+from ..sources.base import mapping
 from .clients import Clients
 
 __all__ = [
@@ -61,7 +62,7 @@ class Destinations:
         """``body`` (JSON unless text) with string ``attributes`` to the SNS topic or SQS queue ``arn``."""
         text = body if isinstance(body, str) else json.dumps(body, default=str)
         typed = {
-            name: {"DataType": "String", "StringValue": value} for name, value in (attributes or {}).items()
+            name: {"DataType": "String", "StringValue": value} for name, value in mapping(attributes).items()
         }
         if arn.startswith("arn:aws:sns:"):
             self.clients("sns").publish(TopicArn=arn, Message=text, MessageAttributes=typed)

@@ -31,6 +31,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from ..sources.base import dig
+
 __all__ = ["FilterError", "compile_patterns", "filterable", "matches"]
 
 RULES = frozenset(
@@ -166,7 +168,7 @@ def filterable(record: dict[str, Any], source: str) -> dict[str, Any]:
 
 
 def _kinesis_data(record: dict[str, Any]) -> Any:
-    data = (record.get("kinesis") or {}).get("data")
+    data = dig(record, "kinesis", "data")
     try:
         return base64.b64decode(data or "").decode("utf-8")
     except (ValueError, UnicodeDecodeError):

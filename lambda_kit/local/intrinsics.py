@@ -106,23 +106,27 @@ def resolve(value: Any, lookup: Lookup) -> Any:
         return [resolve(v, lookup) for v in value]
     if not isinstance(value, dict):
         return value
-    found = intrinsic(value)
-    if found is not None and found[0] in FUNCTIONS:
-        return FUNCTIONS[found[0]](found[1], lookup)
+    function, argument = _in(FUNCTIONS, value)
+    if function is not None:
+        return function(argument, lookup)
     return {k: resolve(v, lookup) for k, v in value.items()}
+
+
+def _in(table: dict[str, Any], value: Any) -> tuple[Any, Any]:
+    """What ``table`` holds for the intrinsic ``value`` is (None: no intrinsic, or not one of
+    the table's), and its argument."""
+    key, argument = intrinsic(value) or ("", None)
+    return table.get(key), argument
 
 
 def target(value: Any) -> str | None:
     """The logical id a ``Ref``, ``Fn::GetAtt`` or single-reference ``Fn::Sub`` points at, else None."""
-    found = intrinsic(value)
-    if found is None:
-        return None
-    key, argument = found
-    if key == "Ref":
-        return argument if isinstance(argument, str) else None
-    if key == "Fn::GetAtt":
-        return _get_att_target(argument)
-    return _sub_target(argument) if key == "Fn::Sub" else None
+    find, argument = _in(_TARGETS, value)
+    return None if find is None else find(argument)
+
+
+def _ref_target(argument: Any) -> str | None:
+    return argument if isinstance(argument, str) else None
 
 
 def _get_att_target(argument: Any) -> str | None:
@@ -139,6 +143,13 @@ def _sub_target(argument: Any) -> str | None:
     return names.pop() if len(names) == 1 else None
 
 
+_TARGETS: dict[str, Callable[[Any], str | None]] = {
+    "Ref": _ref_target,
+    "Fn::GetAtt": _get_att_target,
+    "Fn::Sub": _sub_target,
+}
+
+
 def references(value: Any) -> set[str]:
     """Logical ids that ``value`` refers to (pseudo parameters excluded)."""
     found: set[str] = set()
@@ -153,9 +164,9 @@ def _walk(node: Any, found: set[str]) -> None:
         return
     if not isinstance(node, dict):
         return
-    call = intrinsic(node)
-    if call is not None and call[0] in _REFERENCES:
-        _REFERENCES[call[0]](call[1], found)
+    add, argument = _in(_REFERENCES, node)
+    if add is not None:
+        add(argument, found)
         return
     for item in node.values():
         _walk(item, found)

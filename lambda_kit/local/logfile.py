@@ -93,9 +93,7 @@ class LogFile:
 
     def _echo_line(self, line: dict[str, Any]) -> None:
         """The line's short form on the terminal, its fields printable (``terminal.printable``)."""
-        function = str(line.get("function_name") or "-")
-        if self._prefix and function.startswith(self._prefix):
-            function = function[len(self._prefix) :]
+        function = str(line.get("function_name") or "-").removeprefix(self._prefix)
         parts = [
             str(line.get("timestamp", ""))[11:23],
             f"{function:<12}",

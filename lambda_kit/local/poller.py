@@ -92,7 +92,7 @@ def reported_failures(response: Any, batch_ids: Container[str], report_failures:
     function does not report failures (``ReportBatchItemFailures``) or reports none;
     :class:`BatchFailure` when the response is malformed (which fails the whole batch)."""
     failures = response.get("batchItemFailures") if report_failures and isinstance(response, dict) else None
-    if failures is None or failures == []:
+    if failures in (None, []):
         return []
     if not isinstance(failures, list):
         raise BatchFailure("batchItemFailures is not a list")

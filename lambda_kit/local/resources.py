@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..serverless_config import ConfigError
+from ..sources.base import dig, mapping
 from . import intrinsics
 from .clients import Clients
 from .config import ServiceConfig
@@ -66,7 +68,7 @@ class Resources:
         self.clients = clients
         self.region = config.region
         self.by_id: dict[str, Resource] = {
-            logical: Resource(logical, spec["Type"], dict(spec.get("Properties") or {}))
+            logical: Resource(logical, spec["Type"], dict(mapping(spec.get("Properties"))))
             for logical, spec in config.resources.items()
         }
 
@@ -89,13 +91,8 @@ class Resources:
 
     def get_att(self, logical_id: str, attribute: str) -> Any:
         resource = self.by_id.get(logical_id)
-        if resource is None and attribute == "Arn" and self._is_function(logical_id):
-            return f"arn:aws:lambda:{self.region}:{ACCOUNT_ID}:function:{self._function_name(logical_id)}"
         if resource is None:
-            raise ConfigError(
-                f"Fn::GetAtt {logical_id}.{attribute}: no resource with that logical id"
-                " in resources.Resources"
-            )
+            return self._function_arn(logical_id, attribute)
         attributes = self._known(resource).attributes
         if attribute not in attributes:
             known = ", ".join(sorted(k for k in attributes if k != "Ref")) or "none"
@@ -104,6 +101,15 @@ class Resources:
                 f" {attribute!r} (has {known})"
             )
         return attributes[attribute]
+
+    def _function_arn(self, logical_id: str, attribute: str) -> str:
+        """``Fn::GetAtt`` on what is no resource: a function's ``Arn``, or no such thing."""
+        if attribute != "Arn" or not self._is_function(logical_id):
+            raise ConfigError(
+                f"Fn::GetAtt {logical_id}.{attribute}: no resource with that logical id"
+                " in resources.Resources"
+            )
+        return f"arn:aws:lambda:{self.region}:{ACCOUNT_ID}:function:{self._function_name(logical_id)}"
 
     def resolve(self, value: Any) -> Any:
         try:
@@ -193,14 +199,18 @@ class Resources:
     def _default_name(self, resource: Resource) -> str:
         return f"{self.config.service}-{self.config.stage}-{resource.logical_id}"
 
+    def _name(self, resource: Resource, props: dict[str, Any], key: str) -> str:
+        """The name the properties give under ``key``, else the framework's default."""
+        return props.get(key) or self._default_name(resource)
+
     def _create_dynamodb_table(self, resource: Resource, props: dict[str, Any]) -> None:
         client = self.clients("dynamodb")
-        name = props.get("TableName") or self._default_name(resource)
+        name = self._name(resource, props, "TableName")
         try:
             description = client.create_table(**_table_request(name, props))["TableDescription"]
         except client.exceptions.ResourceInUseException:
             description = client.describe_table(TableName=name)["Table"]
-        ttl = props.get("TimeToLiveSpecification") or {}
+        ttl = mapping(props.get("TimeToLiveSpecification"))
         ttl_attribute = ttl.get("AttributeName") if ttl.get("Enabled") else None
         if ttl_attribute:
             try:
@@ -231,7 +241,7 @@ class Resources:
 
     def _create_sns_topic(self, resource: Resource, props: dict[str, Any]) -> None:
         client = self.clients("sns")
-        name = props.get("TopicName") or self._default_name(resource)
+        name = self._name(resource, props, "TopicName")
         attributes = {"FifoTopic": "true"} if props.get("FifoTopic") else {}
         arn = client.create_topic(Name=name, Attributes=attributes)["TopicArn"]
         for subscription in props.get("Subscription") or []:
@@ -258,8 +268,8 @@ class Resources:
 
     def _create_kinesis_stream(self, resource: Resource, props: dict[str, Any]) -> None:
         client = self.clients("kinesis")
-        name = props.get("Name") or self._default_name(resource)
-        mode = (props.get("StreamModeDetails") or {}).get("StreamMode", "PROVISIONED")
+        name = self._name(resource, props, "Name")
+        mode = mapping(props.get("StreamModeDetails")).get("StreamMode", "PROVISIONED")
         shards = {"ShardCount": int(props.get("ShardCount") or 1)} if mode == "PROVISIONED" else {}
         try:
             client.create_stream(StreamName=name, StreamModeDetails={"StreamMode": mode}, **shards)
@@ -271,7 +281,7 @@ class Resources:
 
     def _create_events_eventbus(self, resource: Resource, props: dict[str, Any]) -> None:
         client = self.clients("events")
-        name = props.get("Name") or self._default_name(resource)
+        name = self._name(resource, props, "Name")
         try:
             arn = client.create_event_bus(Name=name)["EventBusArn"]
         except client.exceptions.ResourceAlreadyExistsException:
@@ -292,7 +302,7 @@ class Resources:
             client.create_bucket(Bucket=name, **location)
         except (client.exceptions.BucketAlreadyOwnedByYou, client.exceptions.BucketAlreadyExists):
             pass
-        configuration = _notification_configuration(props.get("NotificationConfiguration") or {})
+        configuration = _notification_configuration(mapping(props.get("NotificationConfiguration")))
         if configuration:
             client.put_bucket_notification_configuration(Bucket=name, NotificationConfiguration=configuration)
         resource.attributes.update(
@@ -315,9 +325,7 @@ class Resources:
             self.resolve(queue.properties.get("RedrivePolicy")) for queue in self.of_type("AWS::SQS::Queue")
         ]
         policies = [json.loads(policy) if isinstance(policy, str) else policy for policy in policies]
-        return {
-            p["deadLetterTargetArn"] for p in policies if isinstance(p, dict) and p.get("deadLetterTargetArn")
-        }
+        return set(filter(None, (dig(policy, "deadLetterTargetArn") for policy in policies)))
 
 
 def _logical_stem(key: str) -> str:
@@ -342,7 +350,7 @@ def _table_request(name: str, props: dict[str, Any]) -> dict[str, Any]:
     request |= {
         key: props[key] for key in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes") if props.get(key)
     }
-    view = (props.get("StreamSpecification") or {}).get("StreamViewType")
+    view = dig(props, "StreamSpecification", "StreamViewType")
     if view:
         request["StreamSpecification"] = {"StreamEnabled": True, "StreamViewType": view}
     return request
@@ -368,7 +376,7 @@ def _active_stream(client: Any, name: str, timeout: float = 30) -> dict[str, Any
     return summary
 
 
-def _notification_configuration(notifications: dict[str, Any]) -> dict[str, Any]:
+def _notification_configuration(notifications: Mapping[str, Any]) -> dict[str, Any]:
     """CloudFormation's bucket ``NotificationConfiguration`` (queues, topics, EventBridge) in the
     API's shape."""
     configuration: dict[str, Any] = {}
@@ -379,14 +387,14 @@ def _notification_configuration(notifications: dict[str, Any]) -> dict[str, Any]
         ]
         if entries:
             configuration[f"{kind}Configurations"] = entries
-    if (notifications.get("EventBridgeConfiguration") or {}).get("EventBridgeEnabled"):
+    if dig(notifications, "EventBridgeConfiguration", "EventBridgeEnabled"):
         configuration["EventBridgeConfiguration"] = {}
     return configuration
 
 
 def _key_filter(cfn_filter: Any) -> dict[str, Any]:
     """CloudFormation's ``Filter: {S3Key: {Rules: [...]}}`` in the API's shape."""
-    rules = ((cfn_filter or {}).get("S3Key") or {}).get("Rules") or []
+    rules = dig(cfn_filter, "S3Key", "Rules") or []
     return {"Filter": {"Key": {"FilterRules": rules}}} if rules else {}
 
 

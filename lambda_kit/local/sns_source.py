@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..sources.base import mapping
 from .async_invoker import AsyncInvoker
 from .clients import Clients
 from .config import EventSource
@@ -25,7 +26,7 @@ __all__ = ["SnsEventSource", "lambda_sns_event"]
 def lambda_sns_event(envelope: dict[str, Any], subscription_arn: str) -> dict[str, Any]:
     """An SNS→SQS notification envelope as the SNS event Lambda delivers."""
     attributes = {}
-    for name, value in (envelope.get("MessageAttributes") or {}).items():
+    for name, value in mapping(envelope.get("MessageAttributes")).items():
         attributes[name] = {"Type": value.get("Type", "String"), "Value": value.get("Value")}
     return {
         "Records": [

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..sources.base import mapping
 from .clients import Clients
 from .config import EventSource
 from .filters import compile_patterns
@@ -43,14 +44,14 @@ SYSTEM_ATTRIBUTES = (
 
 def lambda_record(message: dict[str, Any], queue_arn: str, region: str) -> dict[str, Any]:
     """An SQS API message in the shape of a Lambda SQS event record."""
-    attributes = {k: v for k, v in (message.get("Attributes") or {}).items() if k in SYSTEM_ATTRIBUTES}
+    attributes = {k: v for k, v in mapping(message.get("Attributes")).items() if k in SYSTEM_ATTRIBUTES}
     return {
         "messageId": message["MessageId"],
         "receiptHandle": message["ReceiptHandle"],
         "body": message.get("Body", ""),
         "attributes": attributes,
         "messageAttributes": {
-            name: _attribute(value) for name, value in (message.get("MessageAttributes") or {}).items()
+            name: _attribute(value) for name, value in mapping(message.get("MessageAttributes")).items()
         },
         "md5OfBody": message.get("MD5OfBody"),
         "eventSource": "aws:sqs",

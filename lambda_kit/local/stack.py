@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 
 from .. import log as lambda_log
 from ..serverless_config import ConfigError
+from ..sources.base import dig, mapping
 from .async_invoker import AsyncInvoker
 from .clients import Clients, remember_user_agents
 from .config import EventSource, FunctionConfig, ServiceConfig, load_service
@@ -57,6 +58,7 @@ __all__ = ["DELIVERIES", "PASSIVE", "Delivery", "LocalStack"]
 
 _UNSET: Any = object()
 Delivered = TypeVar("Delivered")
+Part = TypeVar("Part")
 
 
 class LocalStack:
@@ -181,19 +183,18 @@ class LocalStack:
 
     def _resolve_destinations(self) -> None:
         """Function-level destinations (asynchronous invocations) name resources with intrinsics."""
-        assert self.resources is not None
+        resources = self._resources()
         for function in self.config.functions.values():
             for key in ("destinations", "onError"):
                 if function.raw.get(key) is not None:
-                    function.raw = {**function.raw, key: self.resources.resolve(function.raw[key])}
+                    function.raw = {**function.raw, key: resources.resolve(function.raw[key])}
 
     def _set_function_environment(self, selected: list[FunctionConfig]) -> None:
         """The functions' environment, in this process's (they share it: a variable two functions
         set differently is journaled, the later one's value used)."""
-        assert self.resources is not None
         environment: dict[str, str] = {}
         for function in selected:
-            for key, value in self.resources.resolve(function.environment).items():
+            for key, value in self._resources().resolve(function.environment).items():
                 text = _env_text(value)
                 if environment.get(key, text) != text:
                     self.journal.record(
@@ -205,20 +206,18 @@ class LocalStack:
     def _wire(self, runtime: FunctionRuntime, event: EventSource) -> None:
         """Deliver one event of a function as its source says (``Source.delivery``), or note that it
         is not emulated. Without ``event_sources``, only the HTTP routes."""
-        assert self.resources is not None
         found = self.config.sources_of(event)
         delivery = found[0].delivery if found else ""
         if not self.event_sources and delivery not in PASSIVE:
             return
         deliver = DELIVERIES.get(delivery, _not_emulated)
-        started = deliver(self, runtime, event, self.resources.resolve(event.spec))
+        started = deliver(self, runtime, event, self._resources().resolve(event.spec))
         if started is not None:
             self.deliveries.append(started)
 
     def _start_ttl(self) -> None:
         """The TTL sweeper, where moto serves DynamoDB (DynamoDB Local expires items itself)."""
-        assert self.resources is not None
-        tables = self.resources.of_type("AWS::DynamoDB::Table")
+        tables = self._resources().of_type("AWS::DynamoDB::Table")
         expiring = {
             r.attributes["Ref"]: r.attributes["TtlAttribute"]
             for r in tables
@@ -240,11 +239,11 @@ class LocalStack:
         return local.url
 
     def _wait_dynamodb_local(self) -> str:
-        assert self.dynamodb_local is not None and self.endpoint is not None
+        local = _started(self.dynamodb_local)
         try:
-            return self.dynamodb_local.wait_ready().url
+            return local.wait_ready().url
         except DynamoDBLocalUnavailable as reason:
-            self.dynamodb_local.stop()
+            local.stop()
             self.dynamodb_local = None
             self.dynamodb_fallback = str(reason)
             return ""  # moto serves DynamoDB after all (its process has the DynamoDB patches)
@@ -355,8 +354,7 @@ class LocalStack:
 
     def _declared_queue_url(self, queue: str) -> str | None:
         """The URL of a queue serverless.yml declares, named by its logical id, name, ARN or URL."""
-        assert self.resources is not None
-        queues = self.resources.of_type("AWS::SQS::Queue")
+        queues = self._resources().of_type("AWS::SQS::Queue")
         by_id = [r for r in queues if r.logical_id == queue]
         by_name = [
             r
@@ -416,26 +414,26 @@ class LocalStack:
         """Logical id -> queue URL of every queue that receives failed work: redrive targets,
         stream on-failure destinations, async onFailure / onError destinations, an EventBridge
         rule target's dead-letter queue, SNS's own delivery failures (a subscription's redrive)."""
-        assert self.resources is not None
-        arns = set(self.resources.dead_letter_queue_arns())
+        resources = self._resources()
+        arns = set(resources.dead_letter_queue_arns())
         for function in self.config.functions.values():
             arns.update(_function_dead_letter_arns(function))
             arns.update(self._event_dead_letter_arn(event) for event in function.events)
         return {
             resource.logical_id: resource.attributes["QueueUrl"]
-            for resource in self.resources.of_type("AWS::SQS::Queue")
+            for resource in resources.of_type("AWS::SQS::Queue")
             if resource.attributes.get("Arn") in arns
         }
 
     def _event_dead_letter_arn(self, event: EventSource) -> str:
         """The queue an event's failures go to, whatever its kind: its on-failure destination, its
         rule target's dead-letter queue, its subscription's redrive policy (by reference or ARN)."""
-        assert self.resources is not None
-        spec = self.resources.resolve(event.spec)
-        redrive = spec.get("redrivePolicy") if isinstance(spec.get("redrivePolicy"), dict) else {}
-        referenced = self.resources.by_id.get(str(redrive.get("deadLetterTargetRef")))
+        resources = self._resources()
+        spec = resources.resolve(event.spec)
+        redrive = mapping(spec.get("redrivePolicy"))
+        referenced = resources.by_id.get(str(redrive.get("deadLetterTargetRef")))
         found = [
-            target_arn((spec.get("destinations") or {}).get("onFailure")),
+            target_arn(dig(spec, "destinations", "onFailure")),
             spec.get("deadLetterQueueArn"),
             referenced.attributes.get("Arn") if referenced is not None else None,
             redrive.get("deadLetterTargetArn"),
@@ -476,9 +474,17 @@ class LocalStack:
         return False
 
     def _clients(self) -> Clients:
-        if self.clients is None:
-            raise RuntimeError("the stack is not started")
-        return self.clients
+        return _started(self.clients)
+
+    def _resources(self) -> Resources:
+        return _started(self.resources)
+
+
+def _started(part: Part | None) -> Part:
+    """A part of the stack that ``start`` makes (clients, resources ...): there once it is started."""
+    if part is None:
+        raise RuntimeError("the stack is not started")
+    return part
 
 
 def _given_or_env(value: str | None, variable: str) -> str | None:
@@ -488,7 +494,7 @@ def _given_or_env(value: str | None, variable: str) -> str | None:
 
 def _function_dead_letter_arns(function: FunctionConfig) -> tuple[str, str]:
     """The function's asynchronous on-failure destination and its ``onError`` DLQ ("" if none)."""
-    destinations = function.setting("destinations") or {}
+    destinations = mapping(function.setting("destinations"))
     return target_arn(destinations.get("onFailure")) or "", target_arn(function.setting("onError")) or ""
 
 
@@ -512,8 +518,7 @@ def _required_arn(runtime: FunctionRuntime, event: EventSource, spec: dict[str, 
 
 def _queue(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec: dict[str, Any]) -> Any:
     arn = _required_arn(runtime, event, spec)
-    assert stack.destinations is not None
-    queue_url = stack.destinations.queue_url(arn)
+    queue_url = _started(stack.destinations).queue_url(arn)
     return SqsEventSource(
         runtime, event, spec, queue_url, arn, stack._clients(), stack.timing, stack.journal, stack.region
     )
@@ -521,14 +526,13 @@ def _queue(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec
 
 def _stream(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec: dict[str, Any]) -> Any:
     arn = _required_arn(runtime, event, spec)
-    assert stack.destinations is not None
     return StreamEventSource(
         runtime,
         event,
         spec,
         arn,
         stack._clients(),
-        stack.destinations,
+        _started(stack.destinations),
         stack.timing,
         stack.journal,
         stack.region,

@@ -37,6 +37,7 @@ from itertools import zip_longest
 from typing import Any
 
 from .. import sources
+from ..sources.base import dig, mapping
 from .clients import Clients
 from .config import EventSource
 from .destinations import Destinations, stream_failure_record, target_arn
@@ -196,7 +197,7 @@ class DynamoDBShardReader(_ShardReader):
 
     def _lambda_record(self, raw: dict[str, Any]) -> dict[str, Any]:
         record = _plain({k: v for k, v in raw.items() if k != "dynamodb"})
-        change = dict(raw.get("dynamodb") or {})
+        change = dict(mapping(raw.get("dynamodb")))
         change["ApproximateCreationDateTime"] = int(_epoch(change.get("ApproximateCreationDateTime")))
         record.update(dynamodb=_plain(change), eventSourceARN=self.stream_arn, awsRegion=self.region)
         if self._deleted_by_ttl(record, change):
@@ -242,7 +243,7 @@ def _keys_only_insert(record: dict[str, Any]) -> bool:
     return (
         record.get("eventName") == "INSERT"
         and "NewImage" in change
-        and set(change["NewImage"]) == set(change.get("Keys") or {})
+        and set(change["NewImage"]) == set(mapping(change.get("Keys")))
     )
 
 
@@ -357,7 +358,7 @@ class ShardPoller(Poller):
         self.max_retries = int(spec.get("maximumRetryAttempts", -1))
         self.max_age = float(spec.get("maximumRecordAgeInSeconds", -1))
         self.bisect = bool(spec.get("bisectBatchOnFunctionError", False))
-        self.on_failure = target_arn((spec.get("destinations") or {}).get("onFailure"))
+        self.on_failure = target_arn(dig(spec, "destinations", "onFailure"))
         self.filter = compile_patterns(spec.get("filterPatterns"), reader.source)
         self.starting_position = str(spec.get("startingPosition", "TRIM_HORIZON")).upper()
         self.checkpoint: str | None = None  # sequence number of the last record done with

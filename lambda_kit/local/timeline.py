@@ -131,7 +131,7 @@ def matches(forms: dict[str, str], line: dict[str, Any]) -> bool:
     ``trace_id`` is the id in any form (a trace started by a tracer: its own id), or it is a
     batch's line (a commit) naming the id among its ``trace_ids``."""
     ids = [line.get("trace_id"), *_listed(line.get("trace_ids"))]
-    if any(found is not None and found in forms.values() for found in ids):
+    if any(found in forms.values() for found in ids):
         return True
     return any(line.get(key) == value for key, value in forms.items() if key != "trace_id")
 
@@ -147,8 +147,13 @@ def lines_of(trace_id: str, lines: Iterable[dict[str, Any]]) -> list[dict[str, A
     every = list(lines)
     found = _trace_lines(id_forms(trace_id), every)
     found += _batch_lines(found, every)
-    found.sort(key=lambda line: parse_timestamp(line.get("timestamp")) or 0.0)
+    found.sort(key=_at)
     return found
+
+
+def _at(line: dict[str, Any]) -> float:
+    """When the line was written (0 when it does not say)."""
+    return parse_timestamp(line.get("timestamp")) or 0.0
 
 
 def _trace_lines(forms: dict[str, str], every: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -176,7 +181,7 @@ def _key(line: dict[str, Any], name: str) -> str | None:
 def short_function(name: Any, prefix: str = "") -> str:
     """A line's function name without the service's ``<service>-<stage>-``, printable."""
     text = str(name or "-")
-    return printable(text[len(prefix) :] if prefix and text.startswith(prefix) else text)
+    return printable(text.removeprefix(prefix))
 
 
 MESSAGE_WIDTH = 34
@@ -202,13 +207,16 @@ def _count(line: dict[str, Any], key: str) -> int | None:
 
 def _outcome(line: dict[str, Any]) -> str:
     """The outcome (or status), its error, and for a batch's commit its records and failures."""
-    parts = [printable(line.get("outcome") or line.get("status") or "")]
-    if line.get("error_type"):
-        parts.append(f"{printable(line['error_type'])}: {printable(line.get('error', ''))}")
     records, failed = _count(line, "records"), _count(line, "failed")
-    parts.append("" if records is None else f"{records} record{'s' * (records != 1)}")
-    parts.append(f"({failed} failed)" if failed else "")
-    return " ".join(part for part in parts if part)
+    parts = [
+        printable(line.get("outcome") or line.get("status") or ""),
+        f"{printable(line['error_type'])}: {printable(line.get('error', ''))}"
+        if line.get("error_type")
+        else "",
+        "" if records is None else f"{records} record{'s' * (records != 1)}",
+        f"({failed} failed)" if failed else "",
+    ]
+    return " ".join(filter(None, parts))
 
 
 def _cells(line: dict[str, Any], start: float, prefix: str) -> list[str]:
@@ -235,7 +243,7 @@ def render(trace_id: str, lines: list[dict[str, Any]], prefix: str = "", indent:
     (``terminal.printable``): a log line cannot forge a row."""
     if not lines:
         return printable(f"{indent}no log lines with trace_id {trace_id}")
-    start = parse_timestamp(lines[0].get("timestamp")) or 0.0
+    start = _at(lines[0])
     rows = [HEADINGS, *(_cells(line, start, prefix) for line in lines)]
     function_width = max(8, *(len(row[1]) for row in rows))
     record_width = max(len(row[2]) for row in rows[1:])

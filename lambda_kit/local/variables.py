@@ -75,8 +75,7 @@ class Variables:
         self.region = region or self._provider_value("region", "us-east-1")
 
     def _provider_value(self, key: str, default: str) -> str:
-        provider = self.document.get("provider")
-        value = provider.get(key) if isinstance(provider, Mapping) else None
+        value = _node_at(self.document, f"provider.{key}")
         try:
             resolved = default if value is None else self.resolve_value(value, f"provider.{key}", strict=True)
         except Unresolved:
@@ -139,8 +138,9 @@ class Variables:
         return None if lookup is None else lookup(address.strip())
 
     def _self(self, address: str) -> Any:
-        if address in ("provider.stage", "provider.region"):
-            return self.stage if address == "provider.stage" else self.region
+        settled = {"provider.stage": self.stage, "provider.region": self.region}
+        if address in settled:
+            return settled[address]
         if address in self._resolving:
             raise Unresolved(f"${{self:{address}}} refers to itself")
         node = _node_at(self.document, address)
@@ -187,16 +187,19 @@ def _split_fallback(body: str) -> tuple[str, str | None]:
     return body, None
 
 
+def _unquoted(text: str) -> str:
+    return text[1:-1]
+
+
 LITERALS = (
+    (re.compile(r"'.*'|\".*\"", re.DOTALL), _unquoted),
     (re.compile(r"-?\d+"), int),
     (re.compile(r"-?\d+\.\d+"), float),
     (re.compile(r"true|false"), lambda text: text == "true"),
 )
-"""A fallback's bare text that is a number or a boolean, and what it becomes."""
+"""A fallback's text that is quoted, a number or a boolean, and what it becomes."""
 
 
 def _literal(text: str) -> Any:
     text = text.strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in ("'", '"'):
-        return text[1:-1]
     return next((convert(text) for pattern, convert in LITERALS if pattern.fullmatch(text)), text)
