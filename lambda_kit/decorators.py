@@ -443,6 +443,7 @@ def api_handler(
         def handler(event: Any, context: Any = None) -> Any:
             return run_request(adapters, function, options, trace_header, max_body, event, context)
 
-        return marked(options, adapters, {"trace_header": trace_header}, function, handler)  # type: ignore[no-any-return]
+        marked_handler = marked(options, adapters, {"trace_header": trace_header}, function, handler)
+        return marked_handler  # type: ignore[no-any-return]
 
     return decorate if fn is None else decorate(fn)

@@ -284,7 +284,8 @@ class RecordPath:
         failed_ids: set[Any] = set()
         error: BaseException | None = None
         try:
-            reported = self.options.commit([(record, result) for record, result, _ in self.pending])  # type: ignore[misc]
+            results = [(record, result) for record, result, _ in self.pending]
+            reported = self.options.commit(results)  # type: ignore[misc]
             if reported is not None and hasattr(type(reported), "__await__"):
                 reported = await self.resolve(reported)
             failed_ids = reported_ids(reported)
