@@ -165,11 +165,13 @@ def _api_options(args: argparse.Namespace, function: FunctionConfig) -> dict[str
         "query": args.query,
     }
     given = dict(args.path_params or ())
-    if route.template is None and given:
+    if route.template is not None:
+        return {**options, **route.gateway_options(path, given)}
+    if given:
         raise UserError(
             f"--path-param: {function.key}'s front door ({options.get('version')}) has no path parameters"
         )
-    return options if route.template is None else {**options, **route.gateway_options(path, given)}
+    return options
 
 
 # --- the event ---------------------------------------------------------------------------------------

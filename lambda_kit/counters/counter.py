@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NamedTuple
 
 from lambda_kit.counters.duplicates import DuplicateShare
 from lambda_kit.counters.errors import CounterError, InvalidKeyError
@@ -181,15 +181,21 @@ def _counter_update(table: str, group: CounterGroup[_Pending]) -> dict[str, Any]
     return {"Update": update}
 
 
+_KIND_OF_CODE: dict[str, str | None] = {
+    "None": None,
+    **dict.fromkeys(TRANSIENT_CANCELLATION_REASONS, "transient"),
+}
+"""What a ``CancellationReasons`` code says of its action (no objection, or worth another try);
+any other code refuses it."""
+
+
 def _reason_kind(subject: _Subject, reason: dict[str, Any]) -> str | None:
     """What one action's ``CancellationReasons`` entry says: duplicate, transient, refused, or None
     (no objection to that action)."""
     code = reason.get("Code") or "None"
     if code == "ConditionalCheckFailed" and isinstance(subject, _Pending):
         return "duplicate"
-    if code in TRANSIENT_CANCELLATION_REASONS:
-        return "transient"
-    return None if code == "None" else "refused"
+    return _KIND_OF_CODE.get(code, "refused")
 
 
 def _refusal(subject: _Subject, reason: dict[str, Any]) -> CounterError:
@@ -382,9 +388,8 @@ class Counter:
         try:
             items = self._batch_get(keys, ("PK", "SK"), consistent=True).items
         except Exception as error:
-            if is_transient(error):
-                return []
-            self._raise_explained(error, [pk for pk, _sk in markers])
+            self._raise_unless_transient(error, [pk for pk, _sk in markers])
+            return []
         return [(item["PK"]["S"], item["SK"]["S"]) for item in items]
 
     def _batch_get(self, keys: list[dict[str, Any]], attributes: tuple[str, ...], consistent: bool) -> _Read:
@@ -444,8 +449,7 @@ class Counter:
         """The token to send the transaction again with after ``error``; raises what no try gets past."""
         if error_code(error) == "IdempotentParameterMismatchException":
             return _new_token()  # the token is spoilt: the markers decide what the last send did
-        if not is_transient(error):
-            self._raise_explained(error, [event.key for event in _events(groups)])
+        self._raise_unless_transient(error, [event.key for event in _events(groups)])
         return token if outcome_unknown(error) else _new_token()
 
     def _after_cancellation(
@@ -498,8 +502,11 @@ class Counter:
             ) from error
         return duplicates, transient
 
-    def _raise_explained(self, error: Exception, keys: list[str]) -> NoReturn:
-        """Raise the one-line error a user fixes for ``error``, or ``error`` itself."""
+    def _raise_unless_transient(self, error: Exception, keys: list[str]) -> None:
+        """Unless another try may get past ``error``: raise the one-line error a user fixes for it,
+        or ``error`` itself."""
+        if is_transient(error):
+            return
         explained = _explain(self.table, error, keys)
         if explained is None:
             raise error
@@ -535,8 +542,7 @@ class Counter:
         try:
             read = self._batch_get(keys, ("PK", COUNT_ATTRIBUTE), consistent)
         except Exception as error:
-            if not is_transient(error):
-                self._raise_explained(error, [key["PK"]["S"] for key in keys])
+            self._raise_unless_transient(error, [key["PK"]["S"] for key in keys])
             tries.failed(error)
             return _Read(items=[], unprocessed=keys)
         if not read.unprocessed:

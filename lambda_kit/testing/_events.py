@@ -67,6 +67,22 @@ def _per_record(value: Any, count: int) -> list[Any]:
     return [value] * count
 
 
+def _present(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` without those that are None (an event leaves a field out rather than send null)."""
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+def _object(payload: Any) -> Any:
+    """An example's payload: ``{}`` when none is given."""
+    return {} if payload is None else payload
+
+
+def _from_source(target: dict[str, Any], field: str, source_arn: str | None) -> None:
+    """Put an example event's ``source_arn``, when given, in ``target[field]``."""
+    if source_arn:
+        target[field] = source_arn
+
+
 class LambdaContext:
     """A stand-in for the Lambda context object (``function_name``, ``aws_request_id``, ...)."""
 
@@ -137,9 +153,7 @@ def sqs_record(
     message_attributes: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     text = payload_text(body)
-    attributes = dict(message_attributes or {})
-    if trace_id is not None:
-        attributes["trace_id"] = trace_id
+    attributes = {**(message_attributes or {}), **_present({"trace_id": trace_id})}
     now = str(int(time.time() * 1000))
     return {
         "messageId": message_id or str(uuid.uuid4()),
@@ -176,9 +190,8 @@ def sqs_event(*bodies: Any, trace_id: TraceIds = None, **options: Any) -> dict[s
 def _sqs_example(
     payload: Any, *, trace_id: str | None, source_arn: str | None, **options: Any
 ) -> dict[str, Any]:
-    built = sqs_event({} if payload is None else payload, trace_id=trace_id, **options)
-    if source_arn:
-        built["Records"][0]["eventSourceARN"] = source_arn
+    built = sqs_event(_object(payload), trace_id=trace_id, **options)
+    _from_source(built["Records"][0], "eventSourceARN", source_arn)
     return built
 
 
@@ -247,9 +260,8 @@ def sns_event(*messages: Any, trace_id: TraceIds = None, **options: Any) -> dict
 def _sns_example(
     payload: Any, *, trace_id: str | None, source_arn: str | None, **options: Any
 ) -> dict[str, Any]:
-    built = sns_event({} if payload is None else payload, trace_id=trace_id, **options)
-    if source_arn:
-        built["Records"][0]["Sns"]["TopicArn"] = source_arn
+    built = sns_event(_object(payload), trace_id=trace_id, **options)
+    _from_source(built["Records"][0]["Sns"], "TopicArn", source_arn)
     return built
 
 
@@ -293,25 +305,29 @@ def kinesis_event(*payloads: Any, **options: Any) -> dict[str, Any]:
 def _kinesis_example(
     payload: Any, *, trace_id: str | None, source_arn: str | None, **options: Any
 ) -> dict[str, Any]:
-    body = {} if payload is None else payload
+    body = _object(payload)
     if trace_id and isinstance(body, dict):
         body = {**body, "trace_id": trace_id}  # Kinesis producers put the trace id in the payload
     built = kinesis_event(body, **options)
-    if source_arn:
-        built["Records"][0]["eventSourceARN"] = source_arn
+    _from_source(built["Records"][0], "eventSourceARN", source_arn)
     return built
 
 
 # --- DynamoDB Streams -----------------------------------------------------------------------
 
 
+_SETS: tuple[tuple[type, str, Callable[[Any], Any]], ...] = (
+    (str, "SS", lambda item: item),
+    (bytes, "BS", _b64),
+    (object, "NS", str),
+)
+"""How a set is written: of strings, of bytes, else of numbers (the first kind all members are)."""
+
+
 def _set_attribute(value: set[Any] | frozenset[Any]) -> dict[str, Any]:
     items = list(value)
-    if all(isinstance(i, str) for i in items):
-        return {"SS": items}
-    if all(isinstance(i, bytes) for i in items):
-        return {"BS": [_b64(i) for i in items]}
-    return {"NS": [str(i) for i in items]}
+    _kind, tag, write = next(entry for entry in _SETS if all(isinstance(i, entry[0]) for i in items))
+    return {tag: [write(i) for i in items]}
 
 
 _ATTRIBUTES: tuple[tuple[Any, Callable[[Any], dict[str, Any]]], ...] = (
@@ -392,20 +408,17 @@ def _dynamodb_example(
     payload: Any, *, trace_id: str | None, source_arn: str | None, **options: Any
 ) -> dict[str, Any]:
     """``payload``: the new image of an INSERT, or ``{event_name, keys, new_image, old_image}``."""
-    payload = {} if payload is None else payload
+    payload = _object(payload)
     if not isinstance(payload, dict):
         raise ValueError(
             "a DynamoDB Streams payload is a JSON object: the new image, or"
             " {event_name, keys, new_image, old_image}"
         )
-    if set(payload) & set(_STREAM_FIELDS):
-        fields = [payload.get("event_name", "INSERT"), *(payload.get(field) for field in _STREAM_FIELDS[1:])]
-        record = dynamodb_record(*fields, **options)
-    else:
-        new_image = {**payload, "trace_id": trace_id} if trace_id else payload
-        record = dynamodb_record("INSERT", None, new_image, **options)
-    if source_arn:
-        record["eventSourceARN"] = source_arn
+    if not set(payload) & set(_STREAM_FIELDS):  # the new image of an INSERT
+        payload = {"new_image": {**payload, "trace_id": trace_id} if trace_id else payload}
+    fields = [payload.get("event_name", "INSERT"), *(payload.get(field) for field in _STREAM_FIELDS[1:])]
+    record = dynamodb_record(*fields, **options)
+    _from_source(record, "eventSourceARN", source_arn)
     return dynamodb_stream_event(record)
 
 
@@ -427,9 +440,7 @@ def kafka_record(
     trace_id: str | None = None,
 ) -> dict[str, Any]:
     """One Kafka record as Lambda delivers it: ``key``/``value`` base64, headers as byte lists."""
-    found = dict(headers or {})
-    if trace_id is not None:
-        found["trace_id"] = trace_id
+    found = {**(headers or {}), **_present({"trace_id": trace_id})}
     return {
         "topic": topic,
         "partition": partition,
@@ -471,9 +482,8 @@ def kafka_event(
 def _kafka_example(
     payload: Any, *, trace_id: str | None, source_arn: str | None, **options: Any
 ) -> dict[str, Any]:
-    built = kafka_event({} if payload is None else payload, trace_id=trace_id, **options)
-    if source_arn:
-        built["eventSourceArn"] = source_arn
+    built = kafka_event(_object(payload), trace_id=trace_id, **options)
+    _from_source(built, "eventSourceArn", source_arn)
     return built
 
 
@@ -561,14 +571,13 @@ def _s3_object(
     key: str, size: int | None, etag: str | None, version_id: str | None, sequencer: str | None
 ) -> dict[str, Any]:
     """The ``object`` of an S3 notification record; the key URL-encoded as S3 encodes it."""
-    obj: dict[str, Any] = {"key": quote_plus(key)}
-    if size is not None:
-        obj["size"] = size
-    obj["eTag"] = etag or _md5(key)
-    if version_id is not None:
-        obj["versionId"] = version_id
-    obj["sequencer"] = sequencer or f"{next(_sequence):018X}"
-    return obj
+    return {
+        "key": quote_plus(key),
+        **_present({"size": size}),
+        "eTag": etag or _md5(key),
+        **_present({"versionId": version_id}),
+        "sequencer": sequencer or f"{next(_sequence):018X}",
+    }
 
 
 def s3_record(
@@ -639,11 +648,13 @@ def _s3_eventbridge_object(
     key: str, size: int | None, etag: str | None, version_id: str | None
 ) -> dict[str, Any]:
     """The ``object`` of an EventBridge S3 event (``size`` only where the object was created)."""
-    obj: dict[str, Any] = {"key": key, **({} if size is None else {"size": size}), "etag": etag or _md5(key)}
-    if version_id is not None:
-        obj["version-id"] = version_id
-    obj["sequencer"] = f"{next(_sequence):016X}"
-    return obj
+    return {
+        "key": key,
+        **_present({"size": size}),
+        "etag": etag or _md5(key),
+        **_present({"version-id": version_id}),
+        "sequencer": f"{next(_sequence):016X}",
+    }
 
 
 def s3_eventbridge_event(
@@ -664,28 +675,21 @@ def s3_eventbridge_event(
     defaults = _S3_DETAIL_TYPES.get(detail_type)
     if defaults is None:
         raise ValueError("detail_type must be 'Object Created' or 'Object Deleted'")
-    deleted = "deletion-type" in defaults
-    detail: dict[str, Any] = {
+    given = {"reason": reason, "deletion-type": deletion_type}
+    created_size = None if "deletion-type" in defaults else size
+    detail = {
         "version": "0",
         "bucket": {"name": bucket},
-        "object": _s3_eventbridge_object(key, None if deleted else size, etag, version_id),
+        "object": _s3_eventbridge_object(key, created_size, etag, version_id),
         "request-id": request_id or uuid.uuid4().hex[:16].upper(),
         "requester": ACCOUNT,
         "source-ip-address": SOURCE_IP,
-        "reason": reason or defaults["reason"],
-        **({"deletion-type": deletion_type or defaults["deletion-type"]} if deleted else {}),
+        **{name: given[name] or default for name, default in defaults.items()},
     }
-    return {
-        "version": "0",
-        "id": event_id or str(uuid.uuid4()),
-        "detail-type": detail_type,
-        "source": "aws.s3",
-        "account": ACCOUNT,
-        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "region": REGION,
-        "resources": [f"arn:aws:s3:::{bucket}"],
-        "detail": detail,
-    }
+    resources = [f"arn:aws:s3:::{bucket}"]
+    return eventbridge_event(
+        detail, detail_type=detail_type, source="aws.s3", event_id=event_id, resources=resources
+    )
 
 
 def _s3_direct(keys: tuple[str, ...], options: dict[str, Any]) -> dict[str, Any]:
@@ -813,9 +817,8 @@ def log_line(
         "message": message,
         "function_name": "producer",
         "request_id": str(uuid.uuid4()),
+        **_present({"trace_id": trace_id}),
     }
-    if trace_id is not None:
-        line["trace_id"] = trace_id
     return _json.dumps({**line, **fields})
 
 
@@ -880,7 +883,7 @@ def _cloudwatch_logs_example(
 ) -> dict[str, Any]:
     """``payload``: one log event's message (a dict: the fields of a lambda_kit line when
     ``trace_id`` is given, else JSON-encoded); ``source_arn``: the log group's ARN."""
-    payload = {} if payload is None else payload
+    payload = _object(payload)
     message = log_line(trace_id=trace_id, **payload) if trace_id and isinstance(payload, dict) else payload
     if source_arn and ":log-group:" in source_arn:
         options.setdefault("log_group", source_arn.split(":log-group:", 1)[1].removesuffix(":*"))

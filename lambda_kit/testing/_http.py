@@ -92,7 +92,13 @@ def _one_value_each(headers: dict[str, str]) -> dict[str, list[str]]:
 
 
 def _payload_v2(
-    request: _Request, *, route_key: str, api_id: str, domain: str, function_url: bool
+    request: _Request,
+    *,
+    route_key: str,
+    api_id: str,
+    domain: str,
+    authorization: dict[str, None],
+    path_params: dict[str, str] | None,
 ) -> dict[str, Any]:
     headers = {"content-type": "application/json", "user-agent": USER_AGENT, **_lowered(request.headers)}
     built: dict[str, Any] = {
@@ -106,7 +112,6 @@ def _payload_v2(
     built["headers"] = headers
     if request.query:  # repeated names are joined with commas, as API Gateway and Function URLs do
         built["queryStringParameters"] = {name: ",".join(values) for name, values in request.grouped.items()}
-    authorization = {"authentication": None, "authorizer": None} if function_url else {}
     built["requestContext"] = {
         "accountId": ACCOUNT,
         "apiId": api_id,
@@ -126,50 +131,73 @@ def _payload_v2(
         "time": request.clock,
         "timeEpoch": request.epoch_ms,
     }
-    return {**built, **_v2_rest(request, function_url)}
+    return {**built, **_v2_rest(request, path_params)}
 
 
-def _v2_rest(request: _Request, function_url: bool) -> dict[str, Any]:
+def _v2_rest(request: _Request, path_params: dict[str, str] | None) -> dict[str, Any]:
     body = {} if request.body is None else {"body": request.body}
     return {
         **body,
-        "pathParameters": None if function_url else request.path_params,
+        "pathParameters": path_params,
         "isBase64Encoded": request.is_base64,
         "stageVariables": None,
     }
 
 
 def _http_api(request: _Request) -> dict[str, Any]:
-    route_key = request.route or f"{request.method} {request.path}"
-    return _payload_v2(request, route_key=route_key, api_id=API_ID, domain=API_DOMAIN, function_url=False)
+    return _payload_v2(
+        request,
+        route_key=request.route or f"{request.method} {request.path}",
+        api_id=API_ID,
+        domain=API_DOMAIN,
+        authorization={},
+        path_params=request.path_params,
+    )
 
 
 def _function_url(request: _Request) -> dict[str, Any]:
+    """A Function URL: no routes (no path parameters), and IAM or no authorization."""
     return _payload_v2(
-        request, route_key="$default", api_id=FUNCTION_URL_ID, domain=FUNCTION_URL_DOMAIN, function_url=True
+        request,
+        route_key="$default",
+        api_id=FUNCTION_URL_ID,
+        domain=FUNCTION_URL_DOMAIN,
+        authorization={"authentication": None, "authorizer": None},
+        path_params=None,
     )
 
 
 # --- payload format 1.0: REST APIs and HTTP APIs ---------------------------------------------------
 
 
-def _payload_v1(request: _Request, *, http_api: bool) -> dict[str, Any]:
-    built: dict[str, Any] = {"version": "1.0"} if http_api else {}
-    built.update(
-        {
-            "resource": request.route or request.path,
-            "path": request.path,
-            "httpMethod": request.method,
-            **_v1_headers(request),
-            **_v1_query(request.grouped),
-            "requestContext": _v1_context(request, http_api),
-            "pathParameters": request.path_params,
-            "stageVariables": None,
-            "body": request.body,
-            "isBase64Encoded": request.is_base64,
-        }
-    )
-    return built
+@dataclass(frozen=True)
+class _Door:
+    """What differs between the front doors that send payload format 1.0."""
+
+    version: dict[str, str]  # the event's "version" field: an HTTP API's only
+    stage: str
+    stage_path: str  # what the request context's path starts with
+    resource_id: str | None
+
+
+_REST_API = _Door(version={}, stage="prod", stage_path="/prod", resource_id="abc123")
+_HTTP_API_V1 = _Door(version={"version": "1.0"}, stage="$default", stage_path="", resource_id=None)
+
+
+def _payload_v1(request: _Request, door: _Door) -> dict[str, Any]:
+    return {
+        **door.version,
+        "resource": request.route or request.path,
+        "path": request.path,
+        "httpMethod": request.method,
+        **_v1_headers(request),
+        **_v1_query(request.grouped),
+        "requestContext": _v1_context(request, door),
+        "pathParameters": request.path_params,
+        "stageVariables": None,
+        "body": request.body,
+        "isBase64Encoded": request.is_base64,
+    }
 
 
 def _v1_headers(request: _Request) -> dict[str, Any]:
@@ -188,8 +216,7 @@ def _v1_query(grouped: dict[str, list[str]]) -> dict[str, Any]:
     return {"queryStringParameters": last_values or None, "multiValueQueryStringParameters": grouped or None}
 
 
-def _v1_context(request: _Request, http_api: bool) -> dict[str, Any]:
-    stage = "$default" if http_api else "prod"
+def _v1_context(request: _Request, door: _Door) -> dict[str, Any]:
     return {
         "accountId": ACCOUNT,
         "apiId": API_ID,
@@ -198,23 +225,23 @@ def _v1_context(request: _Request, http_api: bool) -> dict[str, Any]:
         "extendedRequestId": uuid.uuid4().hex[:16],
         "httpMethod": request.method,
         "identity": {"sourceIp": SOURCE_IP, "userAgent": USER_AGENT},
-        "path": request.path if http_api else f"/{stage}{request.path}",
+        "path": door.stage_path + request.path,
         "protocol": "HTTP/1.1",
         "requestId": request.request_id,
         "requestTime": request.clock,
         "requestTimeEpoch": request.epoch_ms,
-        "resourceId": None if http_api else "abc123",
+        "resourceId": door.resource_id,
         "resourcePath": request.route or request.path,
-        "stage": stage,
+        "stage": door.stage,
     }
 
 
 def _rest_api(request: _Request) -> dict[str, Any]:
-    return _payload_v1(request, http_api=False)
+    return _payload_v1(request, _REST_API)
 
 
 def _http_api_v1(request: _Request) -> dict[str, Any]:
-    return _payload_v1(request, http_api=True)
+    return _payload_v1(request, _HTTP_API_V1)
 
 
 # --- Application Load Balancer --------------------------------------------------------------------
