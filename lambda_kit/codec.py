@@ -62,10 +62,6 @@ def _zeroed(text: str | bytes | bytearray) -> bytes:
     return data.translate(_ZEROED)
 
 
-def _long_integer(text: str | bytes | bytearray) -> bool:
-    return _LONG_INTEGER in _zeroed(text)
-
-
 def _lenient(text: str | bytes | bytearray) -> bool:
     zeroed = _zeroed(text)
     return _LONG_INTEGER in zeroed or any(mark in zeroed for mark in _LENIENT)
@@ -259,7 +255,7 @@ def _orjson(orjson: Any) -> tuple[Callable[[Any], Any], Callable[[Any], str]]:
     )
 
     def read(text: str | bytes) -> Any:
-        return strict_loads(text) if _long_integer(text) else decode(text)
+        return strict_loads(text) if _LONG_INTEGER in _zeroed(text) else decode(text)
 
     def write(value: Any) -> str:
         try:

@@ -83,7 +83,8 @@ def correlation(logger: Any) -> Callable[[str], None] | None:
 
 
 def duration_ms(started: float) -> float:
-    return round((perf_counter() - started) * 1000, 3)
+    """Milliseconds since ``started``, to the microsecond (``round(x, 3)`` costs twice as much)."""
+    return round((perf_counter() - started) * 1_000_000) / 1000
 
 
 class RecordPath:
@@ -133,7 +134,7 @@ class RecordPath:
         try:
             self.enter(record)
             result = self.call(record)
-            if result is not None and hasattr(type(result), "__await__"):  # a coroutine, a future
+            if result is not None and isinstance(result, Awaitable):  # a coroutine, a future
                 result = await self.resolve(result)
             self.returned(record, result, started)
         except BaseException as exc:
@@ -182,7 +183,7 @@ class RecordPath:
         """The function returned: the record waits for the batch's commit, or is processed."""
         if isinstance(result, dict) and "batchItemFailures" in result:
             raise BatchResponseReturned()
-        duration = round((perf_counter() - started) * 1000, 3)
+        duration = duration_ms(started)
         if self.options.commit is not None:
             self.pending.append((record, result, duration))
             return
@@ -286,7 +287,7 @@ class RecordPath:
         try:
             results = [(record, result) for record, result, _ in self.pending]
             reported = self.options.commit(results)  # type: ignore[misc]
-            if reported is not None and hasattr(type(reported), "__await__"):
+            if reported is not None and isinstance(reported, Awaitable):
                 reported = await self.resolve(reported)
             failed_ids = reported_ids(reported)
         except Exception as exc:

@@ -75,7 +75,7 @@ def request_fields(request: Request) -> dict[str, Any]:
         "method": log.clean(request.method),
         "path": log.clean(request.path),
         "query": log.clean(request.query),
-        "headers": log.clean(request.headers),
+        "headers": log.clean(dict(request.headers)),  # a plain dict: cleaned as one, with no conversion
         "body": log.clean(request_body(request)),
     }
 
@@ -100,13 +100,14 @@ def request_body(request: Request) -> Any:
 
 
 def result_fields(response: dict[str, Any], started: float) -> dict[str, Any]:
-    """The fields every ``request processed`` and ``request failed`` line has."""
+    """The fields every ``request processed`` and ``request failed`` line has (the response's
+    status is an ``int``: ``shape_response`` and ``error_response`` make it one)."""
     status = response.get("statusCode")
     return {
         "source": "api",
-        "status": log.clean(status),  # the function's own value: cleaned like any logged value
+        "status": status,
         "outcome": outcome_of(status),
-        "duration_ms": round((perf_counter() - started) * 1000, 3),
+        "duration_ms": round((perf_counter() - started) * 1_000_000) / 1000,  # to the microsecond
     }
 
 

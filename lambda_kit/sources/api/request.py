@@ -16,7 +16,7 @@ from typing import Any
 
 from ... import codec
 from ...errors import HTTPError, InvalidPayload
-from ...trace import new_id
+from ...trace import is_valid_id, new_id
 from ...trace.context import TraceContext, has_context, text
 from ..base import pick_trace
 from .shapes import as_text, shape_of
@@ -228,9 +228,11 @@ def trace_of(request: Request, trace_header: str) -> tuple[str, Any, TraceContex
     headers = request.headers
     found = headers.get(trace_header)
     xray = headers.get("x-amzn-trace-id") or os.environ.get("_X_AMZN_TRACE_ID")
-    if found is None and not has_context(headers, xray):
-        return new_id(), None, None
-    return pick_trace("api", found, new_id(), headers, text, xray)
+    if has_context(headers, xray):
+        return pick_trace("api", found, new_id(), headers, text, xray)
+    if is_valid_id(found):  # pick_trace's answer without a context, with no new id made for nothing
+        return found, None, None
+    return new_id(), found, None
 
 
 def validated(validate: Callable[[Any], Any], request: Request) -> Any:
