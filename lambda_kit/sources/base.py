@@ -55,6 +55,7 @@ __all__ = [
     "pipes_batch_item_failures",
     "raise_first_failure",
     "read_alone",
+    "unreadable",
     "reason",
     "receive_attempt",
     "records_claimed",
@@ -150,7 +151,10 @@ class Source:
         piped = type(event) is list
         found: list[Record] = []
         for raw in event if piped else event["Records"]:
-            read = read_alone(self.name, raw, self.read)
+            try:
+                read = self.read(raw)
+            except Exception as exc:  # as read_alone does: the raw record fails alone
+                read = [unreadable(self.name, raw, exc)]
             found += map(self.piped, read) if piped else read
         return found
 
@@ -255,7 +259,12 @@ def read_alone(source: str, raw: Any, read: Callable[[Any], list[Record]]) -> li
     try:
         return read(raw)
     except Exception as exc:
-        return [malformed(source, raw, f"record cannot be read ({type(exc).__name__}: {reason(exc)})")]
+        return [unreadable(source, raw, exc)]
+
+
+def unreadable(source: str, raw: Any, exc: Exception) -> Record:
+    """The failed record of a raw record whose reading raised ``exc``."""
+    return malformed(source, raw, f"record cannot be read ({type(exc).__name__}: {reason(exc)})")
 
 
 def pick_trace(
@@ -359,7 +368,10 @@ def as_text(value: Any) -> str:
 def receive_attempt(count: Any) -> int:
     """The attempt an ``ApproximateReceiveCount`` tells (its first receive is attempt 0); 0 when
     it is no count."""
-    return max(int(count) - 1, 0) if type(count) is str and count.isdecimal() and len(count) < 19 else 0
+    if type(count) is not str or not count.isdecimal() or len(count) > 18:
+        return 0
+    attempt = int(count) - 1
+    return attempt if attempt > 0 else 0
 
 
 def loaded(text: Any, name: str) -> tuple[Any, str | None]:

@@ -58,6 +58,7 @@ class SqsSource(Source):
         trace_id, rejected, context = pick_trace(
             "sqs", found, message_id, carrier, attribute_text, system.get("AWSTraceHeader")
         )
+        group = system.get("MessageGroupId")
         return Record(
             source="sqs",
             id=message_id,
@@ -67,7 +68,7 @@ class SqsSource(Source):
             error=error,
             attempt=receive_attempt(system.get("ApproximateReceiveCount")),
             rejected_trace_id=rejected,
-            group=message_group(system.get("MessageGroupId")),
+            group=None if group is None else as_text(group),  # a FIFO queue's: its messages run in order
             context=context,
         )
 
@@ -105,11 +106,6 @@ def trace_places(
     if found is None:
         found = dig(published.get("trace_id"), "Value")
     return found, attributes if has_context(attributes) else published
-
-
-def message_group(group: Any) -> str | None:
-    """A FIFO queue's ``MessageGroupId``, whose messages run in order; its text when it is not one."""
-    return None if group is None else as_text(group)
 
 
 SOURCE = SqsSource
