@@ -282,29 +282,36 @@ class RecordPath:
         position = {id(record): index for index, record in enumerate(records)}
         self.pending.sort(key=lambda item: position[id(item[0])])
         started = perf_counter()
-        failed_ids: set[Any] = set()
-        error: BaseException | None = None
+        failed_ids, error = await self.run_commit()
+        self.committed(started, failed_ids, error)
+        self.settle(failed_ids, error)
+
+    async def run_commit(self) -> tuple[set[Any], Exception | None]:
+        """(the ids the commit reported failed, None), or (nothing, the error it raised)."""
         try:
             results = [(record, result) for record, result, _ in self.pending]
             reported = self.options.commit(results)  # type: ignore[misc]
             if reported is not None and isinstance(reported, Awaitable):
                 reported = await self.resolve(reported)
-            failed_ids = reported_ids(reported)
+            return reported_ids(reported), None
         except Exception as exc:
-            error = exc
-        failed = len(self.pending) if error else sum(record.id in failed_ids for record, _, _ in self.pending)
+            return set(), exc
+
+    def committed(self, started: float, failed_ids: set[Any], error: Exception | None) -> None:
+        """The commit's own line: how many records, how many failed, its duration and trace ids."""
+        pending = self.pending
+        failed = len(pending) if error else sum(record.id in failed_ids for record, _, _ in pending)
         fields = {
-            "records": len(self.pending),
+            "records": len(pending),
             "failed": failed,
             "duration_ms": duration_ms(started),
-            "trace_ids": list(dict.fromkeys(record.trace_id for record, _, _ in self.pending)),
+            "trace_ids": list(dict.fromkeys(record.trace_id for record, _, _ in pending)),
         }
         if error is not None:
             fields.update(error_type=type(error).__name__, error=log.clean(log.safe_str(error)))
         log.emit("WARNING" if failed else "INFO", "batch committed", fields=fields)
-        self.settle(failed_ids, error)
 
-    def settle(self, failed_ids: set[Any], error: BaseException | None) -> None:
+    def settle(self, failed_ids: set[Any], error: Exception | None) -> None:
         """Each accepted record's outcome after the commit: a commit that raised fails all of them
         (their source retries them); one that returned records (or record ids) fails just those."""
         for record, result, duration in self.pending:
