@@ -116,6 +116,17 @@ def only_lambda_kit_sees(logger: logging.Logger, level: int) -> bool:
     )
 
 
+def goes_direct(logger: logging.Logger, level: int, extra: Any, stack_info: bool) -> bool:
+    """Whether a line of ``logger`` takes the direct path: lambda_kit's handler alone would see it,
+    and nothing ``logging`` does for it is asked for (a stack, an extra naming a ``LogRecord``
+    attribute, which ``logging`` refuses)."""
+    return (
+        not stack_info
+        and only_lambda_kit_sees(logger, level)
+        and not (extra and not STANDARD_ATTRS.isdisjoint(extra))
+    )
+
+
 def _delegated(attribute: str) -> property:
     """An attribute of the standard logger, read and set through the adapter."""
     return property(
@@ -220,11 +231,7 @@ class JsonLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
         logger = self.logger
         if not logger.isEnabledFor(level):
             return
-        if (
-            stack_info
-            or not only_lambda_kit_sees(logger, level)
-            or (extra and not STANDARD_ATTRS.isdisjoint(extra))
-        ):
+        if not goes_direct(logger, level, extra, stack_info):
             # the standard path (it refuses an extra naming a LogRecord attribute, as logging does); the
             # caller's frame is two above: the level method's, then this one's
             logger.log(
