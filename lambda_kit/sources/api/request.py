@@ -19,7 +19,7 @@ from ...errors import HTTPError, InvalidPayload
 from ...trace import is_valid_id, new_id
 from ...trace.context import TraceContext, has_context, text
 from ..base import pick_trace
-from .shapes import as_text, shape_of
+from .shapes import shape_of
 
 __all__ = ["NOT_JSON", "Headers", "Request", "parse_json", "request_id", "trace_of", "validated"]
 
@@ -71,7 +71,7 @@ class Headers(dict[str, str]):
 def _text_dict(value: Any) -> dict[str, str]:
     if not value or type(value) is not dict:
         return {}
-    return {as_text(key): as_text(item) for key, item in value.items() if item is not None}
+    return {str(key): str(item) for key, item in value.items() if item is not None}
 
 
 def _cookie(part: str) -> tuple[str, str] | None:
@@ -133,7 +133,7 @@ class Request:
         self.headers = Headers.of_lowered(door.headers(event))
         self.path_params = _text_dict(event.get("pathParameters"))
         body = event.get("body")
-        self._raw_body = "" if body is None else as_text(body)
+        self._raw_body = "" if body is None else str(body)
         self._base64 = event.get("isBase64Encoded") is True and bool(self._raw_body)
         self._body = self._body_bytes = self._query = self._query_all = self._cookies = self._json = _UNSET
         self.trace_id = ""

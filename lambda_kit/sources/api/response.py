@@ -23,7 +23,7 @@ from typing import Any
 
 from ... import codec
 from .request import Request
-from .shapes import UNKNOWN_PHRASE, Grouped, as_text, grouped, status_description
+from .shapes import UNKNOWN_PHRASE, Grouped, grouped, status_description
 
 __all__ = ["as_response", "error_response", "header_pairs", "headless", "shape_response"]
 
@@ -69,7 +69,7 @@ def _tuple_headers(headers: Any, kinds: str) -> dict[str, list[str]]:
     if isinstance(headers, Mapping):
         return dict(grouped(_single_pairs(headers)).values())
     if isinstance(headers, list | tuple) and all(_is_pair(pair) for pair in headers):
-        pairs = [(as_text(name), as_text(value)) for name, value in headers if value is not None]
+        pairs = [(str(name), str(value)) for name, value in headers if value is not None]
         return dict(grouped(pairs).values())
     raise TypeError(
         f"the function returned a tuple ({kinds}) whose headers are neither a dict nor a list of "
@@ -106,12 +106,12 @@ def _listed(values: Any) -> Any:
 def _single_pairs(headers: Any) -> Pairs:
     if not headers:
         return []
-    return [(as_text(name), as_text(value)) for name, value in dict(headers).items() if value is not None]
+    return [(str(name), str(value)) for name, value in dict(headers).items() if value is not None]
 
 
 def _multi_pairs(multi: Any) -> Pairs:
     return [
-        (as_text(name), as_text(value))
+        (str(name), str(value))
         for name, values in dict(multi).items()
         for value in _listed(values)
         if value is not None
@@ -127,7 +127,7 @@ def header_pairs(response: dict[str, Any]) -> Pairs:
     if multi:
         pairs += _multi_pairs(multi)
     if cookies:
-        pairs += [("Set-Cookie", as_text(cookie)) for cookie in _listed(cookies)]
+        pairs += [("Set-Cookie", str(cookie)) for cookie in _listed(cookies)]
     return pairs
 
 

@@ -32,7 +32,6 @@ __all__ = [
     "Shape",
     "UNKNOWN_PHRASE",
     "Grouped",
-    "as_text",
     "grouped",
     "shape_of",
     "status_description",
@@ -40,10 +39,6 @@ __all__ = [
 
 UNKNOWN_PHRASE = "Unknown Status"
 _PHRASES = {status.value: status.phrase for status in HTTPStatus}
-
-
-def as_text(value: Any) -> str:
-    return value if type(value) is str else str(value)
 
 
 def status_description(status: int) -> str:
@@ -74,7 +69,7 @@ def _joined(name: str, values: list[Any]) -> str:
     if len(values) == 1 and type(values[0]) is str:
         return values[0]
     separator = "; " if name == "cookie" else ", "
-    return separator.join([as_text(value) for value in values if value is not None])
+    return separator.join([str(value) for value in values if value is not None])
 
 
 def _multi_valued(event: dict[str, Any]) -> dict[str, str]:
@@ -86,11 +81,11 @@ def _multi_valued(event: dict[str, Any]) -> dict[str, str]:
     found: dict[str, str] = {}
     for key, values in multi.items():
         if type(values) is list and values:
-            name = as_text(key).lower()
+            name = str(key).lower()
             found[name] = _joined(name, values)
     for key, value in _dict(event.get("headers")).items():
         if value is not None:
-            found.setdefault(as_text(key).lower(), as_text(value))
+            found.setdefault(str(key).lower(), str(value))
     return found
 
 
@@ -99,7 +94,7 @@ def _with_cookies(event: dict[str, Any]) -> dict[str, str]:
     found = _lowered(event.get("headers"))
     cookies = event.get("cookies")
     if cookies and type(cookies) is list and "cookie" not in found:
-        found["cookie"] = "; ".join(as_text(cookie) for cookie in cookies)
+        found["cookie"] = "; ".join(str(cookie) for cookie in cookies)
     return found
 
 
@@ -109,10 +104,10 @@ def _query_v1(event: dict[str, Any]) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for key, values in _dict(event.get("multiValueQueryStringParameters")).items():
         if type(values) is list:
-            found[as_text(key)] = [as_text(value) for value in values if value is not None]
+            found[str(key)] = [str(value) for value in values if value is not None]
     for key, value in _dict(event.get("queryStringParameters")).items():
         if value is not None:
-            found.setdefault(as_text(key), [as_text(value)])
+            found.setdefault(str(key), [str(value)])
     return found
 
 
@@ -126,7 +121,7 @@ def _query_v2(event: dict[str, Any]) -> dict[str, list[str]]:
         for key, value in parse_qsl(raw, keep_blank_values=True):
             found.setdefault(key, []).append(value)
         return found
-    return {as_text(key): [as_text(value)] for key, value in single.items() if value is not None}
+    return {str(key): [str(value)] for key, value in single.items() if value is not None}
 
 
 def _query_alb(event: dict[str, Any]) -> dict[str, list[str]]:
@@ -199,12 +194,12 @@ class Shape:
 
     @staticmethod
     def method(event: dict[str, Any]) -> str:
-        return as_text(event["httpMethod"]).upper()
+        return str(event["httpMethod"]).upper()
 
     @staticmethod
     def path(event: dict[str, Any]) -> str:
         path = event.get("path")
-        return as_text(path) if path else "/"
+        return str(path) if path else "/"
 
     @classmethod
     def render(
@@ -302,12 +297,12 @@ class HttpV2(Shape):
 
     @staticmethod
     def method(event: dict[str, Any]) -> str:
-        return as_text(event["requestContext"]["http"]["method"]).upper()
+        return str(event["requestContext"]["http"]["method"]).upper()
 
     @staticmethod
     def path(event: dict[str, Any]) -> str:
         path = event.get("rawPath") or event["requestContext"]["http"].get("path")
-        return as_text(path) if path else "/"
+        return str(path) if path else "/"
 
     @classmethod
     def render(
