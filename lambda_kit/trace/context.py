@@ -69,16 +69,18 @@ names its Python logging instrumentation injects; ``trace_id`` is lambda_kit's o
 log-trace correlation (decimal, the low 64 bits) and X-Ray's (as Powertools Logger names it)."""
 
 LOW_64 = 2**64 - 1
+# The patterns of the formats read below, compiled on first use (re caches them): most processes
+# read no tracer's context.
 # OpenTelemetry's traceparent: version ff, and all-zero trace or parent ids, are invalid
-_TRACEPARENT = re.compile(
+_TRACEPARENT = (
     r"^[ \t]*(?!ff)([0-9a-f]{2})-(?!0{32})([0-9a-f]{32})-(?!0{16})([0-9a-f]{16})-([0-9a-f]{2})(-.*)?[ \t]*$"
 )
-_XRAY_ROOT = re.compile(r"1-([0-9a-f]{8})-([0-9a-f]{24})")
-_HEX64 = re.compile(r"(?!0{16})[0-9a-f]{16}")  # a span id, the high bits of a trace id: not all zeros
-_TRACE_ID = re.compile(r"(?!0{32})[0-9a-f]{32}")
-_U64 = re.compile(r"[0-9]{1,20}")
-_PRIORITY = re.compile(r"-?[0-9]{1,9}")
-_TRACESTATE = re.compile(r"[\x20-\x7e]{0,512}")
+_XRAY_ROOT = r"1-([0-9a-f]{8})-([0-9a-f]{24})"
+_HEX64 = r"(?!0{16})[0-9a-f]{16}"  # a span id, the high bits of a trace id: not all zeros
+_TRACE_ID = r"(?!0{32})[0-9a-f]{32}"
+_U64 = r"[0-9]{1,20}"
+_PRIORITY = r"-?[0-9]{1,9}"
+_TRACESTATE = r"[\x20-\x7e]{0,512}"
 
 if TYPE_CHECKING:
     Read = Callable[[Any], Any]
@@ -236,10 +238,10 @@ def parse_traceparent(value: str | None, tracestate: str | None = None) -> Trace
     """A W3C ``traceparent`` (``00-<32 hex>-<16 hex>-<2 hex>``), as OpenTelemetry's propagator
     takes it: lowercase hex, trace-id and parent-id not all zeros, version ``ff`` refused, and
     version ``00`` with nothing after the flags."""
-    match = _TRACEPARENT.search(value) if value is not None and len(value) <= 512 else None
+    match = re.search(_TRACEPARENT, value) if value is not None and len(value) <= 512 else None
     if match is None or (match[1] == "00" and match[5]):
         return None
-    state = tracestate if tracestate and _TRACESTATE.fullmatch(tracestate) else None
+    state = tracestate if tracestate and re.fullmatch(_TRACESTATE, tracestate) else None
     return TraceContext("w3c", int(match[2], 16), int(match[3], 16), bool(int(match[4], 16) & 1), state)
 
 
@@ -247,9 +249,9 @@ def parse_xray(value: str | None) -> TraceContext | None:
     """An X-Ray trace header (``Root=1-<8 hex>-<24 hex>;Parent=<16 hex>;Sampled=1``, fields in
     any order, ``Self=`` and others ignored): the root is required, the parent optional."""
     fields = _xray_fields(value) if value is not None and len(value) <= 1024 else {}
-    root = _XRAY_ROOT.fullmatch(fields.get("Root", ""))
+    root = re.fullmatch(_XRAY_ROOT, fields.get("Root", ""))
     parent = fields.get("Parent")
-    if root is None or (parent is not None and _HEX64.fullmatch(parent) is None):
+    if root is None or (parent is not None and re.fullmatch(_HEX64, parent) is None):
         return None
     sampled = {"1": True, "0": False}.get(fields.get("Sampled", ""))
     return TraceContext(
@@ -286,14 +288,14 @@ def parse_datadog(headers: Mapping[str, str | None]) -> TraceContext | None:
 
 def _u64(value: str | None, low: int = 0) -> int:
     """A decimal 64-bit id, at least ``low``, else ``ValueError``."""
-    number = int(value) if value is not None and _U64.fullmatch(value) else -1
+    number = int(value) if value is not None and re.fullmatch(_U64, value) else -1
     if not low <= number <= LOW_64:
         raise ValueError("not a 64-bit decimal id")
     return number
 
 
 def _priority(value: str) -> int:
-    if _PRIORITY.fullmatch(value) is None:
+    if re.fullmatch(_PRIORITY, value) is None:
         raise ValueError("not a sampling priority")
     return int(value)
 
@@ -303,7 +305,7 @@ def _high_bits(tags: str) -> int:
     for tag in tags.split(","):
         key, _, item = tag.partition("=")
         if key.strip() == "_dd.p.tid":
-            if _HEX64.fullmatch(item.strip()) is None:
+            if re.fullmatch(_HEX64, item.strip()) is None:
                 raise ValueError("_dd.p.tid is not 16 hex digits")
             return int(item.strip(), 16)
     return 0
@@ -353,9 +355,9 @@ def derived_ids(trace_id: str) -> tuple[int, int]:
     (32 hex digits) or an X-Ray one is itself; any other is digested."""
     digest = hashlib.blake2b(trace_id.encode("utf-8", "surrogatepass"), digest_size=24).digest()
     span = int.from_bytes(digest[16:], "big") or 1
-    if _TRACE_ID.fullmatch(trace_id):
+    if re.fullmatch(_TRACE_ID, trace_id):
         return int(trace_id, 16), span
-    root = _XRAY_ROOT.fullmatch(trace_id)
+    root = re.fullmatch(_XRAY_ROOT, trace_id)
     if root is not None:
         return int(root[1] + root[2], 16) or 1, span
     return int.from_bytes(digest[:16], "big") or 1, span
