@@ -119,6 +119,8 @@ NARROW: dict[str, list[str]] = {
         "tests/test_decorators.py",
         "tests/test_event_boundary.py",
         "tests/test_metrics.py",
+        "tests/test_streams.py",
+        "tests/test_pipes.py",
     ],
     "lambda_kit/log/line.py": [
         "tests/test_logging.py",
