@@ -127,6 +127,7 @@ NARROW: dict[str, list[str]] = {
         "tests/test_log_levels.py",
         "tests/test_log_short_path.py",
         "tests/test_hostile_logs.py",
+        "tests/test_tracing_write.py",
     ],
     "lambda_kit/log/mask.py": [
         "tests/test_logging.py",
