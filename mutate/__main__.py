@@ -93,6 +93,7 @@ TARGETS: dict[str, list[str]] = {
         "tests/test_source_registry.py",
         "tests/test_s3_source.py",
         "tests/test_hostile_trace.py",
+        "tests/test_log_mask.py",
     ],
     "lambda_kit/counters/": [
         "tests/test_counters.py",
@@ -133,6 +134,12 @@ NARROW: dict[str, list[str]] = {
         "tests/test_logging.py",
         "tests/test_hostile_logs.py",
         "tests/test_log_short_path.py",
+        "tests/test_log_levels.py",
+        "tests/test_hostile_core.py",
+        "tests/test_decorators.py",
+        "tests/test_event_boundary.py",
+        "tests/test_hostile_trace.py",
+        "tests/test_log_mask.py",
     ],
 }
 # mutmut's exit code for a mutant whose child ran no test (it files it as a "timeout"): its tests could
