@@ -123,6 +123,12 @@ NARROW: dict[str, list[str]] = {
         "tests/test_streams.py",
         "tests/test_pipes.py",
     ],
+    "lambda_kit/loop/options.py": [
+        "tests/test_decorators.py",
+        "tests/test_async.py",
+        "tests/test_model.py",
+        "tests/test_commit.py",
+    ],
     "lambda_kit/log/line.py": [
         "tests/test_logging.py",
         "tests/test_log_levels.py",
