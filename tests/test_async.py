@@ -647,6 +647,33 @@ def test_a_logger_without_task_local_keys_is_refused_with_concurrency():
     sqs_handler(logger=OldLogger())(lambda_async)  # one at a time, its shared keys are right
 
 
+def test_a_logger_without_task_local_keys_gets_each_records_trace_id_in_its_shared_keys():
+    """A logger of Powertools 2's kind (no ``thread_safe_append_keys``): each record's trace id is
+    set as its correlation id and its ``trace_id`` key, before the function runs."""
+    told = []
+
+    class OldLogger:
+        def set_correlation_id(self, value):
+            told.append(("correlation_id", value))
+
+        def append_keys(self, **keys):
+            told.append(("keys", keys))
+
+    @sqs_handler(logger=OldLogger(), log_event=False, log_result=False)
+    def handler(message, context):
+        told.append(("called", message["n"]))
+
+    handler(sqs_event({"n": 1}, {"n": 2}, trace_id=["old-1", "old-2"]), lambda_context())
+    assert told == [
+        ("correlation_id", "old-1"),
+        ("keys", {"trace_id": "old-1"}),
+        ("called", 1),
+        ("correlation_id", "old-2"),
+        ("keys", {"trace_id": "old-2"}),
+        ("called", 2),
+    ]
+
+
 async def lambda_async(message, context):
     return message
 

@@ -263,3 +263,23 @@ def test_a_commit_that_fails_records_says_so_on_its_own_line(capfd):
     _, lines = run(handler, event, capfd)
     [committed] = with_message(lines, "batch committed")
     assert committed["level"] == "WARNING" and (committed["records"], committed["failed"]) == (3, 1)
+
+
+def test_a_commit_that_raises_says_so_and_why_on_its_own_line(capfd):
+    """The ``batch committed`` line of a commit that raised counts every record it was given as
+    failed and names the error; a commit that returned has no error fields."""
+
+    def commit(items):
+        raise ConnectionError("table unreachable")
+
+    handler, _ = committed_by(commit)
+    _, lines = run(handler, sqs_event({"n": 1}, {"n": 2}, {"n": 3}, trace_id=TRACE_IDS), capfd)
+    [committed] = with_message(lines, "batch committed")
+    assert committed["level"] == "WARNING" and (committed["records"], committed["failed"]) == (3, 3)
+    assert (committed["error_type"], committed["error"]) == ("ConnectionError", "table unreachable")
+
+    handler, _ = committed_by(lambda items: None)
+    _, lines = run(handler, sqs_event({"n": 1}), capfd)
+    [committed] = with_message(lines, "batch committed")
+    assert committed["level"] == "INFO" and committed["failed"] == 0
+    assert "error_type" not in committed and "error" not in committed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from types import SimpleNamespace
 
@@ -163,3 +164,18 @@ def test_wrong_event_shape_is_refused_with_one_clear_error_line(capfd):
     (line,) = read_lines(capfd)
     assert line["level"] == "ERROR" and line["error"] == str(refused.value)
     assert "a Kinesis event or a DynamoDB Streams event" in line["error"]
+
+
+def test_a_commit_that_is_not_a_function_is_refused_at_decoration_naming_both():
+    with pytest.raises(TypeError) as refused:
+        lambda_kit.sqs_handler(commit="not callable")
+    assert str(refused.value) == "sqs_handler: commit must be a function of the batch, not str"
+
+
+def test_the_handler_says_which_model_it_validates_with():
+    @dataclasses.dataclass
+    class Order:
+        id: int
+
+    assert lambda_kit.sqs_handler(model=Order)(lambda order, context: None).__lambda_kit__["model"] == "Order"
+    assert lambda_kit.sqs_handler(lambda message, context: None).__lambda_kit__["model"] is None

@@ -136,7 +136,8 @@ def cut_json(value: Any, budget: int) -> str:
 
 
 def test_a_field_exactly_at_the_budget_is_kept_whole():
-    exact = [10] + [1] * 8_189  # its JSON text, 16,382 characters, is 16,384 (the first budget) as a string
+    exact = [10] + [1] * 8_190  # its JSON text is 16,384 characters: the first budget
+    assert len(json.dumps(exact, separators=(",", ":"))) == 16_384
     big = [1] * 30_000
     line = json.loads(emitted({"big": big, "exact": exact}))
     assert line["big"] == cut_json(big, 16_384)  # over the budget: cut
@@ -193,6 +194,25 @@ def test_without_a_function_name_in_the_context_the_lines_take_lambdas_variable(
         for context in (None, object(), lambda_context("from-context")):
             sqs_handler(lambda payload, ctx: None)(sqs_event({"n": 1}), context)
     assert [line["function_name"] for line in parse_lines(out)] == ["from-env"] * 4 + ["from-context"] * 2
+
+
+def test_a_context_attribute_that_is_not_text_is_not_written(monkeypatch):
+    """Lambda's context names are text; anything else in their place is left out (the function
+    name falls back to Lambda's variable)."""
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "from-env")
+    context = SimpleNamespace(function_name=123, aws_request_id=["not", "text"])
+    with captured() as out:
+        sqs_handler(lambda payload, ctx: None)(sqs_event({"n": 1}), context)
+    lines = parse_lines(out)
+    assert lines and all((line["function_name"], line["request_id"]) == ("from-env", None) for line in lines)
+
+
+def test_a_line_cut_to_fit_escapes_the_unicode_line_breaks_too():
+    """A line over the limit is cut field by field and still written as one line: U+2028, U+2029
+    and U+0085 escaped as in a short line."""
+    text = emitted({f"pad_{i}": "p" * 8_000 for i in range(9)} | {"breaks": "a\u2028b\u2029c\x85d"})
+    assert len(text.splitlines()) == 1 and "\\u2028" in text and "\\u0085" in text
+    assert json.loads(text)["breaks"] == "a\u2028b\u2029c\x85d"
 
 
 def test_flush_flushes_standard_output_and_leaves_a_sink_alone(monkeypatch):

@@ -131,3 +131,26 @@ concurrent({{"Records": [record({{"n": 1}}), record({{"fail": 1}}, {other!r}), r
         if "record_id" in line:
             assert line["otelSpanID"] in by_span
     assert sorted(h.split("-")[2] for h in sent) == sorted(by_span)  # each hop's parent is its record's span
+
+
+def test_a_requests_span_says_how_it_was_answered():
+    """An API request's span carries how it was answered: ``ok``, ``client_error`` (an
+    ``HTTPError`` 4xx) or ``server_error`` (an error span)."""
+    _, spans, _ = run("""
+        from lambda_kit import HTTPError, api_handler
+        from lambda_kit.testing import api_event
+
+        @api_handler
+        def api(request, context):
+            if request.path == "/missing":
+                raise HTTPError(404, "no such order")
+            if request.path == "/broken":
+                raise ValueError("boom")
+            return {"ok": True}
+
+        for path in ("/", "/missing", "/broken"):
+            api(api_event("GET", path), None)
+    """)
+    outcomes = [span["attributes"]["lambda_kit.outcome"] for span in spans]
+    assert outcomes == ["ok", "client_error", "server_error"]
+    assert [span["status"] for span in spans][::2] == ["UNSET", "ERROR"]

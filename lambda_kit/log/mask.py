@@ -122,7 +122,7 @@ def _clean_text(text: str, depth: int) -> str:
 
 
 def _clean_int(value: int, depth: int) -> Any:
-    return value if -_INT_LIMIT < value < _INT_LIMIT else text_of(value)
+    return text_of(value)  # an int beyond the range ``clean`` keeps: Python's text, or what it is
 
 
 def _clean_float(value: float, depth: int) -> Any:

@@ -34,7 +34,6 @@ class Options:
 
     __slots__ = (
         "decorator",
-        "json",
         "log_event",
         "log_result",
         "logger",
@@ -63,7 +62,6 @@ class Options:
                 f"{decorator}: commit must be a function of the batch, not {type(commit).__name__}"
             )
         self.decorator = decorator
-        self.json = json
         self.log_event = log_event
         self.log_result = log_result
         self.logger = logger
