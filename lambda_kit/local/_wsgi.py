@@ -80,11 +80,14 @@ class WsgiServer:
 
     def stop(self) -> None:
         """Stop listening, close every connection, and wait (up to 5 s) for the requests being served."""
-        if self._thread is None or not self._thread.is_alive():
-            wasyncore.close_all(self._map, ignore_all=True)
-        else:
-            self._server.trigger.pull_trigger(self._close_all)  # type: ignore[union-attr]
+        if self._thread is not None and self._thread.is_alive():
+            try:
+                self._server.trigger.pull_trigger(self._close_all)  # type: ignore[union-attr]
+            except OSError:  # its trigger is already closed (its loop is ending): close what is left here
+                self._close_all()
             self._thread.join(5)
+        else:
+            self._close_all()
         self._server.task_dispatcher.shutdown()
 
     def _close_all(self) -> None:
