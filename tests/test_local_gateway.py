@@ -278,6 +278,16 @@ def test_a_request_framed_two_ways_never_smuggles_a_second_one(api_stack, framin
     assert statuses[:1] in ([400], [501]) and len(statuses) == 1 and events == [], (statuses, events)
 
 
+def test_transfer_encoding_on_an_http_1_0_request_is_refused(api_stack):
+    """HTTP/1.0 has no Transfer-Encoding: its framing is faulty (RFC 9112 6.1), never an empty body
+    served while the client sent one."""
+    before = len(_events(api_stack))
+    raw = b"POST /echo HTTP/1.0\r\nHost: local\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+    received = _exchange(api_stack.gateway, raw, wait=3)
+    assert re.match(rb"HTTP/1\.[01] 400 ", received), received[:80]
+    assert len(_events(api_stack)) == before
+
+
 @pytest.mark.parametrize("length", ["abc", "-1", "+5", "0x5", "5 5", "5,5", "1e1", ""])
 def test_a_garbage_content_length_is_refused(api_stack, length):
     before = len(_events(api_stack))

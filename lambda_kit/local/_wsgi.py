@@ -100,15 +100,18 @@ def _header(line: bytes) -> tuple[str, str]:
 
 
 class _Parser(HTTPRequestParser):
-    """waitress's request parser, which also keeps the header lines as sent, and refuses a request
-    framed both by ``Content-Length`` and by ``Transfer-Encoding: chunked`` (waitress would read
-    the chunks and keep the connection: what follows could be a request smuggled past a proxy that
-    went by the length; RFC 9112 6.1 allows the refusal)."""
+    """waitress's request parser, which also keeps the header lines as sent, and refuses the
+    framings RFC 9112 6.1 calls faulty, where waitress would serve them: ``Content-Length`` beside
+    ``Transfer-Encoding: chunked`` (it would read the chunks and keep the connection, so what
+    follows could be a request smuggled past a proxy that went by the length), and
+    ``Transfer-Encoding`` on an HTTP/1.0 request (it would ignore it and serve an empty body)."""
 
     def parse_header(self, header_plus: bytes) -> None:
         super().parse_header(header_plus)  # raises on anything malformed: nothing is kept then
         if self.chunked and "CONTENT_LENGTH" in self.headers:
             raise ParsingError("both Content-Length and Transfer-Encoding: chunked")
+        if "TRANSFER_ENCODING" in self.headers:  # left there by waitress for HTTP/1.0 only
+            raise ParsingError("Transfer-Encoding on an HTTP/1.0 request")
         lines = get_header_lines(header_plus.split(b"\r\n", 1)[1])
         self.headers[WsgiServer.HEADER_LINES.removeprefix("HTTP_")] = [_header(line) for line in lines]
 
