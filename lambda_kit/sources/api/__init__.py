@@ -16,7 +16,6 @@ adapter (``ApiSource``) for each HTTP step. The package's modules:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from ...record import Record
@@ -93,18 +92,17 @@ class ApiSource(Source):
             context=found,
         )
 
-    def received_fields(self, request: Request) -> dict[str, Any]:
-        return request_fields(request)
-
-    def check(self, request: Request, max_body: int | None, validate: Callable[[Any], Any] | None) -> None:
-        check_request(request, max_body, validate)
+    received_fields = staticmethod(request_fields)
+    check = staticmethod(check_request)
 
     def respond(
         self, request: Request, result: Any, trace_header: str, started: float
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """(the response to what the function returned, the ``request processed`` line's fields)."""
         response = shape_response(request, result, request.trace_id, trace_header)
-        return response, {**result_fields(response, started), "result": result_for_log(result)}
+        fields = result_fields(response, started)
+        fields["result"] = result_for_log(result)
+        return response, fields
 
     def fail(
         self, request: Request, error: BaseException, trace_header: str, started: float

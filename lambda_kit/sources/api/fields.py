@@ -94,7 +94,7 @@ def request_body(request: Request) -> Any:
         found = parse_json(body)
     if found is not NOT_JSON:
         return found
-    if "x-www-form-urlencoded" in request.headers.get("content-type", ""):
+    if "x-www-form-urlencoded" in dict.get(request.headers, "content-type", ""):
         return dict(parse_qsl(body, keep_blank_values=True))
     return body
 

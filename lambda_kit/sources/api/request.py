@@ -43,7 +43,8 @@ def parse_json(data: str | bytes) -> Any:
 
 
 class Headers(dict[str, str]):
-    """Request headers with case-insensitive lookup (keys are stored lower-case)."""
+    """Request headers with case-insensitive lookup (keys are stored lower-case). lambda_kit's own
+    lookups name headers in lower case: they use ``dict``'s, which folds no case."""
 
     def __init__(self, items: Any = ()) -> None:
         super().__init__({str(key).lower(): value for key, value in dict(items).items()})
@@ -193,7 +194,7 @@ class Request:
     def cookies(self) -> dict[str, str]:
         """The request's cookies, by name."""
         if self._cookies is _UNSET:
-            self._cookies = _cookies(self.headers.get("cookie"))
+            self._cookies = _cookies(dict.get(self.headers, "cookie"))
         return self._cookies  # type: ignore[no-any-return]
 
     @property
@@ -201,7 +202,7 @@ class Request:
         """The decoded JSON body (``parse_json``); a body that is not JSON answers 400 (415 for
         another content type)."""
         if self._json is _UNSET:
-            media = self.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+            media = dict.get(self.headers, "content-type", "").split(";", 1)[0].strip().lower()
             if media and media != "application/json" and not media.endswith("+json"):
                 raise HTTPError(415, "Content-Type must be application/json")
             value = parse_json(self.body_bytes if self._base64 else self._raw_body)
@@ -226,9 +227,9 @@ def trace_of(request: Request, trace_header: str) -> tuple[str, Any, TraceContex
     context in the headers (``traceparent``, ``x-datadog-*``, ``X-Amzn-Trace-Id``, and for this
     one request the invocation's ``_X_AMZN_TRACE_ID``), else a new id."""
     headers = request.headers
-    found = headers.get(trace_header)
-    xray = headers.get("x-amzn-trace-id") or os.environ.get("_X_AMZN_TRACE_ID")
-    if has_context(headers, xray):
+    found = dict.get(headers, trace_header.lower())
+    xray = dict.get(headers, "x-amzn-trace-id") or os.environ.get("_X_AMZN_TRACE_ID")
+    if has_context(headers.keys(), xray):  # the names, lower-case: looked up with no case folding
         return pick_trace("api", found, new_id(), headers, text, xray)
     if is_valid_id(found):  # pick_trace's answer without a context, with no new id made for nothing
         return found, None, None

@@ -55,11 +55,6 @@ class Route:
         self.function = function
         self.validate = validate
 
-    def __call__(self, request: Request, context: Any) -> Any:
-        if self.validate is not None:
-            request.model = validated(self.validate, request)
-        return self.function(request, context)
-
 
 class Resource:
     """One path template (a resource, as API Gateway calls it): its routes by method, and the
@@ -212,7 +207,7 @@ class Router:
         path, method = _trimmed(request.path), request.method
         static = self._static.get(path)
         if static is not None and method in static.methods:
-            return static.methods[method](request, context)
+            return _run(static.methods[method], None, request, context)
         for template in self._candidates(path):
             matched = template.regex.fullmatch(path)
             if matched is not None and method in template.methods:
@@ -240,13 +235,16 @@ class Router:
 
 
 def _run(route: Route, matched: Any, request: Request, context: Any) -> Any:
-    """``route`` called, its template's parameters (percent-decoded) put in ``request.path_params``."""
+    """``route``'s function called, its template's parameters (percent-decoded) put in
+    ``request.path_params``, the body validated into ``request.model`` when the route has a model."""
     if matched is not None:
         found = matched.groupdict()
         if "%" in request.path:
             found = {name: unquote(value) for name, value in found.items()}
         request.path_params = {**request.path_params, **found}
-    return route(request, context)
+    if route.validate is not None:
+        request.model = validated(route.validate, request)
+    return route.function(request, context)
 
 
 def _unrouted(seen: list[tuple[Resource, Any]], request: Request, context: Any) -> Any:
