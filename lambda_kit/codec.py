@@ -81,17 +81,17 @@ def _finite(text: str) -> float:
 _STRICT = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite)
 
 
-def _check_strings(value: Any, depth: int = 0) -> None:
+def _check_strings(value: Any) -> None:
     """Refuse a lone surrogate anywhere in a decoded value (``UnicodeEncodeError``)."""
     if isinstance(value, str):
         value.encode("utf-8")
     elif isinstance(value, dict):
         for key, item in value.items():
             key.encode("utf-8")
-            _check_strings(item, depth + 1)
+            _check_strings(item)
     elif isinstance(value, list):
         for item in value:
-            _check_strings(item, depth + 1)
+            _check_strings(item)
 
 
 def strict_loads(text: str | bytes | bytearray) -> Any:
@@ -241,7 +241,7 @@ def plain(value: Any, depth: int = 0) -> Any:
 
 
 def _json_dumps(value: Any) -> str:
-    return json.dumps(plain(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return json.dumps(plain(value), ensure_ascii=False, separators=(",", ":"))
 
 
 # --- the three codecs -----------------------------------------------------------------------------
@@ -274,8 +274,8 @@ def _ujson(ujson: Any) -> tuple[Callable[[Any], Any], Callable[[Any], str]]:
         return strict_loads(text) if _lenient(text) else decode(text)
 
     def write(value: Any) -> str:
-        # ujson writes a Decimal as a float by itself, so everything is made plain first
-        return encode(plain(value), ensure_ascii=False, escape_forward_slashes=False, allow_nan=False)
+        # ujson writes a Decimal as a float by itself, so everything is made plain first (no NaN is left)
+        return encode(plain(value), ensure_ascii=False, escape_forward_slashes=False)
 
     return read, write
 

@@ -373,6 +373,9 @@ def test_every_codec_reads_a_body_as_the_same_value_or_refuses_it(body):
         ("[1e400]", None),
         ("[NaN]", None),
         ('["\\ud800"]', None),
+        ('{"a": "\\ud800"}', None),
+        ('{"a": ["\\ud800"]}', None),
+        ('{"\\ud800": 1}', None),
         ("[1.5e308]", [1.5e308]),
     ],
 )
@@ -384,6 +387,21 @@ def test_big_integers_stay_exact_and_what_json_cannot_hold_is_refused(body, valu
                     codec.loads(body)
             else:
                 assert codec.loads(body) == value and type(codec.loads(body)) is type(value)
+
+
+@pytest.mark.parametrize("codec_name", [name for name in CODECS if name != "orjson"])
+def test_what_is_not_json_is_refused_with_its_reason(codec_name):
+    """Under the codecs read by the standard library's rules (orjson gives its own messages)."""
+    beyond = "1" + "0" * 60 + "e400"
+    with using_codec(codec_name):
+        for text, message in [
+            ("[NaN]", "NaN is not a JSON number"),
+            ('{"a": -Infinity}', "-Infinity is not a JSON number"),
+            (f"[{beyond}]", f"number {beyond[:40]} is beyond a float's range"),
+        ]:
+            with pytest.raises(ValueError) as raised:
+                codec.loads(text)
+            assert str(raised.value) == message
 
 
 @pytest.mark.parametrize("version", ["v1", "v2", "url", "alb"])
@@ -439,6 +457,8 @@ TABLE = [
     (Decimal("1.5E-7"), 1.5e-7),
     (Decimal("-1E+30"), -(10**30)),
     (Decimal("1E+400"), 10**400),
+    (Decimal("1E+4299"), 10**4299),  # 4,300 digits: the most Python writes as an int's text
+    (Decimal("1E+4300"), "1E+4300"),
     (
         Decimal("1234567890123456789012345.123456789"),
         "1234567890123456789012345.123456789",
@@ -526,6 +546,12 @@ def nested(depth: int, inner: Any) -> Any:
     return inner
 
 
+def nested_objects(depth: int, inner: Any) -> Any:
+    for _ in range(depth):
+        inner = {"a": inner}
+    return inner
+
+
 @pytest.mark.parametrize("codec_name", CODECS)
 @pytest.mark.parametrize(
     ("value", "fits"),
@@ -537,8 +563,20 @@ def nested(depth: int, inner: Any) -> Any:
         (nested(codec.MAX_NESTING - 1, Point([1])), False),
         (nested(codec.MAX_NESTING + 1, 1), False),
         (nested(codec.MAX_NESTING, 2**64), True),  # orjson refuses the int: the standard library writes it
+        (nested_objects(codec.MAX_NESTING, 2**64), True),
+        (nested_objects(codec.MAX_NESTING + 1, 1), False),
     ],
-    ids=["254", "254+set", "253+set", "253+dataclass", "253+dataclass+list", "255", "254+bigint"],
+    ids=[
+        "254",
+        "254+set",
+        "253+set",
+        "253+dataclass",
+        "253+dataclass+list",
+        "255",
+        "254+bigint",
+        "254objects+bigint",
+        "255objects",
+    ],
 )
 def test_nesting_is_bounded_alike(value, fits, codec_name):
     with using_codec(codec_name):
