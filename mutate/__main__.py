@@ -160,6 +160,9 @@ NARROW: dict[str, list[str]] = {
         "tests/test_hostile_api.py",
         "tests/test_hostile_core.py",
         "tests/test_decorators.py",
+        "tests/test_metrics.py",
+        "tests/test_model.py",
+        "tests/test_async.py",
     ],
     "lambda_kit/log/logger.py": [
         "tests/test_logging.py",
