@@ -147,6 +147,30 @@ NARROW: dict[str, list[str]] = {
         "tests/test_hostile_trace.py",
         "tests/test_log_mask.py",
     ],
+    "lambda_kit/loop/concurrent.py": [
+        "tests/test_async.py",
+        "tests/test_streams.py",
+        "tests/test_hostile_core.py",
+        "tests/test_event_boundary.py",
+        "tests/test_hostile_trace.py",
+    ],
+    "lambda_kit/loop/request.py": [
+        "tests/test_api.py",
+        "tests/test_api_source.py",
+        "tests/test_hostile_api.py",
+        "tests/test_hostile_core.py",
+        "tests/test_decorators.py",
+        "tests/test_metrics.py",
+        "tests/test_model.py",
+        "tests/test_async.py",
+    ],
+    "lambda_kit/log/logger.py": [
+        "tests/test_logging.py",
+        "tests/test_log_levels.py",
+        "tests/test_log_short_path.py",
+        "tests/test_hostile_logs.py",
+        "tests/test_tracing_write.py",
+    ],
 }
 # mutmut's exit code for a mutant whose child ran no test (it files it as a "timeout"): its tests could
 # not be found, e.g. a test id that comes out differently in the fork server's second pytest session.

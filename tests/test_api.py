@@ -587,3 +587,11 @@ def test_lambda_authorizer_and_websocket_events_are_not_answered():
     for refused in (authorizer, websocket):
         with pytest.raises(UnsupportedEvent):
             handler(refused, None)
+
+
+def test_the_function_is_given_the_invocations_own_context(capfd):
+    seen = []
+    handler = api_handler(lambda request, context: seen.append(context) or {"ok": True})
+    context = lambda_context("orders")
+    assert handler(api_event(), context)["statusCode"] == 200
+    assert seen == [context]

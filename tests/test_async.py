@@ -11,6 +11,8 @@ import asyncio
 import io
 import json
 import socketserver
+import subprocess
+import sys
 import threading
 import time
 
@@ -788,6 +790,30 @@ def test_a_cancelled_error_from_the_function_fails_its_record_alone(capfd):
     lines = read_lines(capfd)
     assert [line["error_type"] for line in of_level(lines, "ERROR")] == ["CancelledError"]
     assert len(with_message(lines, "record processed")) == 3
+
+
+SYSTEM_EXIT = """
+import asyncio
+from lambda_kit import sqs_handler
+from lambda_kit.testing import lambda_context, sqs_event
+
+@sqs_handler(max_concurrency=2)
+async def handler(message, context):
+    if message["n"] == 1:
+        await asyncio.sleep(0.01)
+        raise SystemExit(3)
+    await asyncio.sleep(10)  # still running when record 1 ends the invocation
+
+print(handler(sqs_event({"n": 0}, {"n": 1}), lambda_context()))
+"""
+
+
+def test_a_system_exit_ends_the_invocation_and_is_no_records_failure():
+    """As under a plain function (in a fresh interpreter: the exit leaves the thread's loop mid-run)."""
+    done = subprocess.run([sys.executable, "-c", SYSTEM_EXIT], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [line["message"] for line in lines] == ["record received", "record received"]
 
 
 @pytest.mark.parametrize("value", [0, -1, True, 1.5, "4", None])

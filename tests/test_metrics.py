@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from lambda_kit import api_handler, sqs_handler, stream_handler
+from lambda_kit import HTTPError, api_handler, sqs_handler, stream_handler
 from lambda_kit.testing import (
     api_event,
     dynamodb_record,
@@ -96,15 +96,18 @@ def test_stream_sources_and_api_are_tagged_by_source(statsd):
     def api(request, context):
         if request.path == "/fail":
             raise RuntimeError("x")
+        if request.path == "/missing":  # a client's error: the request was answered as it should be
+            raise HTTPError(404, "no such thing")
 
     stream(kinesis_event({"a": 1}, {"b": 2}), lambda_context("archive"))
     stream(dynamodb_stream_event(dynamodb_record("INSERT", new_image={"PK": "a"})), lambda_context("archive"))
     api(api_event(path="/ok"), lambda_context("web"))
     api(api_event(path="/fail"), lambda_context("web"))
+    assert api(api_event(path="/missing"), lambda_context("web"))["statusCode"] == 404
     metrics = statsd()
     assert metrics[("lambda_kit.records.processed", tags("archive", "kinesis"))] == 2
     assert metrics[("lambda_kit.records.processed", tags("archive", "dynamodb"))] == 1
-    assert metrics[("lambda_kit.records.processed", tags("web", "api"))] == 1
+    assert metrics[("lambda_kit.records.processed", tags("web", "api"))] == 2
     assert metrics[("lambda_kit.records.failed", tags("web", "api"))] == 1
 
 
