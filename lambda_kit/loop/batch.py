@@ -79,7 +79,7 @@ def refuse(options: Options, adapters: Sequence[Any], event: Any) -> NoReturn:
     decorator = options.decorator
     found, fits = describe(event)
     expected = " or ".join(dict.fromkeys(adapter.label for adapter in adapters))
-    error = UnsupportedEvent(decorator, expected, found, fits if fits != decorator else None)
+    error = UnsupportedEvent(decorator, expected, found, fits)  # fits is another decorator, or None
     log.emit(
         "ERROR",
         "event not processed: unsupported event",
