@@ -10,6 +10,7 @@ import textwrap
 import pytest
 
 from lambda_kit import HTTPError, api_handler, sqs_handler, stream_handler
+from lambda_kit.errors import UnsupportedEvent
 from lambda_kit.testing import (
     api_event,
     dynamodb_record,
@@ -129,6 +130,32 @@ def test_metrics_off_sends_nothing(statsd):
 
     handler(sqs_event({"a": 1}), lambda_context("quiet"))
     assert statsd(timeout=0.3) == {}
+
+
+def test_an_api_without_metrics_sends_nothing(statsd):
+    handler = api_handler(lambda request, context: {"ok": True})
+    assert handler(api_event("GET", "/"), lambda_context("quiet-api"))["statusCode"] == 200
+    assert handler(api_event("GET", "/", version="v1"), lambda_context("quiet-api"))["statusCode"] == 200
+    assert statsd(timeout=0.3) == {}
+
+
+def test_an_event_an_api_cannot_take_is_counted_as_unsupported_and_raised(statsd):
+    """Refused before a request exists: the refusal is what is counted, never a crash of the count."""
+    handler = api_handler(lambda request, context: {"ok": True}, metrics=True)
+    with pytest.raises(UnsupportedEvent):
+        handler(sqs_event({"a": 1}), lambda_context("refusing-api"))
+    received = statsd()
+    assert received[("lambda_kit.records.failed", tags("refusing-api", "unsupported"))] == 1
+    assert received.get(("lambda_kit.records.processed", tags("refusing-api", "unsupported")), 0) == 0
+
+
+def test_an_api_request_counts_one_and_nothing_retried(statsd):
+    handler = api_handler(lambda request, context: {"ok": True}, metrics=True)
+    handler(api_event("GET", "/"), lambda_context("counted-api"))
+    received = statsd()
+    assert received[("lambda_kit.records.processed", tags("counted-api", "api"))] == 1
+    assert received.get(("lambda_kit.records.retried", tags("counted-api", "api")), 0) == 0
+    assert received.get(("lambda_kit.records.failed", tags("counted-api", "api")), 0) == 0
 
 
 def test_unreachable_agent_never_fails_the_function(monkeypatch, capfd):
