@@ -12,7 +12,9 @@ from typing import Any
 
 from hypothesis import HealthCheck, settings
 
+import lambda_kit
 from lambda_kit import codec, log
+from lambda_kit import sources as registry
 from lambda_kit.trace import is_valid_id
 
 # every codec installed here (the standard library's json always is): each must write the same lines
@@ -90,3 +92,7 @@ def parse_lines(lines: list[str], *, traced: bool = True) -> list[dict[str, Any]
 
 def of_level(lines: list[dict[str, Any]], level: str) -> list[dict[str, Any]]:
     return [line for line in lines if line["level"] == level]
+
+
+DECORATORS = {source.decorator: getattr(lambda_kit, source.decorator) for source in registry.all_sources()}
+"""Every decorator by name, from the registry: each source names the decorator that takes it."""

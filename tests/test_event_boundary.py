@@ -15,6 +15,7 @@ import json
 import warnings
 
 import pytest
+from _hostile import DECORATORS
 from _logs import of_level, read_lines, with_message
 
 from lambda_kit import (
@@ -22,10 +23,8 @@ from lambda_kit import (
     api_handler,
     cloudwatch_logs_handler,
     current_trace_id,
-    eventbridge_handler,
     kafka_handler,
     log,
-    s3_handler,
     sns_handler,
     sqs_handler,
     stream_handler,
@@ -33,17 +32,6 @@ from lambda_kit import (
 from lambda_kit import sources as registry
 from lambda_kit.errors import UndecodableRecord
 from lambda_kit.testing import EXAMPLES, api_event, event, lambda_context, sqs_event
-
-DECORATORS = {
-    "sqs_handler": sqs_handler,
-    "sns_handler": sns_handler,
-    "stream_handler": stream_handler,
-    "api_handler": api_handler,
-    "kafka_handler": kafka_handler,
-    "eventbridge_handler": eventbridge_handler,
-    "s3_handler": s3_handler,
-}
-DECORATORS["cloudwatch_logs_handler"] = cloudwatch_logs_handler
 
 PAYLOADS = {"s3": "n/1.txt"}  # an S3 event's payload names an object; the others carry {"n": 1}
 

@@ -13,32 +13,18 @@ import json
 from typing import Any
 
 import pytest
-from _hostile import captured, parse_lines
+from _hostile import DECORATORS, captured, parse_lines
 
 from lambda_kit import (
     api_handler,
     cloudwatch_logs_handler,
-    eventbridge_handler,
-    kafka_handler,
     log,
-    s3_handler,
-    sns_handler,
     sqs_handler,
     stream_handler,
 )
 from lambda_kit import sources as registry
 from lambda_kit.testing import cloudwatch_logs_event, event, kinesis_event, lambda_context, sqs_event
 
-DECORATORS = {
-    "sqs_handler": sqs_handler,
-    "sns_handler": sns_handler,
-    "stream_handler": stream_handler,
-    "api_handler": api_handler,
-    "kafka_handler": kafka_handler,
-    "eventbridge_handler": eventbridge_handler,
-    "s3_handler": s3_handler,
-    "cloudwatch_logs_handler": cloudwatch_logs_handler,
-}
 SOURCES = [name for name in registry.NAMES if name != "api"]  # the batch sources: one record each here
 PAYLOADS = {"s3": "n/1.txt"}  # an S3 event's payload names an object; the others carry {"n": 1}
 

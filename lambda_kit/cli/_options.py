@@ -14,7 +14,7 @@ from .. import sources
 from ..local.terminal import printable
 from ..local.timeline import TraceError, parse_since
 from ._help import TOPICS
-from ._new import add_options as _new_options
+from ._new import add_options as add_new_options
 
 __all__ = ["COUNT", "DEFAULT_LOGS", "LOAD_COMMANDS", "PORT", "SEED", "Parser", "bounded", "build_parser"]
 
@@ -338,7 +338,7 @@ SUBCOMMANDS: list[tuple[str, dict[str, Any], Callable[[argparse.ArgumentParser],
     (
         "new",
         {"help": "write a new service: functions, tests, serverless.yml, packaging", "description": NEW_HELP},
-        _new_options,
+        add_new_options,
     ),
 ]
 """Each command: its name, what ``add_parser`` takes, and the function adding its options."""

@@ -520,7 +520,15 @@ def _queue(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec
     arn = _required_arn(runtime, event, spec)
     queue_url = _started(stack.destinations).queue_url(arn)
     return SqsEventSource(
-        runtime, event, spec, queue_url, arn, stack._clients(), stack.timing, stack.journal, stack.region
+        runtime,
+        event,
+        spec,
+        queue_url,
+        arn,
+        _started(stack.clients),
+        stack.timing,
+        stack.journal,
+        stack.region,
     )
 
 
@@ -531,7 +539,7 @@ def _stream(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spe
         event,
         spec,
         arn,
-        stack._clients(),
+        _started(stack.clients),
         _started(stack.destinations),
         stack.timing,
         stack.journal,
@@ -542,7 +550,7 @@ def _stream(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spe
 
 
 def _topic(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec: dict[str, Any]) -> Any:
-    clients = stack._clients()
+    clients = _started(stack.clients)
     topic = target_arn(spec) or clients("sns").create_topic(Name=str(spec.get("topicName")))["TopicArn"]
     subscription = SnsEventSource(
         runtime, event, spec, topic, clients, stack.invoker, stack.timing, stack.journal
@@ -553,7 +561,9 @@ def _topic(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec
 
 def _relay(kind: type[QueueRelay]) -> Delivery:
     def deliver(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec: dict[str, Any]) -> Any:
-        relay = kind(runtime, event, spec, stack._clients(), stack.invoker, stack.timing, stack.journal)
+        relay = kind(
+            runtime, event, spec, _started(stack.clients), stack.invoker, stack.timing, stack.journal
+        )
         relay.setup()
         return relay
 
