@@ -10,8 +10,6 @@ import os
 from threading import Lock
 from typing import Any
 
-__all__ = ["client"]
-
 _clients: dict[tuple[str, str | None, str | None], Any] = {}
 _lock = Lock()
 

@@ -37,8 +37,6 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["CODECS", "MAX_NESTING", "convert", "dumps", "key_text", "loads", "name", "plain", "reload"]
-
 CODECS = ("orjson", "ujson", "json")
 MAX_NESTING = 254  # orjson's limit, kept under every codec
 

@@ -24,17 +24,6 @@ from .sources.base import Source
 if TYPE_CHECKING:
     from .sources.window import Window
 
-__all__ = [
-    "api_handler",
-    "cloudwatch_logs_handler",
-    "eventbridge_handler",
-    "kafka_handler",
-    "s3_handler",
-    "sns_handler",
-    "sqs_handler",
-    "stream_handler",
-]
-
 F = TypeVar("F", bound=Callable[..., Any])
 Wrap = Callable[[Any, bool], Callable[[Any, Any], Any]]
 

@@ -3,16 +3,6 @@ fails with when it never reached the function or broke a rule of the decorator."
 
 from __future__ import annotations
 
-__all__ = [
-    "BatchResponseReturned",
-    "CommitFailed",
-    "GroupHeldBack",
-    "HTTPError",
-    "InvalidPayload",
-    "UndecodableRecord",
-    "UnsupportedEvent",
-]
-
 
 class HTTPError(Exception):
     """Raise in an ``api_handler`` function to answer ``status`` with

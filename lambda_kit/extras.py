@@ -19,15 +19,6 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-__all__ = [
-    "DISTRIBUTION",
-    "EXTRA_OF_MODULE",
-    "MissingExtra",
-    "import_optional",
-    "install_hint",
-    "missing_extra",
-]
-
 DISTRIBUTION = "lambda-event-kit"
 
 # Top-level module -> (what it is, the extra that installs it).

@@ -14,8 +14,6 @@ from typing import Any
 from . import log
 from .extras import import_optional
 
-__all__ = ["FAILED", "PROCESSED", "RETRIED", "count", "enabled"]
-
 PROCESSED = "lambda_kit.records.processed"
 FAILED = "lambda_kit.records.failed"
 RETRIED = "lambda_kit.records.retried"

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Outcome", "Record"]
-
 
 class Record:
     """One unit of work: what the wrapped function receives, plus what the loop needs to route it.

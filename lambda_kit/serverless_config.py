@@ -23,8 +23,6 @@ from typing import IO, Any
 
 from .extras import import_optional
 
-__all__ = ["MAX_DEPTH", "MAX_NODES", "MAX_YAML_BYTES", "ConfigError", "load", "open_regular", "read_text"]
-
 MAX_YAML_BYTES = 1_000_000
 """CloudFormation's own limit for a template (uploaded through S3); serverless.yml is far smaller."""
 MAX_DEPTH = 100

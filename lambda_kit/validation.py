@@ -16,8 +16,6 @@ from .errors import InvalidPayload
 from .extras import import_optional, install_hint
 from .log import clean, is_secret_key
 
-__all__ = ["MAX_PROBLEMS", "Validator", "field_path", "problems_of"]
-
 MAX_PROBLEMS = 20  # listed on the line; the count says how many more
 MAX_PROBLEM_CHARS = 300
 

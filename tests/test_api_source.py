@@ -11,7 +11,7 @@ import pytest
 from _logs import read_lines
 
 from lambda_kit import HTTPError, api_handler
-from lambda_kit.sources.api import Headers
+from lambda_kit.sources.api.request import Headers
 from lambda_kit.testing import api_event, lambda_context
 
 TRACE = "t-exact-1"

@@ -12,8 +12,6 @@ from ..local.terminal import printable
 from ..local.timeline import TraceError
 from ..serverless_config import ConfigError
 
-__all__ = ["UserError", "failure_line", "one_line"]
-
 
 class UserError(Exception):
     """Something the user can fix; printed as one line."""

@@ -7,8 +7,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-__all__ = ["TOPICS", "cmd_help"]
-
 LOCAL = """\
 lambda-kit local / run / invoke: the local stack
 

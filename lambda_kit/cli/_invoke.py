@@ -26,8 +26,6 @@ from ._errors import UserError, one_line
 from ._stack import check_endpoint
 from ._trace import check_trace_id
 
-__all__ = ["Route", "cmd_invoke", "path_parameters"]
-
 MAX_PAYLOAD_BYTES = 6 * 1024 * 1024
 """Lambda's limit for a synchronous invocation's payload."""
 HTTP_OPTIONS = ("--method", "--path", "--path-param", "--query")

@@ -31,8 +31,6 @@ from pathlib import Path
 from ..local.terminal import printable
 from ._errors import UserError
 
-__all__ = ["DEFAULT_PARTS", "PARTS", "add_options", "cmd_new", "render"]
-
 DISTRIBUTION = "lambda-event-kit"
 PARTS = {
     "api": "an HTTP API (one function, routes on a Router) that takes orders",

@@ -16,8 +16,6 @@ from ..local.timeline import TraceError, parse_since
 from ._help import TOPICS
 from ._new import add_options as add_new_options
 
-__all__ = ["COUNT", "DEFAULT_LOGS", "LOAD_COMMANDS", "PORT", "SEED", "Parser", "bounded", "build_parser"]
-
 DEFAULT_LOGS = os.path.join(".lambda-kit", "logs.jsonl")
 
 

@@ -18,8 +18,6 @@ from ..local.terminal import printable, shown_path
 from ._errors import UserError
 from ._options import LOAD_COMMANDS, Parser
 
-__all__ = ["check_endpoint", "cmd_local", "cmd_run", "cmd_soak", "load_arguments"]
-
 
 def load_arguments(args: argparse.Namespace, rest: list[str]) -> Any:
     """``run`` / ``soak``: the service's load module (``custom.lambdaKit``), and the command line

@@ -16,8 +16,6 @@ from ..trace import is_valid_id
 from ._errors import UserError
 from ._options import DEFAULT_LOGS
 
-__all__ = ["check_trace_id", "cmd_trace"]
-
 
 def check_trace_id(value: str, option: str = "") -> None:
     if not is_valid_id(value):

@@ -46,12 +46,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import sources
+from .._data import mapping
 from ..local.config import EventSource, FunctionConfig, ServiceConfig, read_service
 from ..local.intrinsics import target
 from ..local.terminal import printable
 from ..serverless_config import ConfigError
-
-__all__ = ["Finding", "check", "main"]
 
 RBIF = "ReportBatchItemFailures"
 DEFAULT_VISIBILITY_TIMEOUT = 30  # SQS default, seconds
@@ -415,7 +414,7 @@ def _check_reporting(subject: _Subject, event: EventSource, found: list[Any], pr
 
 def _check_async_destination(subject: _Subject, delivered: dict[str, list[Any]]) -> None:
     kinds = sorted(kind for kind, found in delivered.items() if any(s.asynchronous for s in found))
-    destinations = _mapping(subject.function.setting("destinations"))
+    destinations = mapping(subject.function.setting("destinations"))
     if kinds and not (destinations.get("onFailure") or subject.function.setting("onError")):
         subject.add(
             "error",
@@ -460,7 +459,7 @@ def _requeues_dynamodb(subject: _Subject, event: EventSource) -> bool:
 STREAM_RULES = (
     Rule(
         "error",
-        lambda subject, event: not _mapping(event.spec.get("destinations")).get("onFailure"),
+        lambda subject, event: not mapping(event.spec.get("destinations")).get("onFailure"),
         "add destinations.onFailure (an SQS queue or SNS topic) to its stream event: records that exhaust "
         "their retries are dropped without a trace",
     ),
@@ -492,7 +491,7 @@ def _kafka_extension(subject: _Subject, event: EventSource) -> tuple[str, dict[s
     (the framework has no setting for FunctionResponseTypes, and none for an msk event's on-failure
     destination): where it is, what it adds."""
     logical_id = _kafka_mapping_id(subject.name, event.kind, event.spec)
-    extension = _mapping(subject.config.extensions.get(logical_id or "", {}).get("Properties"))
+    extension = mapping(subject.config.extensions.get(logical_id or "", {}).get("Properties"))
     return f"resources.extensions.{logical_id or '<its event source mapping>'}.Properties", extension
 
 
@@ -525,7 +524,7 @@ KAFKA_CHECKS = (_check_kafka_destination, _check_kafka_reporting, *STARTING_POSI
 def _kafka_destination(kind: str, spec: dict[str, Any], extension: dict[str, Any]) -> Any:
     if kind == "kafka" and spec.get("onFailureDestination"):
         return spec["onFailureDestination"]
-    return _mapping(_mapping(extension.get("DestinationConfig")).get("OnFailure")).get("Destination")
+    return mapping(mapping(extension.get("DestinationConfig")).get("OnFailure")).get("Destination")
 
 
 def _provisioned_reporting(spec: dict[str, Any], extension: dict[str, Any]) -> bool:
@@ -580,7 +579,7 @@ def _check_transformation(subject: _Subject, event: EventSource) -> None:
 
 
 def _wider_than_s3_objects(subject: _Subject, event: EventSource) -> bool:
-    pattern = _mapping(event.spec.get("pattern"))
+    pattern = mapping(event.spec.get("pattern"))
     detail_type = pattern.get("detail-type")
     narrow = isinstance(detail_type, list) and bool(detail_type) and set(detail_type) <= S3_OBJECT_EVENTS
     return subject.decorator == "s3_handler" and not (pattern.get("source") == ["aws.s3"] and narrow)
@@ -609,7 +608,7 @@ def _check_visibility(subject: _Subject, event: EventSource) -> None:
     queues = subject.config.of_type(QUEUE)
     queue = _queue_of(event.spec.get("arn"), queues)
     visibility = (
-        _mapping(queues[queue].get("Properties")).get("VisibilityTimeout", DEFAULT_VISIBILITY_TIMEOUT)
+        mapping(queues[queue].get("Properties")).get("VisibilityTimeout", DEFAULT_VISIBILITY_TIMEOUT)
         if queue
         else None
     )
@@ -761,15 +760,11 @@ that fits)."""
 # ------------------------------------------------------------------ the service
 
 
-def _mapping(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 MAX_SUBSCRIPTION_FILTERS = 2  # per log group, a CloudWatch Logs quota that cannot be raised
 
 
 def _subscription_filters(config: ServiceConfig) -> list[dict[str, Any]]:
-    return [_mapping(resource.get("Properties")) for resource in config.of_type(SUBSCRIPTION_FILTER).values()]
+    return [mapping(resource.get("Properties")) for resource in config.of_type(SUBSCRIPTION_FILTER).values()]
 
 
 def _delivers(event: EventSource, source: str) -> bool:
@@ -834,7 +829,7 @@ def _filtered_groups(config: ServiceConfig) -> list[str]:
         group = properties.get("LogGroupName")
         referenced = target(group)
         if referenced is not None:
-            group = _mapping(config.resources.get(referenced, {}).get("Properties")).get("LogGroupName")
+            group = mapping(config.resources.get(referenced, {}).get("Properties")).get("LogGroupName")
         if isinstance(group, str):
             groups.append(group)
     return groups
@@ -868,7 +863,7 @@ def _queue_of(value: Any, queues: dict[str, dict[str, Any]]) -> str | None:
 
 
 def _names_queue(value: Any, queue: dict[str, Any]) -> bool:
-    name = _mapping(queue.get("Properties")).get("QueueName")
+    name = mapping(queue.get("Properties")).get("QueueName")
     return isinstance(value, str) and isinstance(name, str) and (value.endswith(":" + name) or value == name)
 
 
@@ -887,13 +882,13 @@ def _targets_in(value: Any) -> Iterator[Any]:
 
 def _function_targets(function: FunctionConfig) -> Iterator[Any]:
     """The function's on-failure destinations, and those of its events."""
-    yield _mapping(function.setting("destinations")).get("onFailure")
+    yield mapping(function.setting("destinations")).get("onFailure")
     yield function.setting("onError")
     for event in function.events:
-        redrive = _mapping(event.spec.get("redrivePolicy"))
+        redrive = mapping(event.spec.get("redrivePolicy"))
         yield redrive.get("deadLetterTargetArn")
         yield redrive.get("deadLetterTargetRef")
-        yield _mapping(event.spec.get("destinations")).get("onFailure")
+        yield mapping(event.spec.get("destinations")).get("onFailure")
         yield event.spec.get("deadLetterQueueArn")  # an eventBridge rule target's DLQ
 
 
@@ -914,7 +909,7 @@ def _queue_findings(config: ServiceConfig) -> list[Finding]:
     consumes it, a warning otherwise."""
     queues = config.of_type(QUEUE)
     guarded = _dead_letter_queues(config, queues) | {
-        name for name, q in queues.items() if _mapping(q.get("Properties")).get("RedrivePolicy")
+        name for name, q in queues.items() if mapping(q.get("Properties")).get("RedrivePolicy")
     }
     consumed = _consumed_queues(config, queues)
     return [_unguarded(name, name in consumed) for name in queues if name not in guarded]

@@ -14,18 +14,6 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Literal
 
-__all__ = [
-    "GRANULARITIES",
-    "Granularity",
-    "Timestamp",
-    "bucket",
-    "bucket_keys",
-    "day_key",
-    "hour_key",
-    "month_key",
-    "to_utc",
-]
-
 Timestamp = datetime | str | int | float
 """A datetime (naive means UTC), an ISO-8601 string, or epoch seconds."""
 

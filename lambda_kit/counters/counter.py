@@ -48,8 +48,6 @@ from lambda_kit.counters.retry import (
 from lambda_kit.extras import import_optional
 from lambda_kit.trace import current_trace_id
 
-__all__ = ["BATCH_GET_KEYS", "Counter", "EventRef", "Increment", "IncrementRequest", "IncrementResult"]
-
 EventRef = tuple[str, str]
 """``(key, event_id)``."""
 

@@ -14,8 +14,6 @@ that meets them reads, and stops again once they are gone.
 
 from __future__ import annotations
 
-__all__ = ["HORIZON_EVENTS", "READ_TO_WRITE_PRICE", "DuplicateShare"]
-
 READ_TO_WRITE_PRICE = 0.25 / 1.25
 """On-demand price of a read request unit over that of a write request unit."""
 

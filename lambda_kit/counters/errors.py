@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-__all__ = ["CounterError", "InvalidKeyError"]
-
 
 class CounterError(Exception):
     """A counter operation that cannot succeed as asked (missing table, rejected request ...)."""

@@ -27,25 +27,6 @@ import zlib
 
 from lambda_kit.counters.errors import InvalidKeyError
 
-__all__ = [
-    "COUNTER_SK",
-    "COUNT_ATTRIBUTE",
-    "MARKER_PREFIX",
-    "MAX_AMOUNT",
-    "MAX_EVENT_ID_BYTES",
-    "MAX_KEY_BYTES",
-    "MAX_PK_BYTES",
-    "MAX_SK_BYTES",
-    "SHARD_SEPARATOR",
-    "check_amount",
-    "check_event_id",
-    "check_key",
-    "key_of",
-    "marker_sk",
-    "shard_for",
-    "shard_pk",
-]
-
 MARKER_PREFIX = "EVENT#"
 """Sort-key prefix of event markers (filter a stream on ``SK`` begins_with this)."""
 

@@ -6,8 +6,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-__all__ = ["MAX_ACTIONS", "Countable", "CounterGroup", "pack_transaction"]
-
 MAX_ACTIONS = 100
 """Actions ``TransactWriteItems`` takes in one request."""
 

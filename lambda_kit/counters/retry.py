@@ -10,17 +10,6 @@ from types import ModuleType
 
 from lambda_kit.extras import import_optional
 
-__all__ = [
-    "NEEDS_BOTO3",
-    "TRANSIENT_CANCELLATION_REASONS",
-    "TRANSIENT_ERROR_CODES",
-    "Backoff",
-    "Tries",
-    "error_code",
-    "is_transient",
-    "outcome_unknown",
-]
-
 NEEDS_BOTO3 = "lambda_kit.counters.Counter"
 """What the one-line error of a missing boto3 (an extra) names as needing it."""
 

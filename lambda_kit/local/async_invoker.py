@@ -16,12 +16,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ..sources.base import dig
+from .._data import dig
 from .destinations import Destinations, async_invocation_record, target_arn
 from .poller import Journal, Timing
 from .runtime import FunctionRuntime, Result
-
-__all__ = ["AsyncInvoker"]
 
 
 class AsyncInvoker:

@@ -24,21 +24,9 @@ from typing import Any
 
 import boto3
 
-from ..sources.base import dig
+from .._data import dig
 from .runtime import Invocation
 from .variables import ACCOUNT_ID as ACCOUNT
-
-__all__ = [
-    "AUTHORISED_AS",
-    "TRANSACTION_ITEMS",
-    "Call",
-    "CallRecorder",
-    "iam_calls",
-    "queue_arn",
-    "resource_ids",
-    "stream_arn",
-    "table_arn",
-]
 
 # Operations IAM authorises as another action of the same service.
 AUTHORISED_AS = {

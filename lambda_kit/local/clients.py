@@ -19,8 +19,6 @@ except ImportError:  # pragma: no cover - an older botocore builds one header pe
         return None
 
 
-__all__ = ["CONFIG", "DYNAMODB_SERVICES", "Clients", "remember_user_agents"]
-
 DYNAMODB_SERVICES = frozenset({"dynamodb", "dynamodbstreams"})
 CONFIG = Config(
     retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=32, parameter_validation=False

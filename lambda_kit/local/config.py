@@ -24,12 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import sources
+from .._data import mapping
 from ..serverless_config import ConfigError, load
-from ..sources.base import mapping
 from .intrinsics import intrinsic, target
 from .variables import Variables
-
-__all__ = ["ConfigError", "EventSource", "FunctionConfig", "ServiceConfig", "load_service", "read_service"]
 
 DEFAULT_TIMEOUT = 6  # the framework's default, seconds
 DEFAULT_MEMORY = 1024  # the framework's default, MB

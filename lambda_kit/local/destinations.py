@@ -17,17 +17,8 @@ import traceback
 import uuid
 from typing import Any
 
-from ..sources.base import mapping
+from .._data import mapping
 from .clients import Clients
-
-__all__ = [
-    "Destinations",
-    "async_invocation_record",
-    "function_error",
-    "iso",
-    "stream_failure_record",
-    "target_arn",
-]
 
 
 def iso(epoch: float) -> str:

@@ -37,8 +37,6 @@ from typing import IO
 
 from ._child import tail, wait_or_kill
 
-__all__ = ["SETTING", "DynamoDBLocal", "DynamoDBLocalUnavailable", "Installation", "find_installation"]
-
 SETTING = "LAMBDA_KIT_DYNAMODB_LOCAL"
 """Environment variable: the path of ``DynamoDBLocal.jar`` (or its folder), or ``off`` for moto."""
 

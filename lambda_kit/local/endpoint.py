@@ -44,17 +44,6 @@ from moto.sqs.responses import SQSResponse
 
 from ._wsgi import WsgiServer
 
-__all__ = [
-    "Endpoint",
-    "aws_environment",
-    "fast_requests",
-    "fast_transactions",
-    "main",
-    "port_is_free",
-    "serialize_dynamodb",
-    "serialize_queues",
-]
-
 Method = Callable[..., Any]
 
 # --- DynamoDB, one request at a time ----------------------------------------------------------------

@@ -18,8 +18,6 @@ from typing import Any
 from ..serverless_config import ConfigError
 from .relay import QueueRelay
 
-__all__ = ["DEFAULT_BUS", "EventBridgeEventSource"]
-
 DEFAULT_BUS = "default"
 
 

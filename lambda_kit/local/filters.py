@@ -31,9 +31,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ..sources.base import dig
-
-__all__ = ["FilterError", "compile_patterns", "filterable", "matches"]
+from .._data import dig
 
 RULES = frozenset(
     {"prefix", "suffix", "equals-ignore-case", "wildcard", "anything-but", "numeric", "exists", "cidr"}

@@ -35,8 +35,6 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from .runtime import FunctionRuntime
 
-__all__ = ["IDLE_TIMEOUT", "MAX_BODY", "HttpGateway", "PortInUse", "Route", "http_response", "routes_for"]
-
 TEXT_TYPES = (
     "text/",
     "application/json",

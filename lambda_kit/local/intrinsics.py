@@ -12,8 +12,6 @@ import re
 from collections.abc import Callable
 from typing import Any, Protocol
 
-__all__ = ["IntrinsicError", "Lookup", "intrinsic", "references", "resolve", "target"]
-
 _SUB_VARIABLE = re.compile(r"\$\{(!?)([^}]+)\}")
 _SUB_NAME = re.compile(r"\$\{([A-Za-z0-9]+(?:\.[A-Za-z]+)?)\}")
 

@@ -17,8 +17,6 @@ from typing import Any, TextIO
 
 from .terminal import printable
 
-__all__ = ["DEFAULT_PATH", "LogFile", "Subscriber"]
-
 Subscriber = Callable[[dict[str, Any], float], None]
 
 DEFAULT_PATH = Path(".lambda-kit") / "logs.jsonl"

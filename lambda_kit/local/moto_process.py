@@ -26,8 +26,6 @@ from typing import IO
 
 from ._child import tail, wait_or_kill
 
-__all__ = ["EndpointProcess", "EndpointUnavailable"]
-
 CHILD = "from lambda_kit.local.endpoint import main; main()"
 """What the child runs."""
 

@@ -14,8 +14,6 @@ from collections.abc import Callable, Container
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["BatchFailure", "Journal", "Poller", "Timing", "reported_failures"]
-
 
 @dataclass
 class Timing:

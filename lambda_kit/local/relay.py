@@ -19,8 +19,6 @@ from .config import EventSource
 from .poller import Journal, Poller, Timing
 from .runtime import FunctionRuntime
 
-__all__ = ["QueueRelay"]
-
 
 class QueueRelay(Poller):
     """One event source of one function, fed through an internal queue. Subclasses say what the

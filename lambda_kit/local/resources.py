@@ -17,14 +17,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._data import dig, mapping
 from ..serverless_config import ConfigError
-from ..sources.base import dig, mapping
 from . import intrinsics
 from .clients import Clients
 from .config import ServiceConfig
 from .variables import ACCOUNT_ID
-
-__all__ = ["PSEUDO", "Resource", "Resources"]
 
 PSEUDO = {
     "AWS::AccountId": ACCOUNT_ID,

@@ -29,16 +29,6 @@ from typing import Any
 from ..testing import LambdaContext
 from .config import FunctionConfig
 
-__all__ = [
-    "HandlerImportError",
-    "Hook",
-    "Invocation",
-    "InvocationTimeout",
-    "FunctionRuntime",
-    "Result",
-    "load_handler",
-]
-
 
 class HandlerImportError(Exception):
     """The handler path does not import; the message is one line."""

@@ -19,8 +19,6 @@ from typing import Any
 from ..serverless_config import ConfigError
 from .relay import QueueRelay
 
-__all__ = ["DEFAULT_EVENT", "S3EventSource"]
-
 DEFAULT_EVENT = "s3:ObjectCreated:*"
 
 

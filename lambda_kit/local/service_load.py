@@ -23,8 +23,6 @@ from types import ModuleType
 from .config import ServiceConfig
 from .terminal import shown_path
 
-__all__ = ["ENTRY_POINTS", "LoadError", "load_module"]
-
 ENTRY_POINTS = {"run": "run", "soak": "soak"}
 """The function each command calls in the service's module."""
 

@@ -12,15 +12,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..sources.base import mapping
+from .._data import mapping
 from .async_invoker import AsyncInvoker
 from .clients import Clients
 from .config import EventSource
 from .poller import Journal, Timing
 from .relay import QueueRelay
 from .runtime import FunctionRuntime
-
-__all__ = ["SnsEventSource", "lambda_sns_event"]
 
 
 def lambda_sns_event(envelope: dict[str, Any], subscription_arn: str) -> dict[str, Any]:

@@ -21,14 +21,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..sources.base import mapping
+from .._data import mapping
 from .clients import Clients
 from .config import EventSource
 from .filters import compile_patterns
 from .poller import BatchFailure, Journal, Poller, Timing, reported_failures
 from .runtime import FunctionRuntime, Result
-
-__all__ = ["SYSTEM_ATTRIBUTES", "SqsEventSource", "lambda_record"]
 
 SYSTEM_ATTRIBUTES = (
     "ApproximateReceiveCount",

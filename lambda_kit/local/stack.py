@@ -32,8 +32,8 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from .. import log as lambda_log
+from .._data import dig, mapping
 from ..serverless_config import ConfigError
-from ..sources.base import dig, mapping
 from .async_invoker import AsyncInvoker
 from .clients import Clients, remember_user_agents
 from .config import EventSource, FunctionConfig, ServiceConfig, load_service
@@ -53,8 +53,6 @@ from .sns_source import SnsEventSource
 from .sqs_source import SqsEventSource
 from .stream_source import StreamEventSource, TtlDeletions
 from .ttl import TtlSweeper
-
-__all__ = ["DELIVERIES", "PASSIVE", "Delivery", "LocalStack"]
 
 _UNSET: Any = object()
 Delivered = TypeVar("Delivered")

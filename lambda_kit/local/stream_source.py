@@ -37,25 +37,13 @@ from itertools import zip_longest
 from typing import Any
 
 from .. import sources
-from ..sources.base import dig, mapping
+from .._data import dig, mapping
 from .clients import Clients
 from .config import EventSource
 from .destinations import Destinations, stream_failure_record, target_arn
 from .filters import compile_patterns
 from .poller import BatchFailure, Journal, Poller, Timing, reported_failures
 from .runtime import FunctionRuntime, Result
-
-__all__ = [
-    "TTL_IDENTITY",
-    "UNKNOWN_EVENT",
-    "DynamoDBShardReader",
-    "KinesisShardReader",
-    "ShardPoller",
-    "StreamEventSource",
-    "TtlDeletions",
-    "failed_index",
-    "list_shards",
-]
 
 TTL_IDENTITY = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
 UNKNOWN_EVENT = "UNKNOWN_TO_SDK_VERSION"

@@ -12,8 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["printable", "shown_path"]
-
 _CONTROLS = (*range(0x20), 0x7F, *range(0x80, 0xA0))
 _LAYOUT = (0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))  # separators, bidi controls
 _ESCAPES = {

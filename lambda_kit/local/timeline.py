@@ -22,25 +22,6 @@ from ..extras import import_optional
 from ..serverless_config import ConfigError, open_regular
 from .terminal import printable
 
-__all__ = [
-    "TraceError",
-    "cloudwatch_lines",
-    "datadog_query",
-    "filter_pattern",
-    "functions_crossed",
-    "id_forms",
-    "insights_lines",
-    "insights_query",
-    "lines_of",
-    "matches",
-    "parse_since",
-    "parse_timestamp",
-    "read_log_file",
-    "render",
-    "short_function",
-    "xray_link",
-]
-
 
 class TraceError(Exception):
     """A problem the user can fix (missing log file, no credentials ...); one line."""

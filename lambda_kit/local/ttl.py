@@ -17,8 +17,6 @@ from .clients import Clients
 from .poller import Journal, Poller, Timing
 from .stream_source import TtlDeletions
 
-__all__ = ["FIVE_YEARS", "TtlSweeper"]
-
 FIVE_YEARS = 5 * 365 * 24 * 3600
 
 

@@ -14,8 +14,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ACCOUNT_ID", "Unresolved", "Variables"]
-
 ACCOUNT_ID = "123456789012"
 
 # An innermost variable: no "${" or "}" inside it.

@@ -26,27 +26,6 @@ from .. import codec
 from ..trace import record_in_scope
 from .mask import clean, clean_fields, cut, text_of
 
-__all__ = [
-    "LEVELS",
-    "MAX_LINE_CHARS",
-    "current_function_name",
-    "level_from_environment",
-    "on_level_change",
-    "emit",
-    "enabled",
-    "enter_invocation",
-    "error_fields",
-    "flush",
-    "leave_invocation",
-    "record_keys",
-    "safe_str",
-    "set_level",
-    "set_sink",
-    "threshold",
-    "timestamp",
-    "write",
-]
-
 MAX_LINE_CHARS = 64 * 1024  # bytes of UTF-8, newline not counted
 LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}
 BASE_KEYS = ("timestamp", "level", "message", "function_name", "request_id", "trace_id", "record_id")

@@ -28,8 +28,6 @@ from typing import Any
 from . import line
 from .mask import clean, text_of
 
-__all__ = ["JsonLogHandler", "JsonLogger", "get_logger"]
-
 STANDARD_ATTRS = frozenset(
     vars(logging.LogRecord("", 0, "", 0, "", None, None)).keys() | {"message", "asctime", "taskName"}
 )

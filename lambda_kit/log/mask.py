@@ -17,20 +17,6 @@ from typing import Any
 
 from .. import codec
 
-__all__ = [
-    "MASK",
-    "MAX_DEPTH",
-    "MAX_VALUE_CHARS",
-    "SECRET_KEY_PARTS",
-    "brief",
-    "clean",
-    "clean_fields",
-    "cut",
-    "is_secret_key",
-    "outline",
-    "text_of",
-]
-
 MAX_VALUE_CHARS = 8_192
 MAX_DEPTH = 24
 MASK = "***"

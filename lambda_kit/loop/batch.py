@@ -20,8 +20,6 @@ from ..sources.base import Source
 from .options import Options
 from .path import RecordPath, run_now
 
-__all__ = ["Drive", "recognize", "run_batch", "run_plain"]
-
 Drive = Callable[[list[Record], Callable[[Any, Any], Any], Any, Options, Any], Outcome]
 
 

@@ -36,8 +36,6 @@ from . import event_loop
 from .options import Options
 from .path import RecordPath
 
-__all__ = ["run_concurrent"]
-
 T = TypeVar("T")
 
 

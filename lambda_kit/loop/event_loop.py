@@ -16,8 +16,6 @@ import threading
 from collections.abc import Awaitable, Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["LoopAlreadyRunning", "awaited", "event_loop", "run"]
-
 T = TypeVar("T")
 
 _local = threading.local()  # the local stack may serve several functions at once, in threads

@@ -10,8 +10,6 @@ from ..record import Record
 if TYPE_CHECKING:
     from ..validation import Validator
 
-__all__ = ["Commit", "Options", "checked_concurrency"]
-
 Commit = Callable[[list[tuple[Record, Any]]], Any]
 
 

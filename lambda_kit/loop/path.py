@@ -27,8 +27,6 @@ from ..record import Outcome, Record
 from ..trace import reset_current_record, set_current_record
 from .options import Options
 
-__all__ = ["RecordPath", "run_now"]
-
 T = TypeVar("T")
 INFO = log.LEVELS["INFO"]
 

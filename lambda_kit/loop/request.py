@@ -19,8 +19,6 @@ from .batch import recognize
 from .options import Options
 from .path import RecordPath, run_now
 
-__all__ = ["RequestPath", "run_request"]
-
 
 def run_request(
     adapters: Sequence[Source],

@@ -14,18 +14,6 @@ from typing import Any
 
 from .base import Source
 
-__all__ = [
-    "NAMES",
-    "Source",
-    "all_sources",
-    "carried_by",
-    "delivered_by",
-    "describe",
-    "for_serverless_event",
-    "get",
-    "shape_of",
-]
-
 NAMES: tuple[str, ...] = (
     "sqs",
     "sns",

@@ -16,12 +16,11 @@ import zlib
 from typing import Any
 
 from .. import codec, log
+from .._data import dig, is_text, text_or
 from ..record import Record
 from ..trace import stable_id
 from ..trace.foreign import bounded_repr
-from .base import dig, is_text, pick_trace, read_alone, reason, text_or
-
-__all__ = ["CONTROL", "DATA", "LogEventRecord", "log_event_records", "pack", "unpack"]
+from .base import pick_trace, read_alone, reason
 
 MAX_UNPACKED_BYTES = 16 * 1024 * 1024
 """A subscription message unpacks to a few MB at most (CloudWatch Logs batches up to 1 MB of log

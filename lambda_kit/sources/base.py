@@ -23,10 +23,10 @@ from __future__ import annotations
 import binascii
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import codec, log
+from .._data import dig
 from ..record import Outcome, Record
 from ..trace import is_valid_id, stable_id
 from ..trace.context import TraceContext, has_context, text
@@ -36,32 +36,6 @@ from ..trace.foreign import bounded_repr
 if TYPE_CHECKING:
     from ..trace.context import Read
     from ..validation import Validator
-
-__all__ = [
-    "NO_FIELDS",
-    "Source",
-    "as_text",
-    "attribute_text",
-    "base64_bytes",
-    "batch_item_failures",
-    "dig",
-    "failure_report",
-    "is_sns_envelope",
-    "is_text",
-    "loaded",
-    "malformed",
-    "mapping",
-    "pick_trace",
-    "pipes_batch_item_failures",
-    "raise_first_failure",
-    "read_alone",
-    "unreadable",
-    "reason",
-    "receive_attempt",
-    "records_claimed",
-    "text_or",
-    "warn_rejected_context",
-]
 
 
 class Source:
@@ -248,9 +222,6 @@ def _claim(raw: Any, event_source: str, marker: str) -> bool | None:
 
 # --- reading records ----------------------------------------------------------------------------
 
-NO_FIELDS: Mapping[str, Any] = MappingProxyType({})
-"""An empty mapping: what ``mapping`` gives for a field that is no object."""
-
 
 def read_alone(source: str, raw: Any, read: Callable[[Any], list[Record]]) -> list[Record]:
     """``read(raw)``: the records of one raw record. An error no check foresaw (an adapter's bug, a
@@ -291,21 +262,6 @@ def pick_trace(
     return trace_id, None if own else found, context
 
 
-def attribute_text(attribute: Any) -> Any:
-    """A message attribute's value as Lambda delivers it: SQS's ``stringValue`` / ``binaryValue``
-    (base64), SNS's ``Value`` (base64 when its ``Type`` is ``Binary``); the ``read`` of SQS and
-    SNS carriers."""
-    if type(attribute) is not dict:
-        return None
-    if "Value" in attribute:
-        binary = attribute.get("Type") == "Binary"
-        value = attribute["Value"]
-    else:
-        binary = attribute.get("stringValue") is None
-        value = attribute.get("binaryValue" if binary else "stringValue")
-    return base64_bytes(value, "binary attribute")[0] if binary and isinstance(value, str) else value
-
-
 def warn_rejected_context(source: str, trace_id: str, where: str, value: Any) -> None:
     """The WARNING line for a tracer's context that is present and malformed (not used)."""
     if log.enabled(30):
@@ -335,43 +291,10 @@ def reason(exc: BaseException) -> str:
 # --- reading fields -----------------------------------------------------------------------------
 
 
-def dig(value: Any, *keys: str) -> Any:
-    """``value[key][key]...`` through dicts, else None (a step that is no dict, a key missing)."""
-    for key in keys:
-        if type(value) is not dict:
-            return None
-        value = value.get(key)
-    return value
-
-
-def mapping(value: Any) -> Mapping[str, Any]:
-    """``value`` when it is a dict, else ``NO_FIELDS``."""
-    return value if type(value) is dict else NO_FIELDS
-
-
-def is_text(value: Any) -> bool:
-    """A non-empty string: what an id must be."""
-    return isinstance(value, str) and value != ""
-
-
-def text_or(value: Any, default: Any) -> Any:
-    """``value`` when it is a non-empty string, else ``default``."""
-    return value if is_text(value) else default
-
-
 def as_text(value: Any) -> str:
     """``value`` when it is text, else its ``repr`` (bounded: ``trace.foreign``): a key that
     should be text (a message group, a partition key) compared or digested as one."""
     return value if type(value) is str else bounded_repr(value, 1024)
-
-
-def receive_attempt(count: Any) -> int:
-    """The attempt an ``ApproximateReceiveCount`` tells (its first receive is attempt 0); 0 when
-    it is no count."""
-    if type(count) is not str or not count.isdecimal() or len(count) > 18:
-        return 0
-    attempt = int(count) - 1
-    return attempt if attempt > 0 else 0
 
 
 def loaded(text: Any, name: str) -> tuple[Any, str | None]:
@@ -389,11 +312,6 @@ def base64_bytes(text: Any, name: str) -> tuple[bytes | None, str | None]:
         return binascii.a2b_base64(text, strict_mode=True), None
     except (binascii.Error, TypeError, ValueError) as exc:
         return None, f"{name} is not valid base64 ({reason(exc)})"
-
-
-def is_sns_envelope(doc: Any) -> bool:
-    """An SNS notification as SNS writes it into an SQS message body (not raw delivery)."""
-    return type(doc) is dict and doc.get("Type") == "Notification" and "TopicArn" in doc and "Message" in doc
 
 
 # --- responses ----------------------------------------------------------------------------------

@@ -14,8 +14,6 @@ from ..record import Record
 from . import awslogs
 from .base import Source, malformed, read_alone
 
-__all__ = ["SOURCE", "CloudWatchLogsSource"]
-
 
 class CloudWatchLogsSource(Source):
     name = "cloudwatch_logs"

@@ -11,16 +11,15 @@ from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
+from .._data import dig, is_text, text_or
 from ..record import Record
 from ..trace import stable_id
 from ..trace.foreign import bounded_repr
-from .base import Source, dig, is_text, malformed, pick_trace, reason, text_or
+from .base import Source, malformed, pick_trace, reason
 from .window import Window, Windowed
 
 if TYPE_CHECKING:
     from ..validation import Validator
-
-__all__ = ["SOURCE", "DynamoDBSource", "deserialize", "deserialize_image", "number"]
 
 MAX_NESTING = 64
 """Maps and lists nested deeper are no DynamoDB item (it nests 32 levels at most): refused."""

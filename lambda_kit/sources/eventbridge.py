@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._data import dig, is_text
 from ..record import Record
-from .base import Source, dig, is_text, loaded, malformed, pick_trace, read_alone
-
-__all__ = ["SOURCE", "EventBridgeSource"]
+from .base import Source, loaded, malformed, pick_trace, read_alone
 
 
 class EventBridgeSource(Source):

@@ -28,12 +28,12 @@ import re
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from .._data import is_text
 from ..record import Outcome, Record
 from .base import (
     Source,
     base64_bytes,
     failure_report,
-    is_text,
     loaded,
     malformed,
     pick_trace,
@@ -44,8 +44,6 @@ from .base import (
 
 if TYPE_CHECKING:
     from ..validation import Validator
-
-__all__ = ["EVENT_SOURCES", "SOURCE", "KafkaSource"]
 
 EVENT_SOURCES = ("aws:kafka", "SelfManagedKafka", "aws:SelfManagedKafka")
 TRACE_HEADER = "trace_id"

@@ -26,26 +26,13 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import aws, codec
+from .._data import dig, is_text, mapping, text_or
 from ..record import Record
 from ..trace import is_valid_id, stable_id
 from ..trace.foreign import bounded_repr
 from . import awslogs, kpl
-from .base import (
-    Source,
-    as_text,
-    base64_bytes,
-    dig,
-    is_text,
-    loaded,
-    malformed,
-    mapping,
-    pick_trace,
-    reason,
-    text_or,
-)
+from .base import Source, as_text, base64_bytes, loaded, malformed, pick_trace, reason
 from .window import Window, Windowed
-
-__all__ = ["REQUEUE_KEY", "SOURCE", "KinesisSource", "kinesis_fields"]
 
 REQUEUE_KEY = "lambda_kit_requeue"
 

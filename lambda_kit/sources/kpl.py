@@ -21,8 +21,6 @@ from typing import Any
 
 from ..extras import MissingExtra, import_optional
 
-__all__ = ["MAGIC", "AggregateError", "UserRecord", "schema", "split"]
-
 MAGIC = b"\xf3\x89\x9a\xc2"
 DIGEST_SIZE = 16  # MD5
 

@@ -28,21 +28,18 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_plus
 
 from .. import log
+from .._data import dig, is_text, mapping
 from ..record import Outcome, Record
 from ..trace import stable_id
+from ._envelopes import is_sns_envelope, receive_attempt
 from .base import (
     Source,
     as_text,
-    dig,
-    is_sns_envelope,
-    is_text,
     loaded,
     malformed,
-    mapping,
     pick_trace,
     raise_first_failure,
     read_alone,
-    receive_attempt,
     records_claimed,
 )
 
@@ -52,8 +49,6 @@ if TYPE_CHECKING:
     ObjectFields = Mapping[str, Any]
 else:
     ObjectFields = Mapping  # its subscript needs typing's Any: for the type checker only
-
-__all__ = ["SOURCE", "S3Object", "S3Source"]
 
 FIELDS = ("bucket", "key", "size", "etag", "version_id", "event_name", "event_time")
 TEST_EVENT = "s3:TestEvent"

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._data import dig, is_text, mapping
 from ..record import Record
 from ..trace import is_valid_id
-from .base import Source, attribute_text, dig, is_text, loaded, malformed, mapping, pick_trace
-
-__all__ = ["SOURCE", "SnsSource"]
+from ._envelopes import attribute_text
+from .base import Source, loaded, malformed, pick_trace
 
 
 class SnsSource(Source):

@@ -11,23 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .._data import dig, is_text, mapping
 from ..record import Record
 from ..trace.context import has_context
-from .base import (
-    Source,
-    as_text,
-    attribute_text,
-    dig,
-    is_sns_envelope,
-    is_text,
-    loaded,
-    malformed,
-    mapping,
-    pick_trace,
-    receive_attempt,
-)
-
-__all__ = ["SOURCE", "SqsSource"]
+from ._envelopes import attribute_text, is_sns_envelope, receive_attempt
+from .base import Source, as_text, loaded, malformed, pick_trace
 
 
 class SqsSource(Source):

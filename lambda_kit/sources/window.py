@@ -35,8 +35,6 @@ from .. import codec, log
 from ..record import Outcome, Record
 from ..trace import current_record, stable_id
 
-__all__ = ["STATE_LIMIT", "Window", "WindowStateError", "Windowed", "current_window", "guarded"]
-
 STATE_LIMIT = 1024 * 1024
 """Lambda's limit on a window's state, 1 MB per shard: bytes of the state's JSON."""
 

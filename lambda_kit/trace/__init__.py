@@ -10,17 +10,6 @@ from typing import Any
 
 from .foreign import bounded_repr
 
-__all__ = [
-    "current_record",
-    "current_trace_id",
-    "is_valid_id",
-    "new_id",
-    "record_in_scope",
-    "reset_current_record",
-    "set_current_record",
-    "stable_id",
-]
-
 _VALID_ID = re.compile(r"[A-Za-z0-9\-_.:=;/+]{1,128}")
 
 _record: ContextVar[Any] = ContextVar("lambda_kit_record", default=None)

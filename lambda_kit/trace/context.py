@@ -28,31 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 from .. import codec
 
-__all__ = [
-    "DATADOG",
-    "DD_ORIGIN",
-    "DD_PARENT_ID",
-    "DD_PRIORITY",
-    "DD_TAGS",
-    "DD_TRACE_ID",
-    "LOG_KEYS",
-    "TRACEPARENT",
-    "TRACESTATE",
-    "TraceContext",
-    "datadog_headers",
-    "derived_ids",
-    "fields",
-    "has_context",
-    "outgoing",
-    "parse_datadog",
-    "parse_datadog_object",
-    "parse_traceparent",
-    "parse_xray",
-    "read",
-    "text",
-    "traceparent",
-]
-
 TRACEPARENT = "traceparent"
 TRACESTATE = "tracestate"
 DATADOG = "_datadog"

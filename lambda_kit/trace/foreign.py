@@ -14,8 +14,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "bounded_repr"]
-
 MAX_DEPTH = 32
 """Containers nested deeper are shown as ``...``."""
 

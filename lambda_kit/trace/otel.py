@@ -19,8 +19,6 @@ from typing import Any
 from ..record import Record
 from .context import TraceContext
 
-__all__ = ["RecordSpans", "record_spans"]
-
 
 def record_spans() -> RecordSpans | None:
     """The span maker for this invocation, or None when OpenTelemetry is not configured."""

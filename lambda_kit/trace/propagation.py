@@ -39,8 +39,6 @@ from .context import (
     traceparent,
 )
 
-__all__ = ["HOOKS", "propagate", "trace_headers"]
-
 T = TypeVar("T")
 Hook = Callable[..., None]
 

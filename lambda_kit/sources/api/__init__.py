@@ -29,26 +29,8 @@ from .fields import (
     result_fields,
     result_for_log,
 )
-from .request import Headers, Request, request_id, trace_of
-from .response import error_response, shape_response
-
-__all__ = [
-    "SOURCE",
-    "ApiSource",
-    "Headers",
-    "Request",
-    "check_request",
-    "error_response",
-    "failure_fields",
-    "failure_level",
-    "failure_response",
-    "request_fields",
-    "request_id",
-    "result_fields",
-    "result_for_log",
-    "shape_response",
-    "trace_of",
-]
+from .request import Request, request_id, trace_of
+from .response import shape_response
 
 
 class ApiSource(Source):

@@ -19,19 +19,6 @@ from ...errors import HTTPError
 from .request import NOT_JSON, Request, parse_json, validated
 from .response import error_response
 
-__all__ = [
-    "body_value",
-    "check_request",
-    "failure_fields",
-    "failure_level",
-    "failure_response",
-    "outcome_of",
-    "request_body",
-    "request_fields",
-    "result_fields",
-    "result_for_log",
-]
-
 
 def check_request(request: Request, max_body: int | None, validate: Callable[[Any], Any] | None) -> None:
     """Raise the ``HTTPError`` a request gets before the function runs: 413 for a body over

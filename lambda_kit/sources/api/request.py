@@ -21,8 +21,6 @@ from ...trace.context import TraceContext, has_context, text
 from ..base import pick_trace
 from .shapes import shape_of
 
-__all__ = ["NOT_JSON", "Headers", "Request", "parse_json", "request_id", "trace_of", "validated"]
-
 NOT_JSON: Any = object()
 """What ``parse_json`` returns for text that is not JSON."""
 

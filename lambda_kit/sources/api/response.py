@@ -25,8 +25,6 @@ from ... import codec
 from .request import Request
 from .shapes import UNKNOWN_PHRASE, Grouped, grouped, status_description
 
-__all__ = ["as_response", "error_response", "header_pairs", "headless", "shape_response"]
-
 JSON_TYPE = "application/json"
 BINARY_TYPE = "application/octet-stream"
 TUPLE_FORMS = "return (body, status) or (body, status, headers), as Flask takes them"

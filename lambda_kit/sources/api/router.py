@@ -36,8 +36,6 @@ from ...validation import Validator
 from .request import Request, validated
 from .response import headless
 
-__all__ = ["METHODS", "Router"]
-
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 _PARAMETER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(\+?)\}")
 _NAMES = re.compile(r"\?P<\w+>")

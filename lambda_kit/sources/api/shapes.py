@@ -22,20 +22,7 @@ from http import HTTPStatus
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl, unquote_plus
 
-__all__ = [
-    "Alb",
-    "AlbMultiValue",
-    "FunctionUrl",
-    "HttpV2",
-    "RestV1",
-    "SHAPES",
-    "Shape",
-    "UNKNOWN_PHRASE",
-    "Grouped",
-    "grouped",
-    "shape_of",
-    "status_description",
-]
+from ..._data import mapping
 
 UNKNOWN_PHRASE = "Unknown Status"
 _PHRASES = {status.value: status.phrase for status in HTTPStatus}
@@ -47,10 +34,6 @@ def status_description(status: int) -> str:
 
 
 # --- reading requests -----------------------------------------------------------------------------
-
-
-def _dict(value: Any) -> dict[Any, Any]:
-    return value if value and type(value) is dict else {}
 
 
 def _lowered(single: Any) -> dict[str, str]:
@@ -83,7 +66,7 @@ def _multi_valued(event: dict[str, Any]) -> dict[str, str]:
         if type(values) is list and values:
             name = str(key).lower()
             found[name] = _joined(name, values)
-    for key, value in _dict(event.get("headers")).items():
+    for key, value in mapping(event.get("headers")).items():
         if value is not None:
             found.setdefault(str(key).lower(), str(value))
     return found
@@ -102,10 +85,10 @@ def _query_v1(event: dict[str, Any]) -> dict[str, list[str]]:
     """Every value of ``multiValueQueryStringParameters``, then the names only
     ``queryStringParameters`` has."""
     found: dict[str, list[str]] = {}
-    for key, values in _dict(event.get("multiValueQueryStringParameters")).items():
+    for key, values in mapping(event.get("multiValueQueryStringParameters")).items():
         if type(values) is list:
             found[str(key)] = [str(value) for value in values if value is not None]
-    for key, value in _dict(event.get("queryStringParameters")).items():
+    for key, value in mapping(event.get("queryStringParameters")).items():
         if value is not None:
             found.setdefault(str(key), [str(value)])
     return found
@@ -114,7 +97,7 @@ def _query_v1(event: dict[str, Any]) -> dict[str, list[str]]:
 def _query_v2(event: dict[str, Any]) -> dict[str, list[str]]:
     """``queryStringParameters``, as API Gateway decoded them; a repeated name comes comma-joined
     there, so then the raw query string tells the values apart."""
-    single = _dict(event.get("queryStringParameters"))
+    single = mapping(event.get("queryStringParameters"))
     raw = event.get("rawQueryString")
     if type(raw) is str and raw and any(type(value) is str and "," in value for value in single.values()):
         found: dict[str, list[str]] = {}
