@@ -13,11 +13,11 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
-from .loop.batch import Drive, run_batch, run_plain
-from .loop.options import Commit, Options
-from .loop.request import run_request
+from .loop.batch import run_batch
+from .loop.options import BatchOptions, Commit, HandlerOptions, Options
+from .loop.path import Function, RecordPath
 from .sources import get
 from .sources.base import Source
 
@@ -49,16 +49,10 @@ def is_async(decorator: str, function: Any) -> bool:
     return inspect.iscoroutinefunction(body)
 
 
-def _concurrent() -> Drive:
-    from .loop.concurrent import run_concurrent  # asyncio costs 30+ ms to import: only for async def
-
-    return run_concurrent
-
-
-def drive_for(options: Options, function: Any) -> Drive:
-    """How the records of ``function`` run: one at a time for a plain def, on the event loop for
-    an ``async def``. ``max_concurrency`` above 1 needs an ``async def`` (a plain function runs one
-    record at a time: no threads behind the user's back)."""
+def path_for(options: Options, function: Any) -> type[RecordPath]:
+    """The record path that runs ``function``: one record at a time for a plain def, on the event
+    loop for an ``async def``. ``max_concurrency`` above 1 needs an ``async def`` (a plain function
+    runs one record at a time: no threads behind the user's back)."""
     name = getattr(function, "__qualname__", function)
     if not is_async(options.decorator, function):
         if options.max_concurrency > 1:
@@ -68,7 +62,7 @@ def drive_for(options: Options, function: Any) -> Drive:
                 "async def (blocking calls can run in threads with await asyncio.to_thread(...)), "
                 "or drop max_concurrency"
             )
-        return run_plain
+        return RecordPath
     if (
         options.max_concurrency > 1
         and options.logger is not None
@@ -78,38 +72,33 @@ def drive_for(options: Options, function: Any) -> Drive:
             f"@{options.decorator}(max_concurrency={options.max_concurrency}): logger= needs Powertools 3 "
             "(Logger.thread_safe_append_keys), so each record running at once logs its own correlation id"
         )
-    return _concurrent()
+    from .loop.concurrent import AsyncRecordPath  # asyncio costs 30+ ms to import: only for async def
+
+    return AsyncRecordPath
 
 
-def marked(
-    options: Options, adapters: Sequence[Source], marks: dict[str, Any], function: Any, handler: Any
-) -> Any:
+def marked(handler: Any, function: Any, options: Options, adapters: Sequence[Source], **marks: Any) -> Any:
+    """``handler`` with ``function``'s metadata and the ``__lambda_kit__`` marks ``check`` reads."""
     functools.update_wrapper(handler, function)
-    handler.__lambda_kit__ = {
-        "decorator": options.decorator,
-        "sources": [adapter.name for adapter in adapters],
-        "model": options.model_name,
-        **marks,
-    }
+    handler.__lambda_kit__ = {**options.marks(), "sources": [adapter.name for adapter in adapters], **marks}
     return handler
 
 
 def batch_decorator(
-    fn: Any, adapters: Sequence[Source], options: Options, marks: dict[str, Any], wrap: Wrap | None = None
+    fn: Any, options: Options, adapters: Sequence[Source], wrap: Wrap | None = None, **marks: Any
 ) -> Any:
     """``wrap``, when given, wraps the function for the record path (a tumbling window's state);
-    it is told whether the function is ``async def``."""
+    it is told whether the function is ``async def``. ``marks``: the source's own options, for
+    ``check``."""
 
     def decorate(function: F) -> F:
-        drive = drive_for(options, function)
-        call = function if wrap is None else wrap(function, drive is not run_plain)
+        path = path_for(options, function)
+        call: Function = function if wrap is None else wrap(function, path is not RecordPath)
 
         def handler(event: Any, context: Any = None) -> Any:
-            return run_batch(adapters, call, options, drive, event, context)
+            return run_batch(path, adapters, call, options, event, context)
 
-        return marked(
-            options, adapters, {**marks, "max_concurrency": options.max_concurrency}, function, handler
-        )  # type: ignore[no-any-return]
+        return marked(handler, function, options, adapters, **marks)  # type: ignore[no-any-return]
 
     return decorate if fn is None else decorate(fn)
 
@@ -119,13 +108,8 @@ def sqs_handler(
     /,
     *,
     json: bool = True,
-    log_event: bool = True,
-    log_result: bool = True,
-    logger: Any = None,
-    metrics: bool | None = None,
     commit: Commit | None = None,
-    model: Any = None,
-    max_concurrency: int = 1,
+    **options: Unpack[BatchOptions],
 ) -> Any:
     """Call ``fn(message, context)`` once per SQS record; report failures as ``batchItemFailures``.
 
@@ -137,45 +121,16 @@ def sqs_handler(
     ``model`` (a pydantic model, a dataclass or a TypedDict): ``fn`` receives the message
     validated into it; a message that does not fit fails alone (``InvalidPayload``) without
     reaching ``fn``. ``max_concurrency`` (an ``async def`` only): up to that many messages at once;
-    on a FIFO queue each message group stays in order.
+    on a FIFO queue each message group stays in order. The other options: ``HandlerOptions``.
     """
-    options = Options(
-        decorator="sqs_handler",
-        json=json,
-        log_event=log_event,
-        log_result=log_result,
-        logger=logger,
-        metrics=metrics,
-        commit=commit,
-        model=model,
-        max_concurrency=max_concurrency,
-    )
-    return batch_decorator(fn, [get("sqs")(json=json)], options, {"json": json, "commit": commit is not None})
+    checked = Options("sqs_handler", json=json, commit=commit, **options)
+    return batch_decorator(fn, checked, [get("sqs")(json=json)])
 
 
-def sns_handler(
-    fn: F | None = None,
-    /,
-    *,
-    json: bool = True,
-    log_event: bool = True,
-    log_result: bool = True,
-    logger: Any = None,
-    metrics: bool | None = None,
-    model: Any = None,
-) -> Any:
+def sns_handler(fn: F | None = None, /, *, json: bool = True, **options: Unpack[HandlerOptions]) -> Any:
     """Call ``fn(message, context)`` once per SNS record; a failure is logged and re-raised.
     ``model`` works as for ``sqs_handler``."""
-    options = Options(
-        decorator="sns_handler",
-        json=json,
-        log_event=log_event,
-        log_result=log_result,
-        logger=logger,
-        metrics=metrics,
-        model=model,
-    )
-    return batch_decorator(fn, [get("sns")(json=json)], options, {"json": json})
+    return batch_decorator(fn, Options("sns_handler", json=json, **options), [get("sns")(json=json)])
 
 
 ON_FAILURE = ("stop", "requeue")
@@ -203,17 +158,12 @@ def stream_handler(
     /,
     *,
     json: bool = True,
-    log_event: bool = True,
-    log_result: bool = True,
-    logger: Any = None,
-    metrics: bool | None = None,
+    commit: Commit | None = None,
     on_failure: str = "stop",
     max_attempts: int = 3,
     dead_letter: str | Callable[[], str | None] | None = None,
-    commit: Commit | None = None,
     on_window_end: Callable[[Window], Any] | None = None,
-    model: Any = None,
-    max_concurrency: int = 1,
+    **options: Unpack[BatchOptions],
 ) -> Any:
     """Call ``fn(payload, context)`` once per Kinesis or DynamoDB Streams record, in order.
 
@@ -233,17 +183,7 @@ def stream_handler(
     time (its state is kept or undone record by record).
     """
     _check_stream_options(on_failure, max_attempts, on_window_end)
-    options = Options(
-        decorator="stream_handler",
-        json=json,
-        log_event=log_event,
-        log_result=log_result,
-        logger=logger,
-        metrics=metrics,
-        commit=commit,
-        model=model,
-        max_concurrency=max_concurrency,
-    )
+    checked = Options("stream_handler", json=json, commit=commit, **options)
     kinesis = get("kinesis")(
         json=json,
         on_failure=on_failure,
@@ -251,28 +191,18 @@ def stream_handler(
         dead_letter=dead_letter,
         on_window_end=on_window_end,
     )
-    adapters = [kinesis, get("dynamodb")(on_window_end=on_window_end)]
-    marks = {
-        "json": json,
-        "on_failure": on_failure,
-        "max_attempts": max_attempts,
-        "commit": commit is not None,
-        "on_window_end": on_window_end is not None,
-    }
-    return batch_decorator(fn, adapters, options, marks, wrap=kinesis.wrap)  # a tumbling window's state
+    return batch_decorator(
+        fn,
+        checked,
+        [kinesis, get("dynamodb")(on_window_end=on_window_end)],
+        wrap=kinesis.wrap,  # a tumbling window's state
+        on_failure=on_failure,
+        max_attempts=max_attempts,
+        on_window_end=on_window_end is not None,
+    )
 
 
-def cloudwatch_logs_handler(
-    fn: F | None = None,
-    /,
-    *,
-    log_event: bool = True,
-    log_result: bool = True,
-    logger: Any = None,
-    metrics: bool | None = None,
-    model: Any = None,
-    max_concurrency: int = 1,
-) -> Any:
+def cloudwatch_logs_handler(fn: F | None = None, /, **options: Unpack[BatchOptions]) -> Any:
     """Call ``fn(log_event, context)`` once per log event of a CloudWatch Logs subscription
     (``awslogs.data`` unpacked; control messages skipped). A failure is logged and, once every log
     event ran, the first is re-raised: Lambda retries the event, then its on-failure destination
@@ -280,16 +210,7 @@ def cloudwatch_logs_handler(
     ``message``, ``json`` ...) validated into it. ``max_concurrency`` (an ``async def`` only): up
     to that many log events at once.
     """
-    options = Options(
-        decorator="cloudwatch_logs_handler",
-        log_event=log_event,
-        log_result=log_result,
-        logger=logger,
-        metrics=metrics,
-        model=model,
-        max_concurrency=max_concurrency,
-    )
-    return batch_decorator(fn, [get("cloudwatch_logs")()], options, {})
+    return batch_decorator(fn, Options("cloudwatch_logs_handler", **options), [get("cloudwatch_logs")()])
 
 
 KAFKA_ON_FAILURE = ("raise", "report")
@@ -300,14 +221,9 @@ def kafka_handler(
     /,
     *,
     json: bool = True,
-    log_event: bool = True,
-    log_result: bool = True,
-    logger: Any = None,
-    metrics: bool | None = None,
-    on_failure: str = "raise",
     commit: Commit | None = None,
-    model: Any = None,
-    max_concurrency: int = 1,
+    on_failure: str = "raise",
+    **options: Unpack[BatchOptions],
 ) -> Any:
     """Call ``fn(message, context)`` once per Kafka record (Amazon MSK or self-managed), in order
     within each topic-partition. ``message`` is a dict: ``topic``, ``partition``, ``offset``,
@@ -324,72 +240,26 @@ def kafka_handler(
     """
     if on_failure not in KAFKA_ON_FAILURE:
         raise ValueError(f"kafka_handler: on_failure must be one of {KAFKA_ON_FAILURE}, not {on_failure!r}")
-    options = Options(
-        decorator="kafka_handler",
-        json=json,
-        log_event=log_event,
-        log_result=log_result,
-        logger=logger,
-        metrics=metrics,
-        commit=commit,
-        model=model,
-        max_concurrency=max_concurrency,
-    )
-    marks = {"json": json, "on_failure": on_failure, "commit": commit is not None}
-    return batch_decorator(fn, [get("kafka")(json=json, on_failure=on_failure)], options, marks)
+    checked = Options("kafka_handler", json=json, commit=commit, **options)
+    adapters = [get("kafka")(json=json, on_failure=on_failure)]
+    return batch_decorator(fn, checked, adapters, on_failure=on_failure)
 
 
-def eventbridge_handler(
-    fn: F | None = None,
-    /,
-    *,
-    log_event: bool = True,
-    log_result: bool = True,
-    logger: Any = None,
-    metrics: bool | None = None,
-    model: Any = None,
-) -> Any:
+def eventbridge_handler(fn: F | None = None, /, **options: Unpack[HandlerOptions]) -> Any:
     """Call ``fn(detail, context)`` for an EventBridge event; a failure is logged and re-raised
     (EventBridge invokes asynchronously: Lambda retries, then the on-failure destination or DLQ).
     With ``model``, ``fn`` receives ``detail`` validated into it."""
-    options = Options(
-        decorator="eventbridge_handler",
-        log_event=log_event,
-        log_result=log_result,
-        logger=logger,
-        metrics=metrics,
-        model=model,
-    )
-    return batch_decorator(fn, [get("eventbridge")()], options, {})
+    return batch_decorator(fn, Options("eventbridge_handler", **options), [get("eventbridge")()])
 
 
-def s3_handler(
-    fn: F | None = None,
-    /,
-    *,
-    log_event: bool = True,
-    log_result: bool = True,
-    logger: Any = None,
-    metrics: bool | None = None,
-    model: Any = None,
-    max_concurrency: int = 1,
-) -> Any:
+def s3_handler(fn: F | None = None, /, **options: Unpack[BatchOptions]) -> Any:
     """Call ``fn(obj, context)`` once per object of an S3 event notification (an ``S3Object``),
     delivered directly, in SQS or SNS messages, or as an EventBridge ``Object Created`` /
     ``Object Deleted`` event. In SQS messages failures are reported per message
     (``batchItemFailures``); otherwise the invocation is asynchronous and a failure is raised.
     With ``model``, ``fn`` receives the object's fields (``bucket``, ``key``, ``size`` ...)
     validated into it. ``max_concurrency`` (an ``async def`` only): up to that many objects at once."""
-    options = Options(
-        decorator="s3_handler",
-        log_event=log_event,
-        log_result=log_result,
-        logger=logger,
-        metrics=metrics,
-        model=model,
-        max_concurrency=max_concurrency,
-    )
-    return batch_decorator(fn, [get("s3")()], options, {})
+    return batch_decorator(fn, Options("s3_handler", **options), [get("s3")()])
 
 
 DEFAULT_MAX_BODY = 1024 * 1024
@@ -400,12 +270,8 @@ def api_handler(
     /,
     *,
     trace_header: str = "X-Trace-Id",
-    log_event: bool = True,
-    log_result: bool = True,
-    logger: Any = None,
-    metrics: bool | None = None,
     max_body: int | None = DEFAULT_MAX_BODY,
-    model: Any = None,
+    **options: Unpack[HandlerOptions],
 ) -> Any:
     """Call ``fn(request, context)`` once per HTTP request (API Gateway REST or HTTP API, Function
     URL, ALB). ``fn`` may be ``async def``.
@@ -416,23 +282,17 @@ def api_handler(
     ``model``, ``request.model`` is the JSON body validated into it; a body that does not fit
     answers 422 naming the fields, without calling ``fn``.
     """
-    options = Options(
-        decorator="api_handler",
-        log_event=log_event,
-        log_result=log_result,
-        logger=logger,
-        metrics=metrics,
-        model=model,
-    )
+    from .sources.api.path import run_request  # the HTTP package: loaded only for an api_handler
+
+    checked = Options("api_handler", **options)
     adapters = [get("api")()]
 
     def decorate(function: F) -> F:
         is_async("api_handler", function)  # refuses generator functions; a coroutine is awaited on the path
 
         def handler(event: Any, context: Any = None) -> Any:
-            return run_request(adapters, function, options, trace_header, max_body, event, context)
+            return run_request(adapters, function, checked, trace_header, max_body, event, context)
 
-        marked_handler = marked(options, adapters, {"trace_header": trace_header}, function, handler)
-        return marked_handler  # type: ignore[no-any-return]
+        return marked(handler, function, checked, adapters, trace_header=trace_header)  # type: ignore[no-any-return]
 
     return decorate if fn is None else decorate(fn)

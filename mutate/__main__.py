@@ -115,6 +115,13 @@ NARROW: dict[str, list[str]] = {
         "tests/test_model.py",
         "tests/test_hostile_core.py",
     ],
+    "lambda_kit/loop/invocation.py": [
+        "tests/test_sqs.py",
+        "tests/test_decorators.py",
+        "tests/test_event_boundary.py",
+        "tests/test_metrics.py",
+        "tests/test_api.py",
+    ],
     "lambda_kit/loop/batch.py": [
         "tests/test_sqs.py",
         "tests/test_decorators.py",
@@ -154,7 +161,7 @@ NARROW: dict[str, list[str]] = {
         "tests/test_event_boundary.py",
         "tests/test_hostile_trace.py",
     ],
-    "lambda_kit/loop/request.py": [
+    "lambda_kit/sources/api/path.py": [
         "tests/test_api.py",
         "tests/test_api_source.py",
         "tests/test_hostile_api.py",

@@ -1,5 +1,5 @@
-"""The records of an ``async def``: up to ``max_concurrency`` at once, in order where the source
-keeps order, each on the one record path (``RecordPath.run_record``).
+"""The records of an ``async def`` (``AsyncRecordPath``): up to ``max_concurrency`` at once, in order
+where the source keeps order, each on the one record path (``RecordPath.run_record``).
 
 Records are split into lanes by the adapter's ``ordering_key`` (an SQS FIFO message group, a Kinesis
 partition key, a DynamoDB item key, a Kafka topic-partition; no key: a lane of its own). A lane runs
@@ -27,48 +27,35 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable
 from heapq import heappop, heappush
-from typing import Any, TypeVar
+from typing import Any
 
 from ..record import Outcome, Record
+from ..sources.base import Source
 from . import event_loop
-from .options import Options
 from .path import RecordPath
 
-T = TypeVar("T")
+
+class AsyncRecordPath(RecordPath):
+    """The record path of an ``async def``: its records run on the event loop, in lanes."""
+
+    def run(self, records: list[Record]) -> Outcome:
+        """Run ``records`` on this thread's event loop (``event_loop.run``)."""
+        limit = 1 if self.adapter.serial() else self.options.max_concurrency
+        return event_loop.run(Lanes(records, self).run(limit))
+
+    resolve = staticmethod(event_loop.wait)  # awaited on the loop the records run on
+
+    def owns(self, error: BaseException) -> bool:
+        """A record's failure: an ``Exception``, or a ``CancelledError`` the function raised itself
+        (a cancelled inner task it awaited), not the cancellation of the record's own task."""
+        if isinstance(error, Exception):
+            return True
+        task = asyncio.current_task()
+        return isinstance(error, asyncio.CancelledError) and task is not None and task.cancelling() == 0
 
 
-async def resolve_awaiting(awaitable: Awaitable[T]) -> T:
-    return await awaitable
-
-
-def is_own_error(error: BaseException) -> bool:
-    """A record's failure: an ``Exception``, or a ``CancelledError`` the function raised itself (a
-    cancelled inner task it awaited), not the cancellation of the record's own task."""
-    if isinstance(error, Exception):
-        return True
-    task = asyncio.current_task()
-    return isinstance(error, asyncio.CancelledError) and task is not None and task.cancelling() == 0
-
-
-def awaiting(path: RecordPath) -> RecordPath:
-    """``path`` run on the event loop: what the function hands back is awaited there."""
-    path.resolve = resolve_awaiting
-    path.owns = is_own_error
-    return path
-
-
-def run_concurrent(
-    records: list[Record], function: Callable[[Any, Any], Any], context: Any, options: Options, adapter: Any
-) -> Outcome:
-    """Run ``records`` on this thread's event loop (``event_loop.run``)."""
-    path = awaiting(RecordPath(function, context, options, adapter, len(records)))
-    limit = 1 if adapter.serial() else options.max_concurrency
-    return event_loop.run(Lanes(records, path, adapter).run(limit))
-
-
-def lane_key(adapter: Any, record: Record, index: int) -> Any:
+def lane_key(adapter: Source, record: Record, index: int) -> Any:
     """The lane of ``record``: its ordering key's, or a lane of its own (no key, or a key that
     cannot be one: a record must never cost the batch)."""
     try:
@@ -82,12 +69,12 @@ def lane_key(adapter: Any, record: Record, index: int) -> Any:
 class Lanes:
     """One batch's records by ordering key, taken by up to ``limit`` workers."""
 
-    def __init__(self, records: list[Record], path: RecordPath, adapter: Any) -> None:
+    def __init__(self, records: list[Record], path: RecordPath) -> None:
         self.records = records
         self.path = path
         lanes: dict[Any, deque[int]] = {}
         for index, record in enumerate(records):
-            lanes.setdefault(lane_key(adapter, record, index), deque()).append(index)
+            lanes.setdefault(lane_key(path.adapter, record, index), deque()).append(index)
         self.lanes = list(lanes.values())
         self.ready = [
             (lane[0], number) for number, lane in enumerate(self.lanes)

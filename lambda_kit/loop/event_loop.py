@@ -54,10 +54,9 @@ def run(coroutine: Coroutine[Any, Any, T]) -> T:
 def awaited(awaitable: Awaitable[T]) -> T:
     """The result of an awaitable a plain function returned (a coroutine, a future), run to the
     end on this thread's loop."""
-    if not isinstance(awaitable, Coroutine):
-        return run(_wait(awaitable))
-    return run(awaitable)
+    return run(awaitable if isinstance(awaitable, Coroutine) else wait(awaitable))
 
 
-async def _wait(awaitable: Awaitable[T]) -> T:
+async def wait(awaitable: Awaitable[T]) -> T:
+    """``awaitable`` as a coroutine (a future or any awaitable, awaited)."""
     return await awaitable

@@ -1,9 +1,10 @@
-"""What every decorator takes, checked and built once, when the function is decorated."""
+"""What every decorator takes, declared once (``HandlerOptions``, ``BatchOptions``) and checked and
+built once, when the function is decorated (``Options``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..record import Record
 
@@ -11,6 +12,28 @@ if TYPE_CHECKING:
     from ..validation import Validator
 
 Commit = Callable[[list[tuple[Record, Any]]], Any]
+
+
+class HandlerOptions(TypedDict, total=False):
+    """The keywords every decorator takes (``**options: Unpack[HandlerOptions]``)."""
+
+    log_event: bool
+    """Write the ``record received`` line, with the payload (masked). Default True."""
+    log_result: bool
+    """Write the ``record processed`` line, with what the function returned. Default True."""
+    logger: Any
+    """A Powertools ``Logger``: told each record's trace id as its correlation id."""
+    metrics: bool | None
+    """Send the per-function counts (None: ``LAMBDA_KIT_METRICS`` decides)."""
+    model: Any
+    """A pydantic model, a dataclass or a TypedDict: the function receives the payload validated."""
+
+
+class BatchOptions(HandlerOptions, total=False):
+    """The keywords of the decorators whose invocations carry many records."""
+
+    max_concurrency: int
+    """An ``async def`` only: up to that many records at once, each ordering group in order."""
 
 
 def checked_concurrency(decorator: str, value: Any) -> int:
@@ -26,12 +49,13 @@ def validator(model: Any, from_json: bool) -> Validator:
 
 
 class Options:
-    """The options every decorator shares: payload decoding, what to log, a Powertools logger,
-    metrics, the batch commit, the payload model and how many records an ``async def`` may run at
-    once. Checked when made, at decoration; ``validate`` is the model's ``Validator``, built then."""
+    """A decorator's options, checked when made (at decoration): the ``HandlerOptions`` and
+    ``BatchOptions`` keywords, whether payloads are JSON (``json``), the batch's ``commit``, and
+    ``validate``, the model's ``Validator``, built then."""
 
     __slots__ = (
         "decorator",
+        "json",
         "log_event",
         "log_result",
         "logger",
@@ -44,14 +68,14 @@ class Options:
 
     def __init__(
         self,
-        *,
         decorator: str,
+        *,
         json: bool = True,
+        commit: Commit | None = None,
         log_event: bool = True,
         log_result: bool = True,
         logger: Any = None,
         metrics: bool | None = None,
-        commit: Commit | None = None,
         model: Any = None,
         max_concurrency: int = 1,
     ) -> None:
@@ -60,6 +84,7 @@ class Options:
                 f"{decorator}: commit must be a function of the batch, not {type(commit).__name__}"
             )
         self.decorator = decorator
+        self.json = json
         self.log_event = log_event
         self.log_result = log_result
         self.logger = logger
@@ -72,3 +97,14 @@ class Options:
     @property
     def model_name(self) -> str | None:
         return None if self.model is None else getattr(self.model, "__name__", None) or repr(self.model)
+
+    def marks(self) -> dict[str, Any]:
+        """What ``lambda-kit check`` reads of these options (the decorated function's
+        ``__lambda_kit__``, with the sources' own)."""
+        return {
+            "decorator": self.decorator,
+            "model": self.model_name,
+            "json": self.json,
+            "commit": self.commit is not None,
+            "max_concurrency": self.max_concurrency,
+        }

@@ -7,11 +7,12 @@
 those steps is the record's own failure, with its one ERROR line; it never ends the invocation
 or touches another record.
 
-The path is a coroutine, so one text serves both kinds of function. A plain function's records
-are driven to their end right here (``run_now``: nothing in their path suspends, and an awaitable
-the function hands back is run on this thread's loop); an ``async def``'s run on the event loop
-(``lambda_kit.loop.concurrent``), several at once. The API's request is one record on the same
-path (``lambda_kit.loop.request``).
+The path is a coroutine, so one text serves both kinds of function. ``RecordPath.run`` drives a
+plain function's records to their end right here, one at a time in batch order (``run_now``:
+nothing in their path suspends, and an awaitable the function hands back is run on this thread's
+loop); ``AsyncRecordPath`` (``lambda_kit.loop.concurrent``) runs an ``async def``'s on the event
+loop, several at once. The API's request is one record on the same path
+(``lambda_kit.sources.api.path``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from time import perf_counter
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import log
 from ..errors import BatchResponseReturned, CommitFailed, GroupHeldBack, InvalidPayload, UndecodableRecord
@@ -27,8 +28,15 @@ from ..record import Outcome, Record
 from ..trace import reset_current_record, set_current_record
 from .options import Options
 
+if TYPE_CHECKING:
+    from ..sources.base import Source
+    from ..trace.otel import RecordSpans
+    from .invocation import LambdaContext
+
 T = TypeVar("T")
 INFO = log.LEVELS["INFO"]
+Function = Callable[[Any, Any], Any]
+"""The decorated function: ``(payload, context)``, plain or ``async def``."""
 
 
 def run_now(coroutine: Coroutine[Any, Any, T]) -> T:
@@ -41,19 +49,7 @@ def run_now(coroutine: Coroutine[Any, Any, T]) -> T:
     raise RuntimeError("a plain function's record path waited on the event loop")
 
 
-async def resolve_now(awaitable: Awaitable[T]) -> T:
-    """An awaitable a plain function (or commit) handed back, run to its end on this thread's loop."""
-    from .event_loop import awaited  # asyncio costs 30+ ms to import: only for functions that need it
-
-    return awaited(awaitable)
-
-
-def is_own_error(error: BaseException) -> bool:
-    """Whether ``error`` is a record's failure (an ``Exception``); anything else ends the invocation."""
-    return isinstance(error, Exception)
-
-
-def record_spans() -> Any:
+def record_spans() -> RecordSpans | None:
     """The invocation's span maker (``lambda_kit.trace.otel``), or None without OpenTelemetry
     configured; looked for only in a process that loaded OpenTelemetry's API."""
     if "opentelemetry.trace" not in sys.modules:
@@ -86,17 +82,18 @@ def duration_ms(started: float) -> float:
 
 
 class RecordPath:
-    """One invocation's records and what they share, run by ``run_record``."""
+    """One invocation's records and what they share, run by ``run_record``; ``run`` runs a plain
+    function's batch, one record at a time in batch order."""
 
     received_message = "record received"
     processed_message = "record processed"
 
     def __init__(
         self,
-        function: Callable[[Any, Any], Any],
-        context: Any,
+        function: Function,
+        context: LambdaContext | None,
         options: Options,
-        adapter: Any,
+        adapter: Source,
         size: int,
     ) -> None:
         self.function = function
@@ -104,10 +101,6 @@ class RecordPath:
         self.options = options
         self.adapter = adapter
         self.size = size
-        # how what the function hands back is awaited, and which errors are a record's own failure:
-        # a plain function's (``lambda_kit.loop.concurrent.awaiting`` sets an async def's)
-        self.resolve: Callable[[Awaitable[Any]], Awaitable[Any]] = resolve_now
-        self.owns: Callable[[BaseException], bool] = is_own_error
         self.outcome = Outcome()
         self.pending: list[tuple[Record, Any, float]] = []
         self.failed_groups: set[Any] = set()
@@ -117,6 +110,27 @@ class RecordPath:
         self.correlate = correlation(options.logger)
         self.log_event = options.log_event and log.enabled(INFO)
         self.log_result = options.log_result and log.enabled(INFO)
+
+    def run(self, records: list[Record]) -> Outcome:
+        """A plain function's records, one at a time, in batch order."""
+        for index, record in enumerate(records):
+            if index > self.stop_at:
+                self.skipped.append(index)
+                continue
+            run_now(self.run_record(record, index))
+        return run_now(self.finish(records))
+
+    async def resolve(self, awaitable: Awaitable[T]) -> T:
+        """An awaitable the function (or the commit) handed back, run to its end: a plain
+        function's on this thread's loop."""
+        from .event_loop import awaited  # asyncio costs 30+ ms to import: only for functions that need it
+
+        return awaited(awaitable)
+
+    def owns(self, error: BaseException) -> bool:
+        """Whether ``error`` is a record's failure (an ``Exception``); anything else ends the
+        invocation."""
+        return isinstance(error, Exception)
 
     # --- the path ----------------------------------------------------------------------------------
 

@@ -39,8 +39,8 @@ if TYPE_CHECKING:
 
 
 class Source:
-    """One event source. Subclasses set the class attributes and implement ``recognizes``,
-    ``record`` (or ``read``, or ``records``) and ``response``."""
+    """One event source. Subclasses set the class attributes and implement ``read`` (and, where
+    the defaults do not fit, ``recognizes``, ``records`` and ``response``)."""
 
     name: ClassVar[str] = ""
     """The source's name: ``Record.source``, the ``source`` field of log lines, ``--event`` of
@@ -121,21 +121,18 @@ class Source:
 
     def records(self, event: Any) -> list[Record]:
         """The event's records, each raw record read alone (``read_alone``): whatever goes wrong
-        reading one is that record's failure. The records of a Pipes batch are ``piped``."""
+        reading one is that record's failure. The records of a Pipes batch are ``piped``. A
+        source whose events are not ``Records`` batches overrides this to split its own, reading
+        each raw record through ``read_alone`` too."""
         piped = type(event) is list
-        found: list[Record] = []
-        for raw in event if piped else event["Records"]:
-            try:
-                read = self.read(raw)
-            except Exception as exc:  # as read_alone does: the raw record fails alone
-                read = [unreadable(self.name, raw, exc)]
-            found += map(self.piped, read) if piped else read
-        return found
+        raws = event if piped else event["Records"]
+        found = [record for raw in raws for record in read_alone(self.name, raw, self.read)]
+        return [self.piped(record) for record in found] if piped else found
 
     def read(self, raw: Any) -> list[Record]:
-        """The records of one raw record: by default the one ``record`` makes (a KPL aggregate,
-        a CloudWatch Logs message make several)."""
-        return [self.record(raw)]
+        """The records of one raw record: one, mostly (a KPL aggregate, a CloudWatch Logs message
+        hold several). The one hook every source implements; always called through ``read_alone``."""
+        raise NotImplementedError
 
     def piped(self, record: Record) -> Record:
         """A record that came in an EventBridge Pipes batch: named in the failure report by its raw
@@ -145,9 +142,6 @@ class Source:
             found = dig(record.raw, self.pipes_report_key)
             record.report_id = found if isinstance(found, str) else ""
         return record
-
-    def record(self, raw: Any) -> Record:
-        raise NotImplementedError
 
     def response(self, event: Any, outcome: Outcome) -> Any:
         """By default: the partial batch response, or for an asynchronous source the first

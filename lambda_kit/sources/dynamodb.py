@@ -108,36 +108,40 @@ class DynamoDBSource(Windowed, Source):
     def __init__(self, on_window_end: Callable[[Window], Any] | None = None) -> None:
         self.on_window_end = on_window_end
 
-    def record(self, raw: Any) -> Record:
+    def read(self, raw: Any) -> list[Record]:
         change = dig(raw, "dynamodb")
         if type(change) is not dict:
-            return malformed("dynamodb", raw, "record has no dynamodb object")
+            return [malformed("dynamodb", raw, "record has no dynamodb object")]
         sequence_number = change.get("SequenceNumber")
         if not is_text(sequence_number):
-            return malformed("dynamodb", raw, "record has no dynamodb.SequenceNumber")
+            return [malformed("dynamodb", raw, "record has no dynamodb.SequenceNumber")]
         fallback = text_or(raw.get("eventID"), sequence_number)
         try:
             payload = change_of(raw.get("eventName"), change)
         except Exception as exc:
-            return Record(
-                source="dynamodb",
-                id=sequence_number,
-                trace_id=stable_id(fallback),
-                payload=change,
-                raw=raw,
-                error=f"stream image is malformed ({reason(exc)})",
-            )
+            return [
+                Record(
+                    source="dynamodb",
+                    id=sequence_number,
+                    trace_id=stable_id(fallback),
+                    payload=change,
+                    raw=raw,
+                    error=f"stream image is malformed ({reason(exc)})",
+                )
+            ]
         image = image_of(payload)
         trace_id, rejected, context = pick_trace("dynamodb", dig(image, "trace_id"), fallback, image)
-        return Record(
-            source="dynamodb",
-            id=sequence_number,
-            trace_id=trace_id,
-            payload=payload,
-            raw=raw,
-            rejected_trace_id=rejected,
-            context=context,
-        )
+        return [
+            Record(
+                source="dynamodb",
+                id=sequence_number,
+                trace_id=trace_id,
+                payload=payload,
+                raw=raw,
+                rejected_trace_id=rejected,
+                context=context,
+            )
+        ]
 
     def ordering_key(self, record: Record) -> Any:
         """The item's key: DynamoDB Streams keeps each item's changes in order."""

@@ -34,26 +34,28 @@ class EventBridgeSource(Source):
         """One event, one record."""
         return read_alone(self.name, event, self.read)
 
-    def record(self, raw: Any) -> Record:
+    def read(self, raw: Any) -> list[Record]:
         event_id = raw.get("id")
         if not is_text(event_id):
-            return malformed("eventbridge", raw, "event has no id")
+            return [malformed("eventbridge", raw, "event has no id")]
         detail, error = raw["detail"], None
         if isinstance(detail, str):  # a hand-made event: EventBridge itself delivers an object
             detail, error = loaded(detail, "detail")
             detail = raw["detail"] if error else detail
         carrier = detail if type(detail) is dict else None
         trace_id, rejected, context = pick_trace("eventbridge", dig(carrier, "trace_id"), event_id, carrier)
-        return Record(
-            source="eventbridge",
-            id=event_id,
-            trace_id=trace_id,
-            payload=detail,
-            raw=raw,
-            error=error,
-            rejected_trace_id=rejected,
-            context=context,
-        )
+        return [
+            Record(
+                source="eventbridge",
+                id=event_id,
+                trace_id=trace_id,
+                payload=detail,
+                raw=raw,
+                error=error,
+                rejected_trace_id=rejected,
+                context=context,
+            )
+        ]
 
 
 SOURCE = EventBridgeSource

@@ -28,13 +28,13 @@ class SnsSource(Source):
     def __init__(self, json: bool = True) -> None:
         self.json = json
 
-    def record(self, raw: Any) -> Record:
+    def read(self, raw: Any) -> list[Record]:
         sns = dig(raw, "Sns")
         if type(sns) is not dict:
-            return malformed("sns", raw, "record has no Sns object")
+            return [malformed("sns", raw, "record has no Sns object")]
         message_id = sns.get("MessageId")
         if not is_text(message_id):
-            return malformed("sns", raw, "record has no Sns.MessageId")
+            return [malformed("sns", raw, "record has no Sns.MessageId")]
         attributes = mapping(sns.get("MessageAttributes"))
         subject = sns.get("Subject")
         fallback = subject if is_valid_id(subject) else message_id  # a rejected attribute is still logged
@@ -42,16 +42,18 @@ class SnsSource(Source):
             "sns", dig(attributes.get("trace_id"), "Value"), fallback, attributes, attribute_text
         )
         payload, error = self.message(sns.get("Message"))
-        return Record(
-            source="sns",
-            id=message_id,
-            trace_id=trace_id,
-            payload=payload,
-            raw=raw,
-            error=error,
-            rejected_trace_id=rejected,
-            context=context,
-        )
+        return [
+            Record(
+                source="sns",
+                id=message_id,
+                trace_id=trace_id,
+                payload=payload,
+                raw=raw,
+                error=error,
+                rejected_trace_id=rejected,
+                context=context,
+            )
+        ]
 
     def message(self, message: Any) -> tuple[Any, str | None]:
         """(payload, error) of ``Sns.Message``: its JSON, or with ``json=False`` the text; a message

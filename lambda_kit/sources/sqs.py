@@ -34,12 +34,12 @@ class SqsSource(Source):
     def __init__(self, json: bool = True) -> None:
         self.json = json
 
-    def record(self, raw: Any) -> Record:
+    def read(self, raw: Any) -> list[Record]:
         if type(raw) is not dict:
-            return malformed("sqs", raw, "record is not a JSON object")
+            return [malformed("sqs", raw, "record is not a JSON object")]
         message_id = raw.get("messageId")
         if not is_text(message_id):
-            return malformed("sqs", raw, "record has no messageId")
+            return [malformed("sqs", raw, "record has no messageId")]
         system = mapping(raw.get("attributes"))
         payload, error, envelope = self.message(raw.get("body"))
         found, carrier = trace_places(mapping(raw.get("messageAttributes")), envelope)
@@ -47,18 +47,20 @@ class SqsSource(Source):
             "sqs", found, message_id, carrier, attribute_text, system.get("AWSTraceHeader")
         )
         group = system.get("MessageGroupId")
-        return Record(
-            source="sqs",
-            id=message_id,
-            trace_id=trace_id,
-            payload=payload,
-            raw=raw,
-            error=error,
-            attempt=receive_attempt(system.get("ApproximateReceiveCount")),
-            rejected_trace_id=rejected,
-            group=None if group is None else as_text(group),  # a FIFO queue's: its messages run in order
-            context=context,
-        )
+        return [
+            Record(
+                source="sqs",
+                id=message_id,
+                trace_id=trace_id,
+                payload=payload,
+                raw=raw,
+                error=error,
+                attempt=receive_attempt(system.get("ApproximateReceiveCount")),
+                rejected_trace_id=rejected,
+                group=None if group is None else as_text(group),  # a FIFO queue's: its messages run in order
+                context=context,
+            )
+        ]
 
     def message(self, body: Any) -> tuple[Any, str | None, dict[str, Any] | None]:
         """(payload, error, the SNS envelope when the body is one) of a message body: its JSON,

@@ -1,7 +1,7 @@
 """HTTP requests, every shape Lambda receives them in: the ``api`` source.
 
-One request per invocation: ``lambda_kit.loop.request`` runs it on the record path, asking the
-adapter (``ApiSource``) for each HTTP step. The package's modules:
+One request per invocation: ``path`` runs it on the record path (``RequestPath``), with the HTTP
+steps of this package. Its modules:
 
 - ``shapes``: one class per front door (REST API payload 1.0, HTTP API payload 2.0, Function URL,
   ALB), after AWS's documented payloads and Mangum's adapters: each recognizes its events, reads
@@ -11,26 +11,20 @@ adapter (``ApiSource``) for each HTTP step. The package's modules:
   headers])`` tuple) as its front door's response, and error responses;
 - ``fields``: the checks before the function runs, the answer to a failure, and the fields of the
   request's log lines (bodies masked exactly when they parse as JSON);
-- ``router``: ``Router``, one function behind many routes.
+- ``router``: ``Router``, one function behind many routes;
+- ``path``: ``api_handler``'s invocation (``run_request``), the request on the record path.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...record import Record
 from ..base import Source
-from .fields import (
-    check_request,
-    failure_fields,
-    failure_level,
-    failure_response,
-    request_fields,
-    result_fields,
-    result_for_log,
-)
 from .request import Request, request_id, trace_of
-from .response import shape_response
+
+if TYPE_CHECKING:
+    from ...loop.invocation import LambdaContext
 
 
 class ApiSource(Source):
@@ -57,9 +51,9 @@ class ApiSource(Source):
         http = context.get("http")  # payload format 2.0, Function URLs
         return type(http) is dict and isinstance(http.get("method"), str)
 
-    # --- the HTTP steps of the record path (lambda_kit.loop.request) ------------------------------
-
-    def record(self, event: Any, context: Any = None, trace_header: str = "X-Trace-Id") -> Record:
+    def record(
+        self, event: Any, context: LambdaContext | None = None, trace_header: str = "X-Trace-Id"
+    ) -> Record:
         """The request as the one record of its invocation (its ``payload`` the ``Request``)."""
         request = Request(event)
         trace_id, rejected, found = trace_of(request, trace_header)
@@ -73,25 +67,6 @@ class ApiSource(Source):
             rejected_trace_id=rejected,
             context=found,
         )
-
-    received_fields = staticmethod(request_fields)
-    check = staticmethod(check_request)
-
-    def respond(
-        self, request: Request, result: Any, trace_header: str, started: float
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """(the response to what the function returned, the ``request processed`` line's fields)."""
-        response = shape_response(request, result, request.trace_id, trace_header)
-        fields = result_fields(response, started)
-        fields["result"] = result_for_log(result)
-        return response, fields
-
-    def fail(
-        self, request: Request, error: BaseException, trace_header: str, started: float
-    ) -> tuple[dict[str, Any], str, dict[str, Any]]:
-        """(the answer to a failure, its line's level, the ``request failed`` line's fields)."""
-        response = failure_response(request, error, trace_header)
-        return response, failure_level(response), failure_fields(response, started, error)
 
 
 SOURCE = ApiSource
