@@ -42,6 +42,9 @@ MAX_NESTING = 254  # orjson's limit, kept under every codec
 
 loads: Callable[[str | bytes], Any]
 dumps: Callable[[Any], str]
+dumps_plain: Callable[[Any], str]
+"""``dumps`` of plain JSON data (what ``plain`` or ``lambda_kit.log.clean`` made: dicts with ``str``
+keys, lists, valid strings, ints, finite floats, bools, None), without walking it again first."""
 name: str
 
 # --- reading --------------------------------------------------------------------------------------
@@ -239,13 +242,21 @@ def plain(value: Any, depth: int = 0) -> Any:
 
 
 def _json_dumps(value: Any) -> str:
-    return json.dumps(plain(value), ensure_ascii=False, separators=(",", ":"))
+    return _json_plain(plain(value))
+
+
+def _json_plain(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 # --- the three codecs -----------------------------------------------------------------------------
 
 
-def _orjson(orjson: Any) -> tuple[Callable[[Any], Any], Callable[[Any], str]]:
+Codec = tuple[Callable[[Any], Any], Callable[[Any], str], Callable[[Any], str]]
+"""A codec's (loads, dumps, dumps_plain)."""
+
+
+def _orjson(orjson: Any) -> Codec:
     encode, decode = orjson.dumps, orjson.loads
     # datetimes, dataclasses, subclasses and enums go through ``convert`` (orjson's own forms differ)
     option = (
@@ -262,10 +273,17 @@ def _orjson(orjson: Any) -> tuple[Callable[[Any], Any], Callable[[Any], str]]:
             pass  # outside the except block, so an error of the fallback does not chain orjson's
         return _json_dumps(value)
 
-    return read, write
+    def write_plain(value: Any) -> str:
+        try:
+            return encode(value).decode()
+        except TypeError:  # an int beyond 64 bits
+            pass
+        return _json_plain(value)
+
+    return read, write, write_plain
 
 
-def _ujson(ujson: Any) -> tuple[Callable[[Any], Any], Callable[[Any], str]]:
+def _ujson(ujson: Any) -> Codec:
     encode, decode = ujson.dumps, ujson.loads
 
     def read(text: str | bytes) -> Any:
@@ -273,13 +291,16 @@ def _ujson(ujson: Any) -> tuple[Callable[[Any], Any], Callable[[Any], str]]:
 
     def write(value: Any) -> str:
         # ujson writes a Decimal as a float by itself, so everything is made plain first (no NaN is left)
-        return encode(plain(value), ensure_ascii=False, escape_forward_slashes=False)
+        return write_plain(plain(value))
 
-    return read, write
+    def write_plain(value: Any) -> str:
+        return encode(value, ensure_ascii=False, escape_forward_slashes=False)
+
+    return read, write, write_plain
 
 
-def _json(_: Any) -> tuple[Callable[[Any], Any], Callable[[Any], str]]:
-    return strict_loads, _json_dumps
+def _json(_: Any) -> Codec:
+    return strict_loads, _json_dumps, _json_plain
 
 
 _MAKERS = {"orjson": _orjson, "ujson": _ujson, "json": _json}
@@ -309,18 +330,22 @@ def _installed(candidate: str, forced: bool) -> Any:
 
 def reload() -> None:
     """Pick the codec (again, after ``LAMBDA_KIT_JSON`` changed)."""
-    global loads, dumps, name
+    global loads, dumps, dumps_plain, name
     choice = _choice()
     for candidate in (choice,) if choice else CODECS:
         module = _installed(candidate, bool(choice))
         if module is not None:
-            loads, dumps = _MAKERS[candidate](module)
+            loads, dumps, dumps_plain = _MAKERS[candidate](module)
             name = candidate
             return
 
 
+_CHOSEN = ("loads", "dumps", "dumps_plain", "name")
+"""What ``reload`` sets: the codec is chosen on first use (orjson costs ~20 ms to import)."""
+
+
 def __getattr__(attr: str) -> Any:
-    if attr in ("loads", "dumps", "name"):  # the codec is chosen on first use (orjson costs ~20 ms to import)
+    if attr in _CHOSEN:
         reload()
         return globals()[attr]
     raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")

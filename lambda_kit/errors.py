@@ -58,6 +58,11 @@ class GroupHeldBack(RuntimeError):
     """Not processed: an earlier record of its ordering group (FIFO message group) failed."""
 
 
+class DeadlineNear(RuntimeError):
+    """Not started: too little of the invocation's time was left (``deadline_margin_ms``); its
+    source retries it."""
+
+
 class BatchResponseReturned(TypeError):
     """The per-record function returned a Lambda batch response (``{"batchItemFailures": ...}``),
     which the decorator builds itself: the record fails rather than pass as processed."""

@@ -55,4 +55,4 @@ def count(function_name: str | None, source: str, processed: int, failed: int, r
         statsd.increment(FAILED, failed, tags=tags)
         statsd.increment(RETRIED, retried, tags=tags)
     except Exception as exc:  # metrics are best-effort by design
-        log.emit("WARNING", "could not send metrics", None, {"error": log.clean(log.safe_str(exc))})
+        log.emit("WARN", "could not send metrics", None, {"error": log.clean(log.safe_str(exc))})

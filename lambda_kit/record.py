@@ -18,7 +18,8 @@ class Record:
     stream records by ``eventID``; a KPL user record is named by its aggregate's sequence number).
     ``context`` is the tracer's context the producer sent (W3C, Datadog, X-Ray; see
     ``trace_context``), else None; ``log_keys`` the vendors' correlation keys every log line of
-    the record carries (None without a context).
+    the record carries (None without a context). ``buffered`` holds its lines below WARN while
+    the decorator's ``log_buffer`` keeps them (``lambda_kit.log.line``), else None.
     """
 
     __slots__ = (
@@ -35,6 +36,9 @@ class Record:
         "context",
         "log_keys",
         "line_keys",
+        "buffered",
+        "buffered_size",
+        "buffered_dropped",
     )
 
     def __init__(
@@ -65,6 +69,9 @@ class Record:
         self.context = context
         self.log_keys = None
         self.line_keys: dict[str, Any] | None = None
+        self.buffered: list[str] | None = None  # its lines below WARN, while they are held
+        self.buffered_size = 0
+        self.buffered_dropped = 0
         if context is not None:
             self.set_context(context)
 
@@ -81,10 +88,11 @@ class Record:
 class Outcome:
     """What became of a batch: failures (with their exceptions), records not reached, counts."""
 
-    __slots__ = ("failures", "skipped", "processed", "retried")
+    __slots__ = ("failures", "skipped", "processed", "retried", "unstarted")
 
     def __init__(self) -> None:
         self.failures: list[tuple[Record, BaseException]] = []
         self.skipped: list[Record] = []
         self.processed = 0
         self.retried = 0
+        self.unstarted = 0  # of the failures, those not started for lack of time

@@ -20,7 +20,7 @@ from lambda_kit.trace import is_valid_id
 # every codec installed here (the standard library's json always is): each must write the same lines
 CODECS = tuple(name for name in ("orjson", "ujson", "json") if importlib.util.find_spec(name) is not None)
 MAX_LINE_BYTES = 64 * 1024
-LEVELS = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}
+LEVELS = {"TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"}
 BASE_KEYS = ("timestamp", "level", "message", "function_name", "request_id")
 ISO_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 

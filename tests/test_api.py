@@ -127,7 +127,7 @@ def test_http_error_gives_its_status_and_body_shape_and_is_not_a_server_error(ca
     assert header(response, "X-Trace-Id") == "t-404"
     lines = read_lines(capfd)
     assert not of_level(lines, "ERROR")
-    assert of_level(lines, "WARNING")[0]["status"] == 404
+    assert of_level(lines, "WARN")[0]["status"] == 404
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -229,7 +229,7 @@ def test_malicious_trace_header_is_not_used_and_logged_escaped(capfd, bad):
     assert trace_id != bad and body_of(response)["trace"] == trace_id
     lines = read_lines(capfd)
     assert {line["trace_id"] for line in lines} == {trace_id}
-    (warning,) = of_level(lines, "WARNING")
+    (warning,) = of_level(lines, "WARN")
     assert warning["rejected_trace_id"] == ascii(bad)
 
 

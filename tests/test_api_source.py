@@ -449,5 +449,5 @@ def test_a_malformed_traceparent_header_is_warned_about_as_api(capfd):
     event = request("v2", headers={"traceparent": "not-w3c"})
     del event["headers"]["x-trace-id"]
     api_handler(lambda request, context: "ok")(event, lambda_context())
-    [warning] = [line for line in read_lines(capfd) if line["level"] == "WARNING"]
+    [warning] = [line for line in read_lines(capfd) if line["level"] == "WARN"]
     assert (warning["source"], warning["rejected_trace_context"]) == ("api", "'not-w3c'")

@@ -230,7 +230,7 @@ def test_a_fifo_failure_holds_back_the_rest_of_its_group_only(capfd):
         ids["a", 3],
     ]
     assert sorted(calls) == [("a", 0), ("a", 1), ("b", 0), ("b", 1), ("b", 2), ("b", 3)]
-    held = of_level(read_lines(capfd), "WARNING")
+    held = of_level(read_lines(capfd), "WARN")
     assert sorted(line["record_id"] for line in held) == sorted([ids["a", 2], ids["a", 3]])
 
 

@@ -199,7 +199,7 @@ def test_a_batch_commit_is_found_by_its_trace_ids_or_its_invocation(tmp_path, by
     invocation (a commit that names none) belongs to the batch's traces too."""
     commit = {
         "timestamp": "2024-05-01T10:00:01.000Z",
-        "level": "WARNING",
+        "level": "WARN",
         "message": "batch committed",
         "records": 3,
         "failed": 1,

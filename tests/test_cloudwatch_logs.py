@@ -101,7 +101,7 @@ def test_a_lambda_kit_line_with_an_invalid_trace_id_falls_back_with_a_warning(ca
     handler(cloudwatch_logs_event(log_line(trace_id="bad id\nwith newline")), None)
     [(_, record_id, trace_id)] = calls
     assert trace_id == record_id
-    [warning] = of_level(read_lines(capfd), "WARNING")
+    [warning] = of_level(read_lines(capfd), "WARN")
     assert warning["message"] == "ignored an invalid trace id; using the fallback id"
 
 
@@ -244,7 +244,7 @@ def test_a_failed_log_event_stops_the_batch_at_its_kinesis_record(capfd):
     failed = event["Records"][1]["kinesis"]["sequenceNumber"]
     assert handler(event, None) == {"batchItemFailures": [{"itemIdentifier": failed}]}
     assert [c[0]["message"] for c in calls] == ["a", "b", "bad"]
-    [warning] = of_level(read_lines(capfd), "WARNING")
+    [warning] = of_level(read_lines(capfd), "WARN")
     assert warning["not_processed"] == 2  # "c" and "d"
 
 

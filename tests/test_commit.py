@@ -262,7 +262,7 @@ def test_a_commit_that_fails_records_says_so_on_its_own_line(capfd):
     event = sqs_event({"n": 1}, {"n": 2}, {"n": 3}, trace_id=TRACE_IDS)
     _, lines = run(handler, event, capfd)
     [committed] = with_message(lines, "batch committed")
-    assert committed["level"] == "WARNING" and (committed["records"], committed["failed"]) == (3, 1)
+    assert committed["level"] == "WARN" and (committed["records"], committed["failed"]) == (3, 1)
 
 
 def test_a_commit_that_raises_says_so_and_why_on_its_own_line(capfd):
@@ -275,7 +275,7 @@ def test_a_commit_that_raises_says_so_and_why_on_its_own_line(capfd):
     handler, _ = committed_by(commit)
     _, lines = run(handler, sqs_event({"n": 1}, {"n": 2}, {"n": 3}, trace_id=TRACE_IDS), capfd)
     [committed] = with_message(lines, "batch committed")
-    assert committed["level"] == "WARNING" and (committed["records"], committed["failed"]) == (3, 3)
+    assert committed["level"] == "WARN" and (committed["records"], committed["failed"]) == (3, 3)
     assert (committed["error_type"], committed["error"]) == ("ConnectionError", "table unreachable")
 
     handler, _ = committed_by(lambda items: None)

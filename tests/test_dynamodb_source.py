@@ -188,7 +188,7 @@ def test_a_malformed_traceparent_in_the_image_is_warned_about_as_dynamodb(capfd)
     record = dynamodb_record("INSERT", keys={"PK": "a"}, new_image={"PK": "a", "traceparent": "not-w3c"})
     response, [change] = one_change(record)
     assert response == {"batchItemFailures": []} and change["new_image"]["traceparent"] == "not-w3c"
-    [warning] = of_level(read_lines(capfd), "WARNING")
+    [warning] = of_level(read_lines(capfd), "WARN")
     assert (warning["source"], warning["rejected_trace_context"], warning["trace_id"]) == (
         "dynamodb",
         "'not-w3c'",

@@ -66,7 +66,7 @@ def test_an_invalid_trace_id_falls_back_to_the_event_id_with_a_warning(capfd):
     event = eventbridge_event({"trace_id": "a\nb"})
     handler(event, None)
     assert seen[0][3] == event["id"]
-    [warning] = of_level(read_lines(capfd), "WARNING")
+    [warning] = of_level(read_lines(capfd), "WARN")
     assert warning["rejected_trace_id"] == "'a\\nb'"
 
 
@@ -182,7 +182,7 @@ def test_a_failed_event_is_its_first_attempt_and_carries_the_event_as_it_came(ca
 def test_a_malformed_traceparent_in_the_detail_is_warned_about_as_eventbridge(capfd):
     event = eventbridge_event({"n": 1, "traceparent": "not-w3c"})
     eventbridge_handler(lambda detail, context: None)(event, lambda_context())
-    [warning] = of_level(read_lines(capfd), "WARNING")
+    [warning] = of_level(read_lines(capfd), "WARN")
     assert (
         warning["message"],
         warning["source"],

@@ -416,7 +416,7 @@ def test_oversized_body_is_413_and_never_reaches_the_function(version, body, bas
     assert status == 413 and calls == []
     assert decoded["error"].startswith("request body is larger than")
     lines = parse_lines(out)
-    assert of_level(lines, "ERROR") == [] and of_level(lines, "WARNING")[0]["status"] == 413
+    assert of_level(lines, "ERROR") == [] and of_level(lines, "WARN")[0]["status"] == 413
     assert all(len(text.encode()) <= 64 * 1024 for text in out)
 
 
@@ -504,7 +504,7 @@ def test_hostile_trace_header_never_becomes_the_trace_id_nor_a_raw_log_line(valu
     else:  # the next place in order: the request's X-Ray trace (ALB sends one)
         assert trace_id == xray == check_response(second, event)[1]
     lines = parse_lines(out)
-    assert [line["level"] for line in lines] == ["WARNING", "INFO", "INFO"] * 2
+    assert [line["level"] for line in lines] == ["WARN", "INFO", "INFO"] * 2
     assert {line["trace_id"] for line in lines[:3]} == {trace_id}
     warning = lines[0]
     assert warning["rejected_trace_id"] == ascii(value)[:256]  # escaped, bounded

@@ -544,7 +544,7 @@ def check(built: Built, outcome: str, warns: bool, concurrency: int = 1) -> list
         [error] = errors
         assert error["message"] == "record could not be decoded" and error["error"].strip()
         assert raised is not None or response["batchItemFailures"]
-    warnings = of_level(lines, "WARNING")
+    warnings = of_level(lines, "WARN")
     assert len(warnings) == (1 if warns and outcome == "runs" else 0), warnings
     for line in warnings:  # a rejected value is shown, boundedly
         assert len(line.get("rejected_trace_id", line.get("rejected_trace_context", ""))) <= MAX_SHOWN
@@ -597,7 +597,7 @@ def test_a_producers_json_too_deep_for_any_codec_fails_its_own_record_only(name,
 def test_a_rejected_trace_id_that_is_not_text_is_shown_cut_short():
     event = sqs_with(set_in(("messageAttributes", "trace_id"), attribute(nested(DEPTH))))
     fn, _, _, lines = run(sqs_handler, event)
-    [warning] = of_level(lines, "WARNING")
+    [warning] = of_level(lines, "WARN")
     shown = warning["rejected_trace_id"]
     assert shown.startswith("[[[") and len(shown) <= 256 and "..." in shown  # never walked to the bottom
     message_id = event["Records"][0]["messageId"]
@@ -609,7 +609,7 @@ def test_an_integer_too_long_to_write_costs_its_record_nothing(where):
     # Python refuses to write an int of more than 4,300 digits (ValueError): it is shown otherwise
     event = sqs_with(set_in(("messageAttributes", where), attribute(10**5000)))
     fn, _, _, lines = run(sqs_handler, event)
-    [warning] = of_level(lines, "WARNING")
+    [warning] = of_level(lines, "WARN")
     assert len(warning.get("rejected_trace_id", warning.get("rejected_trace_context"))) <= 256
     assert len(fn.calls) == 2
 
@@ -617,7 +617,7 @@ def test_an_integer_too_long_to_write_costs_its_record_nothing(where):
 def test_a_rejected_context_is_shown_escaped_as_ascii_shows_it():
     event = sqs_with(set_in(("messageAttributes", "traceparent"), attribute("é-not-w3c\u2028")))
     _, _, _, lines = run(sqs_handler, event)
-    [warning] = of_level(lines, "WARNING")
+    [warning] = of_level(lines, "WARN")
     assert warning["rejected_trace_context"] == ascii("é-not-w3c\u2028") == "'\\xe9-not-w3c\\u2028'"
 
 

@@ -81,7 +81,7 @@ def test_trace_id_comes_from_the_trace_id_header():
     offsets = [r["offset"] for r in event["records"]["orders-0"]]
     assert [t for _, t, _ in fn.seen] == ["T-1", f"orders-0:{offsets[1]}", f"orders-0:{offsets[2]}"]
     assert fn.seen[0][2]["key"] == b"order-7" and fn.seen[0][2]["headers"] == {"trace_id": b"T-1"}
-    [warning] = of_level(lines, "WARNING")
+    [warning] = of_level(lines, "WARN")
     assert (
         warning["message"].startswith("ignored an invalid trace id")
         and warning["rejected_trace_id"] == "'bad id\\n'"
@@ -155,7 +155,7 @@ def test_raise_stops_the_batch_at_the_first_failure_and_raises_it():
     error, lines = run(kafka_handler(fn), event)
     assert isinstance(error, RuntimeError) and str(error) == "cannot take a-0:101"
     assert [record_id for record_id, _, _ in fn.seen] == ["a-0:100", "a-0:101"]
-    [stopped] = of_level(lines, "WARNING")
+    [stopped] = of_level(lines, "WARN")
     assert stopped["not_processed"] == 3
 
 
@@ -289,7 +289,7 @@ def test_a_kafka_record_carries_its_raw_form_and_a_bad_traceparent_header_is_war
     )
     _, lines = run(kafka_handler(fn), {"eventSource": "aws:kafka", "records": {"a-0": [raw]}})
     assert seen == [(raw, "kafka")]
-    [warning] = of_level(lines, "WARNING")
+    [warning] = of_level(lines, "WARN")
     assert (warning["source"], warning["message"]) == (
         "kafka",
         "ignored an invalid traceparent; reading the next place",

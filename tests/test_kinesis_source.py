@@ -198,7 +198,7 @@ def test_json_false_hands_over_bytes_whatever_they_look_like():
     fn = Recorder()
     event = kinesis_event(*datas)
     response, lines = run(stream_handler(json=False)(fn), event)
-    assert response == {"batchItemFailures": []} and of_level(lines, "WARNING") == []
+    assert response == {"batchItemFailures": []} and of_level(lines, "WARN") == []
     assert [(payload, trace_id) for payload, _, trace_id, _ in fn.seen] == [
         (data, "t-raw" if b"t-raw" in data else record["eventID"])
         for data, record in zip(datas, event["Records"], strict=True)
@@ -224,7 +224,7 @@ def test_a_json_payload_that_is_not_an_object_has_no_trace_id_to_reject():
     event = kinesis_event([1, 2], '"text"', 7, None)
     response, lines = run(stream_handler(fn), event)
     assert response == {"batchItemFailures": []}
-    assert of_level(lines, "WARNING") == []
+    assert of_level(lines, "WARN") == []
     assert [(payload, trace_id) for payload, _, trace_id, _ in fn.seen] == [
         ([1, 2], event["Records"][0]["eventID"]),
         ("text", event["Records"][1]["eventID"]),
@@ -238,7 +238,7 @@ def test_a_malformed_tracer_context_in_the_payload_is_warned_about_as_kinesis():
     event = kinesis_event({"traceparent": "not-w3c", "n": 1})
     response, lines = run(stream_handler(fn), event)
     assert response == {"batchItemFailures": []}
-    [warning] = of_level(lines, "WARNING")
+    [warning] = of_level(lines, "WARN")
     assert {key: warning[key] for key in ("message", "source", "trace_id", "rejected_trace_context")} == {
         "message": "ignored an invalid traceparent; reading the next place",
         "source": "kinesis",

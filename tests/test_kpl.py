@@ -76,7 +76,7 @@ def test_a_failure_inside_an_aggregate_is_reported_by_the_aggregate_and_stops_th
     assert response == {"batchItemFailures": [{"itemIdentifier": seq}]}
     [error] = of_level(lines, "ERROR")
     assert error["record_id"] == f"{seq}:1"
-    [stopped] = of_level(lines, "WARNING")
+    [stopped] = of_level(lines, "WARN")
     assert stopped["not_processed"] == 2
 
 

@@ -42,7 +42,7 @@ def lines_of(fn: Any) -> list[dict[str, Any]]:
         ({}, 20),
         ({"LOG_LEVEL": "debug"}, 10),
         ({"AWS_LAMBDA_LOG_LEVEL": "ERROR"}, 40),
-        ({"LOG_LEVEL": "WARNING", "AWS_LAMBDA_LOG_LEVEL": "DEBUG"}, 30),  # LOG_LEVEL before AWS's
+        ({"LOG_LEVEL": "WARN", "AWS_LAMBDA_LOG_LEVEL": "DEBUG"}, 30),  # LOG_LEVEL before AWS's
         ({"LAMBDA_KIT_LOG_LEVEL": "critical", "LOG_LEVEL": "DEBUG"}, 50),  # lambda_kit's own first
         ({"LAMBDA_KIT_LOG_LEVEL": "loud", "LOG_LEVEL": "error"}, 40),  # not a level: the next one
     ],

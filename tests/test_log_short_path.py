@@ -799,7 +799,7 @@ def test_a_direct_line_reaches_standard_output_whole_with_no_log_record(
 
     assert capfd.readouterr().out == (
         expected("INFO", "teach", {keys["k"]: "v", keys["b"]: True, keys["z"]: None})
-        + expected("WARNING", "known", {keys["z"]: None, keys["k"]: "w", keys["b"]: False})
+        + expected("WARN", "known", {keys["z"]: None, keys["k"]: "w", keys["b"]: False})
     )
 
 

@@ -49,7 +49,7 @@ def test_every_line_has_the_base_keys_and_the_record_trace_id(capfd):
         ("t-b", "/b", 3, "INFO"),
     ]
     assert counting[0]["logger"] == "tests.views"
-    assert [w["message"] for w in of_level(lines, "WARNING")] == ["slow\nsecond line"] * 2
+    assert [w["message"] for w in of_level(lines, "WARN")] == ["slow\nsecond line"] * 2
 
 
 def test_get_logger_wraps_the_standard_logger_and_has_no_trace_id_outside_a_handler(capfd):

@@ -164,7 +164,7 @@ def test_a_payload_that_does_not_fit_never_reaches_the_function(source, capfd):
     ]
     if source == "api":
         [line] = with_message(lines, "request failed")
-        assert line["level"] == "WARNING" and line["status"] == 422  # a client error, as every 4xx
+        assert line["level"] == "WARN" and line["status"] == 422  # a client error, as every 4xx
         body = json.loads(response["body"])
         assert (
             body["error"]
@@ -519,4 +519,4 @@ def test_any_payload_is_either_validated_and_processed_or_failed_with_one_line(s
             assert failed["message"] == "record failed validation" and failed["invalid"]
     else:
         assert (calls, outcome) == ([expected], "ok")
-        assert not [line for line in written if line["level"] in ("ERROR", "WARNING")]
+        assert not [line for line in written if line["level"] in ("ERROR", "WARN")]

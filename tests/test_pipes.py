@@ -125,7 +125,7 @@ def test_a_failed_kinesis_record_and_those_after_it_are_named_by_event_id():
     response, lines = run(stream_handler(fn), batch)
     assert [p for _, _, p in fn.seen] == [{"n": 1}, {"n": 2}]
     assert response == {"batchItemFailures": [{"itemIdentifier": r["eventID"]} for r in batch[1:]]}
-    [stopped] = of_level(lines, "WARNING")
+    [stopped] = of_level(lines, "WARN")
     assert stopped["not_processed"] == 2
 
 

@@ -151,7 +151,7 @@ def test_an_unknown_path_is_a_404_and_a_warning_line(shape, path):
     assert (status, json.loads(body)) == (404, {"error": "Not Found", "trace_id": "t-404"})
     assert headers["x-trace-id"] == ["t-404"] and "allow" not in headers
     [failed] = [line for line in parse_lines(out) if line["message"] == "request failed"]
-    assert (failed["level"], failed["status"], failed["trace_id"]) == ("WARNING", 404, "t-404")
+    assert (failed["level"], failed["status"], failed["trace_id"]) == ("WARN", 404, "t-404")
 
 
 @pytest.mark.parametrize("shape", SHAPES)

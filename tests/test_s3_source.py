@@ -183,7 +183,7 @@ def test_an_eventbridge_request_id_that_is_no_trace_id_is_warned_about_and_a_dig
     event["detail"]["request-id"] = "not an id"
     traced = []
     s3_handler(lambda obj, context: traced.append(current_record().trace_id))(event, lambda_context())
-    [warning] = of_level(read_lines(capfd), "WARNING")
+    [warning] = of_level(read_lines(capfd), "WARN")
     assert warning["rejected_trace_id"] == "'not an id'" and warning["trace_id"] == traced[0]
     assert traced[0].startswith("h-")
 
@@ -520,7 +520,7 @@ def test_a_request_id_that_is_no_trace_id_is_warned_about_and_a_digest_of_the_ob
     record = s3_record("a.txt", request_id="REQ-1")
     record["responseElements"]["x-amz-request-id"] = "not an id"
     [(_, record_id, trace_id, _)] = direct(record)
-    [warning] = of_level(read_lines(capfd), "WARNING")
+    [warning] = of_level(read_lines(capfd), "WARN")
     assert (warning["source"], warning["rejected_trace_id"], warning["trace_id"]) == (
         "s3",
         "'not an id'",

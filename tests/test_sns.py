@@ -128,7 +128,7 @@ def test_malicious_attribute_is_not_used_and_is_logged_escaped(capfd, bad):
     assert seen[-1] == message_id
     lines = read_lines(capfd)
     assert {line["trace_id"] for line in lines} == {message_id}
-    warnings = of_level(lines, "WARNING")
+    warnings = of_level(lines, "WARN")
     assert len(warnings) == 1
     assert warnings[0]["rejected_trace_id"] == ascii(bad)
     assert warnings[0]["rejected_trace_id"].isprintable()

@@ -26,7 +26,7 @@ def test_without_a_trace_id_attribute_the_trace_id_is_a_valid_subject_else_the_m
     bare = sns_record({"n": 1})
     del bare["Sns"]["MessageAttributes"]  # SNS sends none when the publisher set none
     assert traced(bare) == [bare["Sns"]["MessageId"]]
-    assert not of_level(read_lines(capfd), "WARNING")  # nothing was rejected: nothing to warn about
+    assert not of_level(read_lines(capfd), "WARN")  # nothing was rejected: nothing to warn about
 
 
 def test_a_trace_id_attribute_comes_before_the_subject():
@@ -85,7 +85,7 @@ def test_a_malformed_traceparent_attribute_is_warned_about_as_sns_and_the_messag
     record = sns_record({"n": 1})
     record["Sns"]["MessageAttributes"]["traceparent"] = {"Type": "String", "Value": "not-w3c"}
     assert traced(record) == [record["Sns"]["MessageId"]]
-    [warning] = of_level(read_lines(capfd), "WARNING")
+    [warning] = of_level(read_lines(capfd), "WARN")
     assert {key: warning[key] for key in ("message", "source", "rejected_trace_context", "trace_id")} == {
         "message": "ignored an invalid traceparent; reading the next place",
         "source": "sns",
@@ -116,5 +116,5 @@ def test_a_binary_datadog_attribute_that_is_not_base64_is_warned_about_as_it_cam
     attribute = {"Type": "Binary", "Value": "not base64!"}
     record["Sns"]["MessageAttributes"]["_datadog"] = attribute
     assert traced(record) == [record["Sns"]["MessageId"]]
-    [warning] = of_level(read_lines(capfd), "WARNING")
+    [warning] = of_level(read_lines(capfd), "WARN")
     assert (warning["source"], warning["rejected_trace_context"]) == ("sns", ascii(attribute))

@@ -136,7 +136,7 @@ def test_a_binary_sqs_attribute_carries_the_tracers_context(capfd):
         {"binaryValue": base64.b64encode(TRACEPARENT.encode()).decode(), "dataType": "Binary"}
     )
     assert run_sqs(text, binary) == [TRACE_ID, TRACE_ID]
-    assert not of_level(read_lines(capfd), "WARNING")
+    assert not of_level(read_lines(capfd), "WARN")
 
 
 def test_a_binary_sqs_attribute_that_is_not_strict_base64_is_not_read_and_is_reported(capfd):
@@ -145,7 +145,7 @@ def test_a_binary_sqs_attribute_that_is_not_strict_base64_is_not_read_and_is_rep
     spoiled = spoiled[:8] + "!" + spoiled[8:]
     record = sqs_with_traceparent({"binaryValue": spoiled, "dataType": "Binary"})
     assert run_sqs(record) == [record["messageId"]]
-    [warning] = of_level(read_lines(capfd), "WARNING")
+    [warning] = of_level(read_lines(capfd), "WARN")
     assert warning["message"] == SKIPPED
     assert warning["source"] == "sqs" and warning["trace_id"] == record["messageId"]
     # what could not be read is shown as it came, not as the None it read as
@@ -157,7 +157,7 @@ def test_a_malformed_context_is_logged_cut_to_256_characters(capfd):
     record = sqs_with_traceparent({"stringValue": bad, "dataType": "String"})
     assert run_sqs(record) == [record["messageId"]]
     [warning] = with_message(read_lines(capfd), SKIPPED)
-    assert warning["level"] == "WARNING" and warning["source"] == "sqs"
+    assert warning["level"] == "WARN" and warning["source"] == "sqs"
     assert warning["rejected_trace_context"] == ascii(bad)[:256]
 
 

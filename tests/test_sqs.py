@@ -199,7 +199,7 @@ def test_malicious_trace_id_is_not_used_and_is_logged_escaped(capfd, bad):
     assert seen == [message_id]
     lines = read_lines(capfd)
     assert {line["trace_id"] for line in lines} == {message_id}
-    warnings = of_level(lines, "WARNING")
+    warnings = of_level(lines, "WARN")
     assert len(warnings) == 1
     assert warnings[0]["source"] == "sqs"
     assert warnings[0]["message"] == "ignored an invalid trace id; using the fallback id"
@@ -215,7 +215,7 @@ def assert_escaped(rejected, bad):
 def test_a_huge_rejected_trace_id_is_logged_cut_to_256_characters(capfd):
     handler = sqs_handler(lambda message, context: None)
     handler(sqs_event({"x": 1}, trace_id="\n" * 1000), None)
-    [warning] = of_level(read_lines(capfd), "WARNING")
+    [warning] = of_level(read_lines(capfd), "WARN")
     assert warning["rejected_trace_id"] == ascii("\n" * 1000)[:256]
     assert len(warning["rejected_trace_id"]) == 256
 
@@ -286,7 +286,7 @@ def test_fifo_failure_holds_back_the_rest_of_its_group_and_other_groups_go_on(ca
     assert [by_id[f["itemIdentifier"]] for f in response["batchItemFailures"]] == ["A1", "A2", "A3"]
     lines = read_lines(capfd)
     assert len(of_level(lines, "ERROR")) == 1  # only A1 failed by itself
-    held = of_level(lines, "WARNING")
+    held = of_level(lines, "WARN")
     assert len(held) == 2 and all(line["group"] == "A" for line in held)
 
 
@@ -302,7 +302,7 @@ def test_a_held_back_message_gets_one_warning_naming_it_and_its_group(capfd):
     assert handler(event, None) == {
         "batchItemFailures": [{"itemIdentifier": message_id} for message_id in ids]
     }
-    [held] = of_level(read_lines(capfd), "WARNING")
+    [held] = of_level(read_lines(capfd), "WARN")
     assert held["message"] == "not processed: an earlier record of its group failed; it is retried in order"
     assert (held["source"], held["record_id"], held["trace_id"], held["group"]) == (
         "sqs",
@@ -473,5 +473,5 @@ def test_each_record_carries_its_raw_message_and_a_malformed_traceparent_is_warn
     )
     handler(event, lambda_context())
     assert raws == event["Records"]
-    warnings = of_level(read_lines(capfd), "WARNING")
+    warnings = of_level(read_lines(capfd), "WARN")
     assert [line["source"] for line in warnings] == ["sqs", "sqs"]

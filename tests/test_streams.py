@@ -56,7 +56,7 @@ def test_kinesis_stops_at_the_first_failure_and_does_not_call_later_records(capf
     lines = read_lines(capfd)
     errors = of_level(lines, "ERROR")
     assert len(errors) == 1 and errors[0]["trace_id"] == "k-2" and errors[0]["error_type"] == "ValueError"
-    [stopped] = of_level(lines, "WARNING")
+    [stopped] = of_level(lines, "WARN")
     assert stopped["message"] == "stopped the batch at the failed record; Lambda retries from it, in order"
     assert (stopped["source"], stopped["record_id"], stopped["trace_id"], stopped["not_processed"]) == (
         "kinesis",
@@ -143,7 +143,7 @@ def test_kinesis_malicious_trace_id_is_not_used_and_logged_escaped(capfd, bad):
     event = kinesis_event({"trace_id": bad})
     handler(event, None)
     assert seen == [event["Records"][0]["eventID"]]
-    warnings = of_level(read_lines(capfd), "WARNING")
+    warnings = of_level(read_lines(capfd), "WARN")
     assert len(warnings) == 1
     assert warnings[0]["rejected_trace_id"] == ascii(bad)
 
@@ -248,7 +248,7 @@ def test_dynamodb_malicious_trace_id_is_not_used(capfd):
     record = dynamodb_record("INSERT", new_image={"PK": "a", "SK": "b", "trace_id": "x\r\ny"})
     handler(dynamodb_stream_event(record), None)
     assert seen == [record["eventID"]]
-    warnings = of_level(read_lines(capfd), "WARNING")
+    warnings = of_level(read_lines(capfd), "WARN")
     assert [w["rejected_trace_id"] for w in warnings] == [ascii("x\r\ny")]
 
 

@@ -246,7 +246,7 @@ def test_the_order_is_traceparent_then_datadog_then_xray(capfd):
     (line, *_) = run("sqs", {"_datadog": dd}, capfd, xray=xray)
     assert line["dd.trace_id"] == dd["x-datadog-trace-id"]
     warning, line, *_ = run("sqs", {"trace_id": "own-7", "traceparent": "garbage"}, capfd, xray=xray)
-    assert warning["level"] == "WARNING" and warning["rejected_trace_context"] == "'garbage'"
+    assert warning["level"] == "WARN" and warning["rejected_trace_context"] == "'garbage'"
     assert line["trace_id"] == "own-7" and line["xray_trace_id"] == TraceHeader.from_header_str(xray).root
 
 
@@ -259,7 +259,7 @@ def test_malformed_context_is_never_used_and_gets_a_warning_line(source, capfd):
         else {"_datadog": {"x-datadog-trace-id": "-5"}}
     )
     lines = run(source, bad, capfd)
-    warnings = of_level(lines, "WARNING")
+    warnings = of_level(lines, "WARN")
     assert len(warnings) == 2, warnings
     assert "\\u2028" in warnings[0]["rejected_trace_context"]  # the value, escaped
     assert all(VENDOR_KEYS.isdisjoint(line) for line in lines)
@@ -371,7 +371,7 @@ def traced_by(carrier: dict[str, str], capfd) -> tuple[dict, dict[str, str], lis
     handler(sqs_event_with(carrier), None)
     lines = read_lines(capfd)
     [line] = [line for line in lines if line["message"] == "inside the function"]
-    return line, sent[0], of_level(lines, "WARNING")
+    return line, sent[0], of_level(lines, "WARN")
 
 
 @pytest.mark.parametrize(

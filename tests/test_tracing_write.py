@@ -243,7 +243,7 @@ def test_a_send_never_fails_for_propagation_a_warning_says_what_was_left_out(ses
     handler(event, None)
     (message,) = receive(sqs, url)
     assert set(message["MessageAttributes"]) == {*nine, "trace_id"}  # 10: what fits, in order
-    (warning,) = of_level(read_lines(capfd), "WARNING")
+    (warning,) = of_level(read_lines(capfd), "WARN")
     assert warning["not_written"] == ["traceparent"] and warning["trace_id"] == "t-full"
     assert warning["record_id"] == event["Records"][0]["messageId"]  # a line of the record's own
     assert "10 message attributes" in warning["message"]
@@ -361,7 +361,7 @@ def sent_attributes(
 
     capfd.readouterr()
     handler(record_with({"trace_id": trace_id}), None)
-    return sent, of_level(read_lines(capfd), "WARNING")
+    return sent, of_level(read_lines(capfd), "WARN")
 
 
 def attributes(count: int) -> dict:

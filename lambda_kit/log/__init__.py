@@ -10,6 +10,7 @@ from __future__ import annotations
 from .line import (
     LEVELS,
     MAX_LINE_CHARS,
+    NAMES,
     current_function_name,
     emit,
     enabled,
@@ -18,6 +19,7 @@ from .line import (
     flush,
     leave_invocation,
     level_from_environment,
+    release,
     safe_str,
     set_level,
     set_sink,
@@ -39,6 +41,7 @@ from .mask import (
 __all__ = [
     "LEVELS",
     "MASK",
+    "NAMES",
     "MAX_DEPTH",
     "MAX_LINE_CHARS",
     "MAX_VALUE_CHARS",
@@ -57,6 +60,7 @@ __all__ = [
     "leave_invocation",
     "level_from_environment",
     "outline",
+    "release",
     "safe_str",
     "set_level",
     "set_sink",

@@ -6,53 +6,115 @@ Every line lambda_kit writes, the decorators' own and those of ``get_logger`` lo
 then the line's own fields, then the caller's ``extra`` (a key the line already has is written as
 ``extra_<key>``). What comes from outside goes through ``mask.clean``, the one masking rule: the
 line's own fields hold it already cleaned (a payload, a result, an error's text), every ``extra``
-value is cleaned here. ``write`` encodes the line with the codec,
-escapes the Unicode line breaks a reader would split on, cuts the largest fields of a line over
-``MAX_LINE_CHARS`` bytes, and hands it to the sink (standard output unless ``set_sink``).
-Adding a field to every line is one edit, in ``base``.
+value is cleaned here. ``write`` encodes the line (``encode``: the codec's JSON of what
+``clean`` already made plain, the Unicode line breaks a reader would split on escaped, the largest
+fields of a line over ``MAX_LINE_CHARS`` bytes cut) and hands it to the sink (standard output
+unless ``set_sink``). Adding a field to every line is one edit, in ``emit``.
+
+Writes are what a line costs under Lambda's runtime (its standard output is unbuffered: every
+``write`` is a system call), so a line may be *held* (``emit(..., hold=True)``: a record's
+``processed`` line) and goes out with the next line written, or at ``flush`` (the end of the
+invocation): at the defaults one write per record, and the record in flight always has its
+``received`` line out. A record that is *buffered* (``Record.buffered``, the decorators'
+``log_buffer=True``) keeps its lines below WARN until it ends: written before its ERROR line if it
+fails, dropped if it succeeds.
+
+Levels are Lambda's (TRACE, DEBUG, INFO, WARN, ERROR, FATAL; ``WARNING`` and ``CRITICAL`` are read
+as WARN and FATAL), and the ``level`` a line carries is Lambda's name, which Lambda's log-level
+filtering reads. The function's logging configuration (``AWS_LAMBDA_LOG_LEVEL``) is a floor:
+``LAMBDA_KIT_LOG_LEVEL`` or ``LOG_LEVEL`` may raise the level, never lower it.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar, Token
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import codec
-from ..trace import record_in_scope
+from ..trace import is_valid_id, record_in_scope
 from .mask import clean, clean_fields, cut, text_of
 
+if TYPE_CHECKING:
+    from ..loop.invocation import LambdaContext
+    from ..record import Record
+
 MAX_LINE_CHARS = 64 * 1024  # bytes of UTF-8, newline not counted
-LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}
+LEVELS = {
+    "TRACE": 5,
+    "DEBUG": 10,
+    "INFO": 20,
+    "WARN": 30,
+    "WARNING": 30,
+    "ERROR": 40,
+    "FATAL": 50,
+    "CRITICAL": 50,
+}
+"""Lambda's level names (and ``logging``'s for the same levels), by number."""
+NAMES = {5: "TRACE", 10: "DEBUG", 20: "INFO", 30: "WARN", 40: "ERROR", 50: "FATAL"}
+"""The name a line of each level carries: Lambda's."""
+WARN = LEVELS["WARN"]
 BASE_KEYS = ("timestamp", "level", "message", "function_name", "request_id", "trace_id", "record_id")
 _UNCUT = ("timestamp", "level", "trace_id")
 _UNICODE_LINE_BREAKS = (("\x85", "\\u0085"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
+MAX_BUFFERED_BYTES = 256 * 1024
+"""What a buffered record may hold (``log_buffer``); beyond it its oldest lines are dropped."""
 
 
 # --- levels ----------------------------------------------------------------------------------------
 
 
+def levels_from_environment() -> tuple[int, str | None]:
+    """(the level, the WARN line to write at init if the environment's levels disagree or one is
+    no level). ``AWS_LAMBDA_LOG_LEVEL`` (the function's logging config) is a floor;
+    ``LAMBDA_KIT_LOG_LEVEL``, else ``LOG_LEVEL``, may raise it; INFO when none is set."""
+    problems = []
+    floor = own = None
+    for variable in ("AWS_LAMBDA_LOG_LEVEL", "LAMBDA_KIT_LOG_LEVEL", "LOG_LEVEL"):
+        raw = os.environ.get(variable, "")
+        if not raw:
+            continue
+        level = LEVELS.get(raw.strip().upper())
+        if level is None:
+            problems.append(
+                f"{variable}={raw[:40]!r} is no log level (TRACE, DEBUG, INFO, WARN, ERROR, FATAL)"
+            )
+        elif variable == "AWS_LAMBDA_LOG_LEVEL":
+            floor = level
+        elif own is None:
+            own = (variable, level)
+    if own is None:
+        level = LEVELS["INFO"] if floor is None else floor
+    elif floor is not None and own[1] < floor:
+        problems.append(
+            f"{own[0]}={NAMES[own[1]]} is below the function's log level (AWS_LAMBDA_LOG_LEVEL="
+            f"{NAMES[floor]}), which wins: raise it in the function's logging configuration"
+        )
+        level = floor
+    else:
+        level = own[1]
+    return level, "; ".join(problems) or None
+
+
 def level_from_environment() -> int:
-    """``LAMBDA_KIT_LOG_LEVEL``, else ``LOG_LEVEL``, else ``AWS_LAMBDA_LOG_LEVEL``, else INFO."""
-    for variable in ("LAMBDA_KIT_LOG_LEVEL", "LOG_LEVEL", "AWS_LAMBDA_LOG_LEVEL"):
-        value = os.environ.get(variable, "").upper()
-        if value in LEVELS:
-            return LEVELS[value]
-    return LEVELS["INFO"]
+    """The level the environment sets (``levels_from_environment``)."""
+    return levels_from_environment()[0]
 
 
-_threshold = level_from_environment()
+_threshold, _level_problem = levels_from_environment()
 _on_level_change: list[Callable[[int], None]] = []
 
 
 def set_level(level: str | int) -> None:
-    """Set the level below which lambda_kit's own lines (and ``get_logger`` loggers') are dropped."""
+    """Set the level below which lambda_kit's own lines (and ``get_logger`` loggers') are dropped:
+    a level name (Lambda's or ``logging``'s) or number."""
     global _threshold
-    _threshold = LEVELS[level.upper()] if isinstance(level, str) else int(level)
+    _threshold = LEVELS[level.strip().upper()] if isinstance(level, str) else int(level)
     for listener in _on_level_change:
         listener(_threshold)
 
@@ -78,14 +140,16 @@ _invocation: ContextVar[tuple[str | None, str | None]] = ContextVar(
 )
 
 
-def enter_invocation(context: Any) -> tuple[Token[tuple[str | None, str | None]], str | None]:
+def enter_invocation(
+    context: LambdaContext | None,
+) -> tuple[Token[tuple[str | None, str | None]], str | None]:
     """Stamp the lines written until ``leave_invocation`` with this invocation's function name and
     request id; returns (token, function name)."""
     name = _text_attribute(context, "function_name") or os.environ.get("AWS_LAMBDA_FUNCTION_NAME")
     return _invocation.set((name, _text_attribute(context, "aws_request_id"))), name
 
 
-def _text_attribute(context: Any, name: str) -> str | None:
+def _text_attribute(context: object, name: str) -> str | None:
     """A context attribute that is text (Lambda's are); anything else is not written."""
     value = getattr(context, name, None)
     return clean(value) if isinstance(value, str) else None
@@ -112,7 +176,15 @@ def set_sink(write_text: Callable[[str], None] | None) -> Callable[[str], None] 
     return previous
 
 
+_held = threading.local()  # .text: lines held for this thread's next write (``hold``)
+
+
 def flush() -> None:
+    """Write the held lines and flush standard output (the end of an invocation)."""
+    held = getattr(_held, "text", "")
+    if held:
+        _held.text = ""
+        _out(held)
     if _sink is None:
         try:
             sys.stdout.flush()
@@ -138,7 +210,7 @@ def timestamp(now: float) -> str:
 _NO_KEYS: dict[str, Any] = {}
 
 
-def record_keys(record: Any) -> dict[str, Any]:
+def record_keys(record: Record) -> dict[str, Any]:
     """What every line of ``record`` carries after the base fields, made once per record: its
     trace id, its tracer's keys (``Record.log_keys``), its id."""
     record.line_keys = {"trace_id": record.trace_id, **(record.log_keys or {}), "record_id": clean(record.id)}
@@ -147,19 +219,22 @@ def record_keys(record: Any) -> dict[str, Any]:
 
 def emit(
     level: str,
-    message: Any,
+    message: object,
     trace_id: str | None = None,
-    fields: dict[str, Any] | None = None,
-    extra: Any = None,
+    fields: Mapping[str, Any] | None = None,
+    extra: Mapping[str, object] | None = None,
     now: float | None = None,
+    hold: bool = False,
 ) -> None:
-    """Write one line: the base fields (``timestamp``, ``level``, ``message``, ``function_name``,
-    ``request_id``; inside a record's scope the record's keys, ``record_keys``; else the
-    ``trace_id`` given, if any), then ``fields`` (the line's own: JSON-ready, what came from
-    outside already ``clean``), then ``extra`` (a caller's, cleaned here: renamed ``extra_<key>``
-    where the line already has the key). ``message`` is the caller's text (a user's is cleaned by
-    ``get_logger``'s loggers); ``trace_id`` defaults to the current record's. Every line of
-    lambda_kit is made here: this is its hot path, written with as few calls as it takes."""
+    """Write one line: the base fields (``timestamp``, ``level`` as Lambda names it, ``message``,
+    ``function_name``, ``request_id``; inside a record's scope the record's keys,
+    ``record_keys``; else the ``trace_id`` given, if any), then ``fields`` (the line's own:
+    JSON-ready, what came from outside already ``clean``), then ``extra`` (a caller's, cleaned
+    here: renamed ``extra_<key>`` where the line already has the key, or for a ``trace_id`` that
+    is no valid id). ``message`` is the caller's text (a user's is cleaned by ``get_logger``'s
+    loggers); ``trace_id`` defaults to the current record's. ``hold``: the line may wait for the
+    next write (module docstring). Every line of lambda_kit is made here: this is its hot path,
+    written with as few calls as it takes."""
     if now is None:
         now = time.time()
     stamp = _stamp[1] if int(now * 1000) == _stamp[0] else timestamp(now)
@@ -171,7 +246,7 @@ def emit(
         keys = _NO_KEYS if trace_id is None else {"trace_id": trace_id}
     line = {
         "timestamp": stamp,
-        "level": level,
+        "level": NAMES.get(LEVELS.get(level, 0), level),
         "message": message,
         "function_name": function_name,
         "request_id": request_id,
@@ -180,8 +255,31 @@ def emit(
     }
     if extra:
         for key, value in clean_fields(extra).items():
-            line[f"extra_{key}" if key in line else key] = value
-    write(line)
+            taken = key in line or (key == "trace_id" and not is_valid_id(value))
+            line[f"extra_{key}" if taken else key] = value
+    if record is not None and record.buffered is not None and not hold and LEVELS.get(level, 0) < WARN:
+        buffer(record, encode(line))
+        return
+    write(line, hold)
+
+
+def buffer(record: Record, text: str) -> None:
+    """Keep a line of a buffered record (oldest first, at most ``MAX_BUFFERED_BYTES``)."""
+    held = record.buffered
+    if held is None:
+        return
+    held.append(text)
+    record.buffered_size += len(text)
+    while record.buffered_size > MAX_BUFFERED_BYTES and len(held) > 1:
+        record.buffered_size -= len(held.pop(0))
+        record.buffered_dropped += 1
+
+
+def release(record: Record) -> None:
+    """Write a failed buffered record's lines, in one write, before its ERROR line."""
+    held, record.buffered = record.buffered, None
+    if held:
+        _out("".join(text + "\n" for text in held))
 
 
 def error_fields(exc: BaseException) -> dict[str, Any]:
@@ -204,14 +302,11 @@ def _utf8_size(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
-def _dumps(line: dict[str, Any]) -> str:
-    """The codec's JSON with the Unicode line breaks escaped: legal raw in JSON, yet they split a
-    line for ``str.splitlines`` and some log viewers."""
-    text = codec.dumps(line)
-    return text if text.isascii() else _escaped(text)
-
-
 def _escaped(text: str) -> str:
+    """The Unicode line breaks escaped: legal raw in JSON, yet they split a line for
+    ``str.splitlines`` and some log viewers."""
+    if text.isascii():
+        return text
     for char, escape in _UNICODE_LINE_BREAKS:
         text = text.replace(char, escape)
     return text
@@ -220,37 +315,72 @@ def _escaped(text: str) -> str:
 def _fit(line: dict[str, Any]) -> str:
     """Cut the largest fields until the line is at most ``MAX_LINE_CHARS`` bytes, each from its
     own text (one marker), at budgets of 16, 4, 1 KiB, then 256 characters."""
-    texts = {key: value if type(value) is str else codec.dumps(value) for key, value in line.items()}
+    texts = {key: value if type(value) is str else codec.dumps_plain(value) for key, value in line.items()}
     budget = MAX_LINE_CHARS // 4
     while budget >= 256:
         fitted = {
             key: cut(texts[key], budget) if key not in _UNCUT and _utf8_size(texts[key]) > budget else value
             for key, value in line.items()
         }
-        text = _dumps(fitted)
+        text = _escaped(codec.dumps_plain(fitted))
         if _utf8_size(text) <= MAX_LINE_CHARS:
             return text
         budget //= 4
     # too many fields to fit even cut short: the base fields (each at most 1 KiB), and how many others went
     kept = {key: _at_most(line[key], 1_024) for key in BASE_KEYS if key in line}
     kept["fields_dropped"] = len(line) - len(kept)
-    return _dumps(kept)
+    return _escaped(codec.dumps_plain(kept))
 
 
 def _at_most(value: Any, limit: int) -> Any:
     return cut(value, limit) if type(value) is str and len(value) > limit else value
 
 
-def write(line: dict[str, Any]) -> None:
-    """The one writer: ``line`` (of ``clean`` values) as one JSON line to the sink."""
+def encode(line: dict[str, Any]) -> str:
+    """``line`` (of ``clean`` values: plain JSON data already) as one line of JSON text."""
     try:
-        text = codec.dumps(line)
+        text = codec.dumps_plain(line)
     except Exception as exc:  # what ``clean`` let through and the codec refuses: the base fields, and why
-        text = codec.dumps(
-            {**{key: line[key] for key in BASE_KEYS if key in line}, "log_error": text_of(exc)}
-        )
+        kept = {key: line[key] for key in BASE_KEYS if key in line}
+        text = codec.dumps(clean({**kept, "log_error": text_of(exc)}))
     if not text.isascii():
         text = _escaped(text)
     if len(text) > MAX_LINE_CHARS // 4 and _utf8_size(text) > MAX_LINE_CHARS:
         text = _fit(line)
-    (sys.stdout.write if _sink is None else _sink)(text + "\n")
+    return text
+
+
+def write(line: dict[str, Any], hold: bool = False) -> None:
+    """The one writer: ``line`` as one JSON line, to the sink, with the lines held before it;
+    ``hold``: kept for the next write instead (standard output only: a sink gets each line as it
+    comes)."""
+    text = encode(line) + "\n"
+    if _sink is not None:
+        _sink(text)
+        return
+    held = getattr(_held, "text", "")
+    if hold:
+        _held.text = held + text
+        return
+    if held:
+        _held.text = ""
+        text = held + text
+    sys.stdout.write(text)
+
+
+def _out(text: str) -> None:
+    """Lines already encoded, to the sink (each line) or standard output (one write)."""
+    if _sink is None:
+        sys.stdout.write(text)
+        return
+    for each in text.splitlines(keepends=True):
+        _sink(each)
+
+
+def warn_level_problem() -> None:
+    """The one WARN line about the environment's log levels, at init (``levels_from_environment``)."""
+    if _level_problem is not None:
+        emit("WARN", "log level: " + _level_problem, fields={"source": "lambda_kit"})
+
+
+warn_level_problem()

@@ -16,14 +16,24 @@ Lines reach the same builder (``line.emit``) by one of two paths:
   no ``findCaller`` walking the stack: about a third of the standard path's cost (``make bench``).
   The line is the same either way; what it leaves out is what no line carries (``funcName``,
   ``lineno``, the thread and process fields): add a filter or a handler to have them.
+
+Under Lambda's runtime (``awslambdaric``), the root logger has the runtime's handler, which writes
+every ``logging`` record that reaches the root in Lambda's Text or JSON format. lambda_kit puts its
+own handler in its place (``adopt_runtime_root``, when this module is imported: the runtime has
+set up logging by then), so what user code and libraries log through plain ``logging``
+(``logging.getLogger(__name__).warning``, boto3's and urllib3's warnings) comes out as lambda_kit's
+JSON lines, with the request id and the current record's trace id, one line each, whatever
+``AWS_LAMBDA_LOG_FORMAT`` says. The root logger's level stays the runtime's (the function's
+logging configuration).
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any, TypeAlias
 
 from . import line
 from .mask import clean, text_of
@@ -34,16 +44,17 @@ STANDARD_ATTRS = frozenset(
 """A ``LogRecord``'s own attributes: an ``extra=`` naming one is refused by ``logging``."""
 
 _STANDARD_FACTORY = logging.getLogRecordFactory()
-LEVEL_NAMES = {
-    logging.DEBUG: "DEBUG",
-    logging.INFO: "INFO",
-    logging.WARNING: "WARNING",
-    logging.ERROR: "ERROR",
-    logging.CRITICAL: "CRITICAL",
-}
+ExcInfo: TypeAlias = (
+    bool
+    | BaseException
+    | tuple[type[BaseException], BaseException, TracebackType | None]
+    | tuple[None, None, None]
+    | None
+)
+"""What ``logging``'s ``exc_info=`` takes."""
 
 
-def message_text(msg: Any, args: Any) -> Any:
+def message_text(msg: object, args: tuple[object, ...] | Mapping[str, object]) -> str:
     """The line's message: ``msg % args`` as ``LogRecord.getMessage`` makes it; a message that
     cannot be formatted must not cost the line (its ``msg`` then)."""
     if isinstance(args, tuple) and len(args) == 1 and isinstance(args[0], Mapping) and args[0]:
@@ -54,7 +65,7 @@ def message_text(msg: Any, args: Any) -> Any:
         return text_of(msg)
 
 
-def exception_of(exc_info: Any) -> BaseException | None:
+def exception_of(exc_info: ExcInfo) -> BaseException | None:
     """The exception an ``exc_info=`` argument names, as ``Logger._log`` reads it."""
     if isinstance(exc_info, BaseException):
         return exc_info
@@ -64,13 +75,19 @@ def exception_of(exc_info: Any) -> BaseException | None:
 
 
 def user_line(
-    name: str, level: str, message: Any, exception: BaseException | None, extra: Any, now: Any = None
+    name: str,
+    level: int,
+    message: object,
+    exception: BaseException | None,
+    extra: Mapping[str, object] | None,
+    now: float | None = None,
 ) -> None:
     """The line of one ``logging`` call, whichever path it took."""
     fields: dict[str, Any] = {"logger": name}
     if exception is not None:
         fields.update(line.error_fields(exception))
-    line.emit(level, clean(message), fields=fields, extra=extra, now=now)
+    level_name = line.NAMES.get(level) or logging.getLevelName(level)
+    line.emit(level_name, clean(message), fields=fields, extra=extra, now=now)
 
 
 class JsonLogHandler(logging.Handler):
@@ -91,7 +108,7 @@ class JsonLogHandler(logging.Handler):
             exception = record.exc_info[1] if record.exc_info else None
             user_line(
                 record.name,
-                record.levelname,
+                record.levelno,
                 message_text(record.msg, record.args),
                 exception,
                 extra,
@@ -114,7 +131,9 @@ def only_lambda_kit_sees(logger: logging.Logger, level: int) -> bool:
     )
 
 
-def goes_direct(logger: logging.Logger, level: int, extra: Any, stack_info: bool) -> bool:
+def goes_direct(
+    logger: logging.Logger, level: int, extra: Mapping[str, object] | None, stack_info: bool
+) -> bool:
     """Whether a line of ``logger`` takes the direct path: lambda_kit's handler alone would see it,
     and nothing ``logging`` does for it is asked for (a stack, an extra naming a ``LogRecord``
     attribute, which ``logging`` refuses)."""
@@ -133,97 +152,61 @@ def _delegated(attribute: str) -> property:
     )
 
 
+def _at(level: int, exc_info_default: ExcInfo = None) -> Callable[..., None]:
+    """The level method of ``level`` (``debug``, ``info`` ...): ``logging``'s arguments, handed on
+    as they are (``LoggerAdapter``'s pass them through ``**kwargs``, a third of a direct line's cost)."""
+
+    def method(
+        self: JsonLogger,
+        msg: object,
+        *args: object,
+        exc_info: ExcInfo = exc_info_default,
+        extra: Mapping[str, object] | None = None,
+        stack_info: bool = False,
+        stacklevel: int = 1,
+    ) -> None:
+        self.write(level, msg, args, exc_info, extra, stack_info, stacklevel)
+
+    return method
+
+
 class JsonLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
     """What ``get_logger`` returns: the standard logger (``.logger``) with lambda_kit's direct
     path. Every other attribute is the standard logger's (``addHandler``, ``handlers``,
-    ``addFilter``, ``propagate``, ``level`` ...). The level methods take ``logging``'s arguments and
-    hand them on as they are (``LoggerAdapter``'s pass them through ``**kwargs``, a third of a
-    direct line's cost)."""
+    ``addFilter``, ``propagate``, ``level`` ...)."""
 
     propagate = _delegated("propagate")
     level = _delegated("level")
     disabled = _delegated("disabled")
 
-    def debug(
-        self,
-        msg: Any,
-        *args: Any,
-        exc_info: Any = None,
-        extra: Any = None,
-        stack_info: bool = False,
-        stacklevel: int = 1,
-    ) -> None:
-        self.write(logging.DEBUG, msg, args, exc_info, extra, stack_info, stacklevel)
+    debug = _at(logging.DEBUG)
+    info = _at(logging.INFO)
+    warning = _at(logging.WARNING)
+    error = _at(logging.ERROR)
+    exception = _at(logging.ERROR, exc_info_default=True)
+    critical = _at(logging.CRITICAL)
 
-    def info(
-        self,
-        msg: Any,
-        *args: Any,
-        exc_info: Any = None,
-        extra: Any = None,
-        stack_info: bool = False,
-        stacklevel: int = 1,
-    ) -> None:
-        self.write(logging.INFO, msg, args, exc_info, extra, stack_info, stacklevel)
-
-    def warning(
-        self,
-        msg: Any,
-        *args: Any,
-        exc_info: Any = None,
-        extra: Any = None,
-        stack_info: bool = False,
-        stacklevel: int = 1,
-    ) -> None:
-        self.write(logging.WARNING, msg, args, exc_info, extra, stack_info, stacklevel)
-
-    def error(
-        self,
-        msg: Any,
-        *args: Any,
-        exc_info: Any = None,
-        extra: Any = None,
-        stack_info: bool = False,
-        stacklevel: int = 1,
-    ) -> None:
-        self.write(logging.ERROR, msg, args, exc_info, extra, stack_info, stacklevel)
-
-    def exception(
-        self,
-        msg: Any,
-        *args: Any,
-        exc_info: Any = True,
-        extra: Any = None,
-        stack_info: bool = False,
-        stacklevel: int = 1,
-    ) -> None:
-        self.write(logging.ERROR, msg, args, exc_info, extra, stack_info, stacklevel)
-
-    def critical(
-        self,
-        msg: Any,
-        *args: Any,
-        exc_info: Any = None,
-        extra: Any = None,
-        stack_info: bool = False,
-        stacklevel: int = 1,
-    ) -> None:
-        self.write(logging.CRITICAL, msg, args, exc_info, extra, stack_info, stacklevel)
-
-    def log(
+    def log(  # type: ignore[override]
         self,
         level: int,
-        msg: Any,
-        *args: Any,
-        exc_info: Any = None,
-        extra: Any = None,  # type: ignore[override]
+        msg: object,
+        *args: object,
+        exc_info: ExcInfo = None,
+        extra: Mapping[str, object] | None = None,
         stack_info: bool = False,
         stacklevel: int = 1,
     ) -> None:
         self.write(level, msg, args, exc_info, extra, stack_info, stacklevel)
 
     def write(
-        self, level: int, msg: Any, args: Any, exc_info: Any, extra: Any, stack_info: bool, stacklevel: int
+        self,
+        level: int,
+        msg: object,
+        args: tuple[object, ...],
+        exc_info: ExcInfo,
+        extra: Mapping[str, object] | None,
+        stack_info: bool,
+        stacklevel: int,
     ) -> None:
         """The direct path when lambda_kit's handler alone would see the line, else ``logging``'s."""
         logger = self.logger
@@ -244,9 +227,7 @@ class JsonLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
             return
         exception = exception_of(exc_info) if exc_info else None
         message = msg if not args and type(msg) is str else message_text(msg, args)
-        user_line(
-            logger.name, LEVEL_NAMES.get(level) or logging.getLevelName(level), message, exception, extra
-        )
+        user_line(logger.name, level, message, exception, extra)
 
     def __getattr__(self, attribute: str) -> Any:
         if attribute == "logger":  # not set yet: no standard logger to ask
@@ -254,7 +235,7 @@ class JsonLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
         return getattr(self.logger, attribute)
 
 
-_loggers: dict[str | None, JsonLogger] = {}
+_loggers: dict[str, JsonLogger] = {}
 
 
 def _set_levels(level: int) -> None:
@@ -267,7 +248,10 @@ line.on_level_change(_set_levels)
 
 def get_logger(name: str | None = None) -> JsonLogger:
     """A logger writing lambda_kit JSON lines with the current trace id (and a ``logger`` key: its
-    name), over the standard logger ``logging.getLogger(name)``."""
+    name), over the standard logger ``logging.getLogger(name)``. Without a name: the calling
+    module's (``get_logger(__name__)``), never the root logger, whose lines are the runtime's."""
+    if name is None:
+        name = str(sys._getframe(1).f_globals.get("__name__") or "app")
     logger = logging.getLogger(name)
     if not any(isinstance(handler, JsonLogHandler) for handler in logger.handlers):
         logger.addHandler(JsonLogHandler(logger))
@@ -278,3 +262,22 @@ def get_logger(name: str | None = None) -> JsonLogger:
     if adapter is None or adapter.logger is not logger:
         adapter = _loggers[name] = JsonLogger(logger)
     return adapter
+
+
+RUNTIME_HANDLERS = ("LambdaLoggerHandler", "LambdaLoggerHandlerWithFrameType")
+"""The classes of the root handler Lambda's Python runtime (``awslambdaric``) installs."""
+
+
+def adopt_runtime_root() -> bool:
+    """Replace the runtime's root handler with lambda_kit's (the module docstring says why);
+    whether there was one. Nothing changes outside Lambda's runtime."""
+    root = logging.getLogger()
+    found = [handler for handler in root.handlers if type(handler).__name__ in RUNTIME_HANDLERS]
+    for handler in found:
+        root.removeHandler(handler)
+    if found and not any(type(handler) is JsonLogHandler for handler in root.handlers):
+        root.addHandler(JsonLogHandler(root))
+    return bool(found)
+
+
+adopt_runtime_root()

@@ -97,6 +97,10 @@ class Lanes:
                 path.skipped.extend((index, *lane))
                 lane.clear()
                 continue
+            if not path.may_start():  # too little time left: this lane's rest goes back unstarted
+                path.unstarted.extend((index, *lane))
+                lane.clear()
+                continue
             await path.run_record(self.records[index], index)
             if lane:
                 heappush(ready, (lane[0], number))

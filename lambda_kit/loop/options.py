@@ -27,6 +27,8 @@ class HandlerOptions(TypedDict, total=False):
     """Send the per-function counts (None: ``LAMBDA_KIT_METRICS`` decides)."""
     model: Any
     """A pydantic model, a dataclass or a TypedDict: the function receives the payload validated."""
+    log_buffer: bool
+    """Hold each record's lines below WARN; write them only if the record fails. Default False."""
 
 
 class BatchOptions(HandlerOptions, total=False):
@@ -34,6 +36,13 @@ class BatchOptions(HandlerOptions, total=False):
 
     max_concurrency: int
     """An ``async def`` only: up to that many records at once, each ordering group in order."""
+    deadline_margin_ms: int
+    """No record starts once less than the slowest record of the invocation plus this is left of
+    its time; those not started go back to their source. Default ``DEADLINE_MARGIN_MS``."""
+
+
+DEADLINE_MARGIN_MS = 100
+"""The part of the margin that is not the slowest record: time to answer Lambda."""
 
 
 def checked_concurrency(decorator: str, value: Any) -> int:
@@ -63,6 +72,8 @@ class Options:
         "commit",
         "model",
         "max_concurrency",
+        "deadline_margin_ms",
+        "log_buffer",
         "validate",
     )
 
@@ -78,6 +89,8 @@ class Options:
         metrics: bool | None = None,
         model: Any = None,
         max_concurrency: int = 1,
+        deadline_margin_ms: int = DEADLINE_MARGIN_MS,
+        log_buffer: bool = False,
     ) -> None:
         if commit is not None and not callable(commit):
             raise TypeError(
@@ -92,6 +105,13 @@ class Options:
         self.commit = commit
         self.model = model
         self.max_concurrency = checked_concurrency(decorator, max_concurrency)
+        if type(deadline_margin_ms) is not int or deadline_margin_ms < 0:
+            raise ValueError(
+                f"{decorator}: deadline_margin_ms must be a whole number of milliseconds, not "
+                f"{deadline_margin_ms!r}"
+            )
+        self.deadline_margin_ms = deadline_margin_ms
+        self.log_buffer = bool(log_buffer)
         self.validate = None if model is None else validator(model, from_json=not json)
 
     @property

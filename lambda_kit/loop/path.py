@@ -23,7 +23,14 @@ from time import perf_counter
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import log
-from ..errors import BatchResponseReturned, CommitFailed, GroupHeldBack, InvalidPayload, UndecodableRecord
+from ..errors import (
+    BatchResponseReturned,
+    CommitFailed,
+    DeadlineNear,
+    GroupHeldBack,
+    InvalidPayload,
+    UndecodableRecord,
+)
 from ..record import Outcome, Record
 from ..trace import reset_current_record, set_current_record
 from .options import Options
@@ -76,6 +83,17 @@ def correlation(logger: Any) -> Callable[[str], None] | None:
     return correlate
 
 
+def deadline_of(context: LambdaContext | None) -> float | None:
+    """When the invocation ends (on ``perf_counter``'s clock), by the context's remaining time;
+    None when the context does not tell (a test's ``None``)."""
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    try:
+        millis = remaining() if remaining is not None else None
+    except Exception:
+        return None
+    return perf_counter() + millis / 1000 if type(millis) is int else None
+
+
 def duration_ms(started: float) -> float:
     """Milliseconds since ``started``, to the microsecond (``round(x, 3)`` costs twice as much)."""
     return round((perf_counter() - started) * 1_000_000) / 1000
@@ -106,6 +124,11 @@ class RecordPath:
         self.failed_groups: set[Any] = set()
         self.stop_at = size  # no record after this batch position is started
         self.skipped: list[int] = []
+        self.unstarted: list[int] = []  # not started: too little of the invocation's time was left
+        self.deadline = deadline_of(context)
+        self.reserve = options.deadline_margin_ms / 1000
+        self.slowest = 0.0
+        self.started = 0
         self.spans = record_spans()
         self.correlate = correlation(options.logger)
         self.log_event = options.log_event and log.enabled(INFO)
@@ -116,9 +139,22 @@ class RecordPath:
         for index, record in enumerate(records):
             if index > self.stop_at:
                 self.skipped.append(index)
-                continue
-            run_now(self.run_record(record, index))
+            elif not self.may_start():
+                self.unstarted.append(index)
+            else:
+                run_now(self.run_record(record, index))
         return run_now(self.finish(records))
+
+    def may_start(self) -> bool:
+        """Whether the record at ``index`` may start: the invocation has more time left than the
+        margin, what the slowest record of this invocation took plus ``deadline_margin_ms``
+        (Lambda stops a function at its deadline, and a batch cut short so reports nothing: every
+        record would come back). The first record of the invocation always starts."""
+        if self.unstarted:
+            return False  # once one waits for the retry, every later one does
+        if self.deadline is None or not self.started:
+            return True
+        return self.deadline - perf_counter() > self.slowest + self.reserve
 
     async def resolve(self, awaitable: Awaitable[T]) -> T:
         """An awaitable the function (or the commit) handed back, run to its end: a plain
@@ -141,6 +177,7 @@ class RecordPath:
             return
         token = set_current_record(record)
         span = self.spans.start(record, self.size) if self.spans is not None else None
+        self.started += 1
         started = perf_counter()
         error = None
         try:
@@ -155,6 +192,7 @@ class RecordPath:
             error = exc
             self.failed(record, exc, started, index)
         finally:
+            self.slowest = max(self.slowest, perf_counter() - started)
             if span is not None:
                 self.spans.end(span, error, self.span_outcome(error))
             reset_current_record(token)
@@ -163,7 +201,7 @@ class RecordPath:
         """The record's trace warnings, the logger's correlation id, the retry count, ``received``."""
         if record.rejected_trace_id is not None:
             log.emit(
-                "WARNING",
+                "WARN",
                 "ignored an invalid trace id; using the fallback id",
                 fields={
                     "source": record.source,
@@ -174,6 +212,8 @@ class RecordPath:
             self.correlate(record.trace_id)
         if record.attempt:
             self.outcome.retried += 1
+        if self.options.log_buffer:
+            record.buffered = []
         if self.log_event and record.error is None:
             log.emit("INFO", self.received_message, fields=self.received_fields(record))
 
@@ -202,18 +242,20 @@ class RecordPath:
         self.processed(record, result, duration)
 
     def processed(self, record: Record, result: Any, duration: float) -> None:
-        """The record is done once its line is written (a line that cannot be written fails it)."""
+        """The record is done once its line is written (a line that cannot be written fails it);
+        its line goes out with the next one written (one write per record), and the lines it
+        buffered are dropped."""
         if self.log_result:
-            log.emit(
-                "INFO",
-                self.processed_message,
-                fields={
-                    "source": record.source,
-                    "outcome": "ok",
-                    "duration_ms": duration,
-                    "result": log.clean(result),
-                },
-            )
+            fields = {
+                "source": record.source,
+                "outcome": "ok",
+                "duration_ms": duration,
+                "result": log.clean(result),
+            }
+            if record.buffered_dropped:
+                fields["log_lines_dropped"] = record.buffered_dropped
+            log.emit("INFO", self.processed_message, fields=fields, hold=True)
+        record.buffered = None
         self.outcome.processed += 1
 
     def span_outcome(self, error: BaseException | None) -> str | None:
@@ -240,6 +282,7 @@ class RecordPath:
         }
         if routing_error is not None:
             fields["requeue_error"] = log.clean(routing_error)
+        log.release(record)
         log.emit("ERROR", failure_message(record, error), fields=fields)
 
     def route(self, record: Record, error: BaseException) -> tuple[str, str | None]:
@@ -258,7 +301,7 @@ class RecordPath:
         token = set_current_record(record)
         try:
             log.emit(
-                "WARNING",
+                "WARN",
                 "not processed: an earlier record of its group failed; it is retried in order",
                 fields={"source": record.source, "group": log.clean(record.group)},
             )
@@ -268,9 +311,12 @@ class RecordPath:
     # --- the end of the batch ------------------------------------------------------------------------
 
     async def finish(self, records: list[Record]) -> Outcome:
-        """After every record ran: the commit, then failures and skipped records in batch order."""
+        """After every record ran: the commit, the records not started go back, then failures and
+        skipped records in batch order."""
         if self.pending:
             await self.commit(records)
+        if self.unstarted:
+            self.out_of_time([records[index] for index in sorted(self.unstarted)])
         if self.skipped:
             self.stopped(records[self.stop_at], [records[index] for index in sorted(self.skipped)])
         if len(self.outcome.failures) > 1:
@@ -278,11 +324,31 @@ class RecordPath:
             self.outcome.failures.sort(key=lambda failure: position[id(failure[0])])
         return self.outcome
 
+    def out_of_time(self, unstarted: list[Record]) -> None:
+        """The records not started for lack of time fail unprocessed, so their source retries
+        them; one WARN line says how many and why."""
+        left = None if self.deadline is None else max(0.0, self.deadline - perf_counter())
+        for record in unstarted:
+            self.outcome.failures.append(
+                (record, DeadlineNear("not started: the invocation's deadline was near"))
+            )
+        self.outcome.unstarted = len(unstarted)
+        log.emit(
+            "WARN",
+            "records not started: too little of the invocation's time was left; their source retries them",
+            fields={
+                "not_started": len(unstarted),
+                "remaining_ms": None if left is None else round(left * 1000),
+                "margin_ms": round((self.slowest + self.reserve) * 1000),
+                "trace_ids": list(dict.fromkeys(record.trace_id for record in unstarted)),
+            },
+        )
+
     def stopped(self, record: Record, skipped: list[Record]) -> None:
         """The adapter keeps order: after ``record`` failed, ``skipped`` are not processed this time."""
         self.outcome.skipped = skipped
         log.emit(
-            "WARNING",
+            "WARN",
             "stopped the batch at the failed record; Lambda retries from it, in order",
             record.trace_id,
             {"source": record.source, "record_id": log.clean(record.id), "not_processed": len(skipped)},
@@ -321,7 +387,7 @@ class RecordPath:
         }
         if error is not None:
             fields.update(error_type=type(error).__name__, error=log.clean(log.safe_str(error)))
-        log.emit("WARNING" if failed else "INFO", "batch committed", fields=fields)
+        log.emit("WARN" if failed else "INFO", "batch committed", fields=fields)
 
     def settle(self, failed_ids: set[Any], error: Exception | None) -> None:
         """Each accepted record's outcome after the commit: a commit that raised fails all of them
@@ -333,6 +399,7 @@ class RecordPath:
                     self.processed(record, result, duration)
                     continue
                 record_error = error or CommitFailed("the batch commit reported this record as failed")
+                log.release(record)
                 log.emit(
                     "ERROR",
                     "record failed at commit",

@@ -260,7 +260,7 @@ def warn_rejected_context(source: str, trace_id: str, where: str, value: Any) ->
     """The WARNING line for a tracer's context that is present and malformed (not used)."""
     if log.enabled(30):
         log.emit(
-            "WARNING",
+            "WARN",
             f"ignored an invalid {where}; reading the next place",
             trace_id,
             {"source": source, "rejected_trace_context": log.brief(value)},

@@ -224,7 +224,7 @@ class Window:
         ``on_window_end`` does not run); any other fails when the state counts a failed record."""
         if self.ends:
             self._emit(
-                "WARNING",
+                "WARN",
                 "window end not run: a record of the window's last invocation failed; "
                 "Lambda retries the invocation",
             )

@@ -61,7 +61,7 @@ def _warn(service: str, operation: str, why: str, names: list[str]) -> None:
     if log.enabled(30):
         record = current_record()
         log.emit(
-            "WARNING",
+            "WARN",
             f"trace context not propagated: {why}",
             None if record is None else record.trace_id,
             {"service": service, "operation": operation, "not_written": names},

@@ -40,7 +40,7 @@ def failure_response(request: Request, exc: BaseException, trace_header: str) ->
 
 def failure_level(response: dict[str, Any]) -> str:
     """A failed request's line: ERROR for a server error, WARNING for the client's."""
-    return "ERROR" if response["statusCode"] >= 500 else "WARNING"
+    return "ERROR" if response["statusCode"] >= 500 else "WARN"
 
 
 def outcome_of(status: Any) -> str:
