@@ -14,6 +14,7 @@ from typing import Any
 
 SECTIONS = (
     ("core", "lambda_kit vs Powertools vs the floor; cold start", True),
+    ("runtime", "per record under Lambda's runtime (awslambdaric): µs, writes, log bytes; cold init", True),
     ("api", "one request: api_handler vs Powertools' APIGatewayHttpResolver", True),
     ("memory", "peak RSS of a 10,000-record batch; growth over warm invocations", True),
     ("async_io", "async def with max_concurrency vs Powertools' AsyncBatchProcessor", True),

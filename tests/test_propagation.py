@@ -8,7 +8,15 @@ import json
 import pytest
 from _streams import new_stream
 
-from lambda_kit import api_handler, current_trace_id, propagate, sns_handler, sqs_handler, stream_handler
+from lambda_kit import (
+    api_handler,
+    current_record,
+    current_trace_id,
+    propagate,
+    sns_handler,
+    sqs_handler,
+    stream_handler,
+)
 from lambda_kit.testing import api_event, kinesis_record, lambda_context, sns_record, sqs_record
 
 
@@ -16,7 +24,7 @@ from lambda_kit.testing import api_event, kinesis_record, lambda_context, sns_re
 def aws(aws_endpoint):
     import boto3
 
-    return {name: propagate(boto3.client(name)) for name in ("sqs", "sns", "kinesis")}
+    return {name: propagate(boto3.client(name), kinesis=True) for name in ("sqs", "sns", "kinesis")}
 
 
 @pytest.fixture
@@ -106,7 +114,7 @@ def test_one_trace_id_crosses_api_sqs_sns_kinesis(aws, stream, unique_name):
 
     @stream_handler
     def archive(payload, context):
-        seen["kinesis"] = (payload["milestone"], current_trace_id())
+        seen["kinesis"] = (payload, current_trace_id())
 
     response = api(
         api_event("POST", "/views", body={"url": "/home"}, headers={"X-Trace-Id": "req-42"}), lambda_context()
@@ -131,7 +139,10 @@ def test_one_trace_id_crosses_api_sqs_sns_kinesis(aws, stream, unique_name):
     data = json.loads(put["Data"])
     # lambda_kit started this trace: every hop writes the one traceparent derived from its id.
     traceparent = sent["MessageAttributes"]["traceparent"]["StringValue"]
-    assert data == {"milestone": "/home", "trace_id": "req-42", "traceparent": traceparent}
+    assert data == {
+        "milestone": "/home",
+        "lambda_kit_trace": {"trace_id": "req-42", "traceparent": traceparent},
+    }
     assert envelope["MessageAttributes"]["traceparent"]["Value"] == traceparent
     assert archive({"Records": [as_lambda_kinesis_record(put, stream_name)]}, None) == {
         "batchItemFailures": []
@@ -142,7 +153,7 @@ def test_one_trace_id_crosses_api_sqs_sns_kinesis(aws, stream, unique_name):
         "sqs": "req-42",
         "sns->sqs": ({"milestone": "/home"}, "req-42"),
         "sns": "req-42",
-        "kinesis": ("/home", "req-42"),
+        "kinesis": ({"milestone": "/home"}, "req-42"),  # the payload as its producer wrote it
     }
 
 
@@ -194,7 +205,7 @@ def test_batch_calls_are_stamped_and_the_callers_own_trace_id_is_never_overwritt
     }
     assert by_message == {"sns-a": "hop-7", "sns-b": "caller-own"}
     first, *rest = [r["Data"] for r in read_stream()]
-    assert json.loads(first)["trace_id"] == "hop-7" and json.loads(first)["n"] == 1
+    assert json.loads(first)["lambda_kit_trace"]["trace_id"] == "hop-7" and json.loads(first)["n"] == 1
     assert rest == [b'{"n": 2, "trace_id": "caller-own"}', b"not json", b"[1, 2]"]
 
 
@@ -209,3 +220,90 @@ def test_nothing_is_added_outside_a_handler_and_propagate_is_idempotent(aws, uni
     sqs.send_message(QueueUrl=queue, MessageBody="outside")
     (message,) = receive(sqs, queue)
     assert "MessageAttributes" not in message
+
+
+def test_kinesis_data_is_written_into_only_when_asked(aws_endpoint, unique_name):
+    import boto3
+
+    kinesis = propagate(boto3.client("kinesis"))  # kinesis=False: the producer's bytes untouched
+    name = unique_name("plain")
+    _, read_stream = name, new_stream(kinesis, name)
+
+    @sqs_handler
+    def handler(message, context):
+        kinesis.put_record(StreamName=name, Data=b'{"n": 1}', PartitionKey="p")
+
+    handler({"Records": [sqs_record({"go": 1}, trace_id="hop-8")]}, None)
+    assert [record["Data"] for record in read_stream()] == [b'{"n": 1}']
+
+
+def test_a_consumer_gets_the_producers_payload_and_the_sdks_trace_headers_pass_through():
+    from pydantic import BaseModel, ConfigDict
+
+    class Strict(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        n: int
+
+    seen = []
+
+    @stream_handler(model=Strict)
+    def strict(order, context):
+        seen.append((order.n, current_trace_id()))
+
+    stamped = {
+        "n": 3,
+        "lambda_kit_trace": {"trace_id": "hop-9", "traceparent": "00-" + "1" * 32 + "-" + "2" * 16 + "-01"},
+    }
+    assert strict({"Records": [kinesis_record(stamped)]}, None) == {"batchItemFailures": []}
+    assert seen == [(3, "hop-9")]
+
+    @sqs_handler
+    def relay(message, context):
+        seen.append(current_record().raw["attributes"]["AWSTraceHeader"])
+
+    header = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+    record = sqs_record({"n": 1})
+    record["attributes"]["AWSTraceHeader"] = header
+    assert relay({"Records": [record]}, None) == {"batchItemFailures": []}
+    assert seen[-1] == header
+
+
+def test_the_sdks_own_trace_header_for_recursion_detection_goes_out_unchanged(aws_endpoint, monkeypatch):
+    import boto3
+
+    header = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "relay-fn")  # botocore adds the header inside Lambda
+    monkeypatch.setenv("_X_AMZN_TRACE_ID", header)
+    sqs = propagate(boto3.client("sqs"))
+    sent = []
+    sqs.meta.events.register("before-send.sqs.SendMessage", lambda request, **_: sent.append(request.headers))
+    queue = sqs.create_queue(QueueName="recursion-header")["QueueUrl"]
+
+    @sqs_handler
+    def relay(message, context):
+        sqs.send_message(QueueUrl=queue, MessageBody="onward")
+
+    relay({"Records": [sqs_record({"go": 1}, trace_id="hop-10")]}, None)
+    assert sent[0]["X-Amzn-Trace-Id"] in (header, header.encode())
+
+
+def test_an_eventbridge_consumer_gets_the_detail_without_what_propagate_added():
+    from lambda_kit import eventbridge_handler
+    from lambda_kit.testing import eventbridge_event
+
+    datadog = {"x-datadog-trace-id": "1234", "x-datadog-parent-id": "5678"}
+    own = {"n": 4, "_datadog": {"x-datadog-trace-id": "9"}}  # the producer's own: kept
+    seen = []
+
+    @eventbridge_handler
+    def handler(detail, context):
+        seen.append((detail, current_trace_id()))
+
+    handler(
+        eventbridge_event(
+            {"n": 4, "_datadog": datadog, "lambda_kit_trace": {"trace_id": "eb-1", "_datadog": datadog}}
+        ),
+        None,
+    )
+    handler(eventbridge_event({**own, "lambda_kit_trace": {"trace_id": "eb-2", "_datadog": datadog}}), None)
+    assert seen == [({"n": 4}, "eb-1"), (own, "eb-2")]

@@ -68,7 +68,7 @@ def session(aws_endpoint):
     """A boto3 session whose clients created afterwards propagate (``propagate(session)``)."""
     import boto3
 
-    return propagate(boto3.Session())
+    return propagate(boto3.Session(), kinesis=True)
 
 
 def receive(sqs, url, count=1):
@@ -148,7 +148,7 @@ def test_sqs_sns_kinesis_carry_a_w3c_context_opentelemetry_extracts(session, uni
         assert "_datadog" not in carrier  # the incoming context was not Datadog's
     (put,) = kinesis.get_records(ShardIterator=iterator)["Records"]
     data = json.loads(put["Data"])
-    assert w3c_of(data).trace_id == incoming.trace_id and data["n"] == 1
+    assert w3c_of(data["lambda_kit_trace"]).trace_id == incoming.trace_id and data["n"] == 1
 
 
 def test_a_datadog_context_is_written_as_ddtrace_writes_it_and_ddtrace_reads_it_back(session, unique_name):
@@ -199,9 +199,10 @@ def test_eventbridge_and_step_functions_carry_the_context_in_their_json(session,
     execution = sfn.list_executions(stateMachineArn=machine)["executions"][0]["executionArn"]
     sfn_input = json.loads(sfn.describe_execution(executionArn=execution)["input"])
     for doc in (detail, sfn_input):
-        assert HTTPPropagator.extract(doc["_datadog"]).trace_id == produced.trace_id
-        assert w3c_of(doc).trace_id == produced.trace_id
-        assert doc["trace_id"] == str(produced.trace_id & (2**64 - 1))
+        assert HTTPPropagator.extract(doc["_datadog"]).trace_id == produced.trace_id  # where ddtrace reads
+        stamp = doc["lambda_kit_trace"]
+        assert w3c_of(stamp).trace_id == produced.trace_id and stamp["_datadog"] == doc["_datadog"]
+        assert stamp["trace_id"] == str(produced.trace_id & (2**64 - 1))
     assert detail["n"] == 1 and sfn_input["n"] == 2
 
 
@@ -224,7 +225,7 @@ def test_lambda_invoke_carries_the_context_in_client_context_and_payload(session
     handler(record_with({"traceparent": traceparent}), None)
     custom = json.loads(base64.b64decode(sent["headers"]["X-Amz-Client-Context"]))["custom"]
     payload = json.loads(sent["body"])
-    for carrier in (custom, payload):
+    for carrier in (custom, payload["lambda_kit_trace"]):
         assert w3c_of(carrier).trace_id == w3c_of({"traceparent": traceparent}).trace_id
     assert payload["n"] == 1
 

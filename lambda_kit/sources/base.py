@@ -29,7 +29,7 @@ from .. import codec, log
 from .._data import dig
 from ..record import Outcome, Record
 from ..trace import is_valid_id, stable_id
-from ..trace.context import TraceContext, has_context, text
+from ..trace.context import DATADOG, STAMP, TraceContext, has_context, text
 from ..trace.context import read as read_context
 from ..trace.foreign import bounded_repr
 
@@ -254,6 +254,16 @@ def pick_trace(
     for where, value in refused:
         warn_rejected_context(source, trace_id, where, value)
     return trace_id, None if own else found, context
+
+
+def unstamped(doc: Any) -> tuple[Any, Mapping[str, Any] | None]:
+    """(the producer's JSON document, without what ``propagate()`` added; the trace fields it
+    added, or None): the function sees the payload as its producer wrote it."""
+    stamp = doc.get(STAMP) if type(doc) is dict else None
+    if type(stamp) is not dict:
+        return doc, None
+    ours = {STAMP, DATADOG} if DATADOG in stamp and doc.get(DATADOG) == stamp[DATADOG] else {STAMP}
+    return {key: value for key, value in doc.items() if key not in ours}, stamp
 
 
 def warn_rejected_context(source: str, trace_id: str, where: str, value: Any) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from .._data import dig, is_text
 from ..record import Record
-from .base import Source, loaded, malformed, pick_trace, read_alone
+from .base import Source, loaded, malformed, pick_trace, read_alone, unstamped
 
 
 class EventBridgeSource(Source):
@@ -42,8 +42,10 @@ class EventBridgeSource(Source):
         if isinstance(detail, str):  # a hand-made event: EventBridge itself delivers an object
             detail, error = loaded(detail, "detail")
             detail = raw["detail"] if error else detail
-        carrier = detail if type(detail) is dict else None
-        trace_id, rejected, context = pick_trace("eventbridge", dig(carrier, "trace_id"), event_id, carrier)
+        detail, stamp = unstamped(detail)  # what propagate() added, out of the producer's detail
+        carrier = stamp if stamp is not None else detail if type(detail) is dict else None
+        found = dig(detail, "trace_id") if dig(detail, "trace_id") is not None else dig(stamp, "trace_id")
+        trace_id, rejected, context = pick_trace("eventbridge", found, event_id, carrier)
         return [
             Record(
                 source="eventbridge",

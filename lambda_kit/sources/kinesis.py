@@ -22,7 +22,7 @@ import binascii
 import hashlib
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .. import aws, codec
@@ -31,7 +31,7 @@ from ..record import Record
 from ..trace import is_valid_id, stable_id
 from ..trace.foreign import bounded_repr
 from . import awslogs, kpl
-from .base import Source, as_text, base64_bytes, loaded, malformed, pick_trace, reason
+from .base import Source, as_text, base64_bytes, loaded, malformed, pick_trace, reason, unstamped
 from .window import Window, Windowed
 
 REQUEUE_KEY = "lambda_kit_requeue"
@@ -143,7 +143,8 @@ class KinesisSource(Windowed, Source):
         payload, doc, error, envelope = self.decoded(kinesis.get("data"))
         first_try = dig(envelope, "trace_id")  # a requeued record keeps the trace id of its first try
         fallback = first_try if is_valid_id(first_try) else fallback
-        trace_id, rejected, context = pick_trace("kinesis", dig(doc, "trace_id"), fallback, mapping(doc))
+        found, carrier = trace_places(doc)
+        trace_id, rejected, context = pick_trace("kinesis", found, fallback, carrier)
         return Record(
             source="kinesis",
             id=record_id,
@@ -161,14 +162,18 @@ class KinesisSource(Windowed, Source):
         """(payload, JSON document, error, the requeue envelope it came in) of ``kinesis.data``:
         a requeued record's data is the producer's, out of lambda_kit's envelope. The payload is the
         document, or with ``json=False`` the bytes (data that is a JSON object is read all the
-        same, for lambda_kit's trace id); a record that fails keeps the base64 text."""
+        same, for lambda_kit's trace id), without what ``propagate()`` stamped; a record that
+        fails keeps the base64 text."""
         data, error = base64_bytes(text, "kinesis.data")
         doc, error = self.document(data, error, self.json or (data or b"").startswith(b"{"))
         envelope = doc if type(dig(doc, REQUEUE_KEY)) is dict else None
         if envelope is not None:
             data, error = base64_bytes(envelope.get("data"), "requeued record's data")
             doc, error = self.document(data, error, self.json)
-        payload = text if error else doc if self.json else data
+        own, stamp = unstamped(doc)  # what propagate() added, out of the producer's data
+        if stamp is not None and not self.json:
+            data = codec.dumps(own).encode()  # the producer's JSON value (its bytes as this codec writes it)
+        payload = text if error else own if self.json else data
         return payload, doc, error, envelope
 
     def document(self, data: bytes | None, error: str | None, read: bool) -> tuple[Any, str | None]:
@@ -289,6 +294,16 @@ def user_raw(
         "aggregated": True,
     }
     return {**raw, "kinesis": fields} if "kinesis" in raw else {**raw, **fields}
+
+
+def trace_places(doc: Any) -> tuple[Any, Mapping[str, Any]]:
+    """(lambda_kit's trace id as found, the carrier of a tracer's context): the producer's own
+    ``trace_id`` and fields, else what ``propagate()`` stamped."""
+    own, stamp = unstamped(doc)
+    found = dig(own, "trace_id")
+    if stamp is None:
+        return found, mapping(own)
+    return (found if found is not None else stamp.get("trace_id")), stamp
 
 
 def requeued_attempt(meta: Any) -> int:

@@ -31,6 +31,10 @@ from .. import codec
 TRACEPARENT = "traceparent"
 TRACESTATE = "tracestate"
 DATADOG = "_datadog"
+STAMP = "lambda_kit_trace"
+"""The one key ``propagate()`` adds to a JSON payload (Kinesis data, EventBridge detail, Step
+Functions input, a Lambda payload): an object of the trace fields, which a lambda_kit consumer takes
+out before the function sees the payload."""
 DD_TRACE_ID = "x-datadog-trace-id"
 DD_PARENT_ID = "x-datadog-parent-id"
 DD_PRIORITY = "x-datadog-sampling-priority"

@@ -9,9 +9,14 @@ when one came in, and ``_datadog`` as ddtrace writes it when the incoming contex
 
 - SQS ``SendMessage`` / ``SendMessageBatch``, SNS ``Publish`` / ``PublishBatch``: message
   attributes of those names (``_datadog`` a String on SQS, Binary on SNS, as ddtrace sends them);
-- Kinesis ``PutRecord`` / ``PutRecords`` (``Data``), EventBridge ``PutEvents`` (each ``Detail``),
-  Step Functions ``StartExecution`` / ``StartSyncExecution`` (``input``), Lambda ``Invoke``
-  (``Payload``): fields of the JSON object; Lambda ``Invoke`` also in ``ClientContext.custom``.
+- EventBridge ``PutEvents`` (each ``Detail``), Step Functions ``StartExecution`` /
+  ``StartSyncExecution`` (``input``), Lambda ``Invoke`` (``Payload``), and with
+  ``propagate(kinesis=True)`` Kinesis ``PutRecord`` / ``PutRecords`` (``Data``): one key of the JSON
+  object, ``lambda_kit_trace``, holding those fields (and ``_datadog`` at the top too, where ddtrace
+  writes it, when the context was Datadog's), which a lambda_kit consumer takes out before the
+  function (or its ``model=``) sees the payload; Lambda ``Invoke`` also in
+  ``ClientContext.custom``. Kinesis data is written into only when asked: a consumer that is not
+  lambda_kit would see the extra key in the producer's records.
 
 A message the caller stamped with its own ``trace_id`` is left as it is, and no value the caller
 set is overwritten. A send never fails because of propagation: what would exceed SQS's and SNS's
@@ -30,6 +35,7 @@ from .. import codec, log
 from . import current_record
 from .context import (
     DATADOG,
+    STAMP,
     TRACEPARENT,
     TRACESTATE,
     TraceContext,
@@ -177,17 +183,18 @@ def _payload_hook(entries: str | None, field: str, limit: int, service: str, ope
 
 
 def _stamped(data: Any, written: dict[str, Any], limit: int, service: str, operation: str) -> Any:
-    """``data`` (JSON text or bytes) with the trace fields it lacks, in the same type; unchanged
-    when it is no JSON object, carries its own ``trace_id``, or would outgrow ``limit``."""
+    """``data`` (JSON text or bytes) with the trace fields in its ``lambda_kit_trace`` key, in the
+    same type; unchanged when it is no JSON object, carries its own ``trace_id`` or stamp, or would
+    outgrow ``limit``."""
     doc = _json_object(data)
-    if doc is None or "trace_id" in doc:
+    if doc is None or "trace_id" in doc or STAMP in doc:
         return data
-    added = {name: value for name, value in written.items() if name not in doc}
-    if not added:
-        return data
+    added = {STAMP: written}
+    if DATADOG in written and DATADOG not in doc:  # where ddtrace writes it, for Datadog's consumers
+        added[DATADOG] = written[DATADOG]
     text = codec.dumps({**doc, **added})
     if _utf8_size(data) <= limit < _utf8_size(text):
-        _warn(service, operation, f"the payload would exceed {limit // KIB} KiB", list(added))
+        _warn(service, operation, f"the payload would exceed {limit // KIB} KiB", list(written))
         return data
     return text if isinstance(data, str) else text.encode()
 
@@ -266,10 +273,6 @@ HOOKS: dict[str, dict[str, Hook]] = {
         "Publish": _attributes_hook(None, "Message", "sns", "Publish"),
         "PublishBatch": _attributes_hook("PublishBatchRequestEntries", "Message", "sns", "PublishBatch"),
     },
-    "kinesis": {
-        "PutRecord": _payload_hook(None, "Data", KINESIS_LIMIT, "kinesis", "PutRecord"),
-        "PutRecords": _payload_hook("Records", "Data", KINESIS_LIMIT, "kinesis", "PutRecords"),
-    },
     "eventbridge": {
         "PutEvents": _payload_hook("Entries", "Detail", MESSAGE_LIMIT, "eventbridge", "PutEvents")
     },
@@ -280,23 +283,31 @@ HOOKS: dict[str, dict[str, Hook]] = {
     "lambda": {"Invoke": _lambda_invoke},
 }
 """botocore's service name in event names (the hyphenated service id) -> operation -> hook."""
+KINESIS_HOOKS: dict[str, dict[str, Hook]] = {
+    "kinesis": {
+        "PutRecord": _payload_hook(None, "Data", KINESIS_LIMIT, "kinesis", "PutRecord"),
+        "PutRecords": _payload_hook("Records", "Data", KINESIS_LIMIT, "kinesis", "PutRecords"),
+    },
+}
+"""Kinesis's, registered only with ``propagate(kinesis=True)``."""
 
 
-def propagate(target: T | None = None) -> T | None:
-    """Write the current trace context on outgoing SQS, SNS, Kinesis, EventBridge, Step Functions
-    and Lambda calls.
+def propagate(target: T | None = None, *, kinesis: bool = False) -> T | None:
+    """Write the current trace context on outgoing SQS, SNS, EventBridge, Step Functions and
+    Lambda calls, and with ``kinesis=True`` into Kinesis records' data too.
 
     With no argument: every client created afterwards from boto3's default session (``boto3.client``,
     ``boto3.resource``); with a boto3 or botocore ``Session``: that session's clients created
     afterwards; with a client: that client (returned, so ``propagate(boto3.client("sqs"))`` reads
     well). Safe to call more than once.
     """
+    hooks = {**HOOKS, **(KINESIS_HOOKS if kinesis else {})}
     meta = getattr(target, "meta", None)
     if hasattr(meta, "events") and hasattr(meta, "service_model"):  # a client
         service = meta.service_model.service_id.hyphenize()
-        _register(meta.events, {name: hooks for name, hooks in HOOKS.items() if name == service})
+        _register(meta.events, {name: found for name, found in hooks.items() if name == service})
     else:
-        _register(_session_events(target), HOOKS)
+        _register(_session_events(target), hooks)
     return target
 
 
