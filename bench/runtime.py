@@ -122,7 +122,8 @@ processor = BatchProcessor(event_type=EventType.SQS)
 
 def record_handler(record):
     attributes = record.message_attributes
-    logger.set_correlation_id(attributes["trace_id"].string_value if "trace_id" in attributes else record.message_id)
+    found = "trace_id" in attributes
+    logger.set_correlation_id(attributes["trace_id"].string_value if found else record.message_id)
     json.loads(record.body)
 
 def handler(event, context):
@@ -142,7 +143,8 @@ processor = BatchProcessor(event_type=EventType.SQS)
 
 def record_handler(record):
     attributes = record.message_attributes
-    logger.set_correlation_id(attributes["trace_id"].string_value if "trace_id" in attributes else record.message_id)
+    found = "trace_id" in attributes
+    logger.set_correlation_id(attributes["trace_id"].string_value if found else record.message_id)
     message = json.loads(record.body)
     logger.info("counting", extra={"url": message["url"]})
 
@@ -181,8 +183,13 @@ class RuntimeApi:
                 self.send_response(200)
                 self.send_header("Lambda-Runtime-Aws-Request-Id", request_id)
                 self.send_header("Lambda-Runtime-Deadline-Ms", str(int(time.time() * 1000) + 300_000))
-                self.send_header("Lambda-Runtime-Invoked-Function-Arn", "arn:aws:lambda:us-east-1:123456789012:function:bench")
-                self.send_header("Lambda-Runtime-Trace-Id", "Root=1-5e1b4151-5ac6c58f3875a5b2b8eb4a61;Sampled=0")
+                self.send_header(
+                    "Lambda-Runtime-Invoked-Function-Arn",
+                    "arn:aws:lambda:us-east-1:123456789012:function:bench",
+                )
+                self.send_header(
+                    "Lambda-Runtime-Trace-Id", "Root=1-5e1b4151-5ac6c58f3875a5b2b8eb4a61;Sampled=0"
+                )
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -261,7 +268,9 @@ class Function:
 
     def io(self) -> tuple[int, int]:
         """(write system calls, bytes written) so far, by the kernel's count."""
-        fields = dict(line.split(": ") for line in Path(f"/proc/{self.process.pid}/io").read_text().splitlines())
+        fields = dict(
+            line.split(": ") for line in Path(f"/proc/{self.process.pid}/io").read_text().splitlines()
+        )
         return int(fields["syscw"]), int(fields["wchar"])
 
     def measure(self, event: bytes) -> dict[str, float]:
@@ -306,7 +315,10 @@ def measure_all(root: Path, event: bytes, names: list[str]) -> dict[str, dict[st
                 rounds[name].append(figures)
             finally:
                 function.close()
-    return {name: {key: statistics.median(r[key] for r in runs) for key in runs[0]} for name, runs in rounds.items()}
+    return {
+        name: {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+        for name, runs in rounds.items()
+    }
 
 
 def run() -> list[tuple[str, bool, str]]:
@@ -329,7 +341,9 @@ def run() -> list[tuple[str, bool, str]]:
     print(f"  {'variant':<62} {'µs/record':>10} {'writes':>7} {'log bytes':>10} {'cold init':>10}")
     for name, (what, _) in VARIANTS.items():
         p = per_record[name]
-        print(f"  {what:<62} {p['us']:>10.1f} {p['writes']:>7.2f} {p['bytes']:>10.0f} {p['init_ms']:>8.1f} ms")
+        print(
+            f"  {what:<62} {p['us']:>10.1f} {p['writes']:>7.2f} {p['bytes']:>10.0f} {p['init_ms']:>8.1f} ms"
+        )
     lk = pt = per_record
     targets = [
         (

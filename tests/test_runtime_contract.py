@@ -337,19 +337,18 @@ def test_plain_logging_under_the_runtimes_root_handler_is_one_lambda_kit_line(lo
         from awslambdaric import bootstrap
         from awslambdaric.lambda_runtime_log_utils import LogFormat
 
-        bootstrap._setup_logging(LogFormat.from_str("%s"), "INFO", bootstrap.StandardLogSink())
+        bootstrap._setup_logging(LogFormat.from_str("FORMAT"), "INFO", bootstrap.StandardLogSink())
         import lambda_kit
         from lambda_kit import sqs_handler
         from lambda_kit.testing import lambda_context, sqs_event
 
         @sqs_handler(log_event=False, log_result=False)
         def handler(message, context):
-            logging.getLogger("library").warning("from a library: %%s", message["n"])
+            logging.getLogger("library").warning("from a library: %s", message["n"])
             logging.getLogger("user.module").info("plain info")
 
         handler(sqs_event({"n": 7}, trace_id="t-root"), lambda_context("root-fn"))
-        """
-        % log_format,
+        """.replace("FORMAT", log_format),
         AWS_LAMBDA_LOG_FORMAT=log_format,
     )
     assert done.returncode == 0, done.stderr
