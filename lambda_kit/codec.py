@@ -11,7 +11,10 @@ Reading (``loads``), under every codec:
   is read by the standard library instead);
 - ``NaN``, ``Infinity``, numbers beyond a float's range (``1e400``) and lone surrogates
   (``"\\ud800"``) are refused with ``ValueError``: they are not JSON (RFC 8259) or not Unicode, and
-  orjson refuses them; the other codecs are held to the same answer.
+  orjson refuses them; the other codecs are held to the same answer;
+- under ujson, text is read by the standard library (held to the rules above): ujson's reader
+  accepts what JSON does not (``01``, ``1.``, ``-``, raw control characters in strings), so ujson
+  only writes.
 
 Writing (``dumps``), under every codec (the rules are in docs/decorators.md):
 
@@ -49,23 +52,16 @@ name: str
 
 # --- reading --------------------------------------------------------------------------------------
 
-# What a codec may read otherwise than another, found in the text with its digits zeroed (one fast
-# pass in C): a long run of digits (an integer beyond 64 bits, which orjson reads as a float); and,
-# what ujson and json accept and orjson refuses: NaN, Infinity, a three-digit exponent, a \\u escape
-# (a lone surrogate's, perhaps), a raw surrogate. Such text is read by ``strict_loads``.
+# What orjson reads otherwise than the standard library, found in the text with its digits zeroed
+# (one fast pass in C): a long run of digits (an integer beyond 64 bits, which orjson reads as a
+# float). Such text is read by ``strict_loads``.
 _ZEROED = bytes.maketrans(b"123456789", b"000000000")
 _LONG_INTEGER = b"0" * 19
-_LENIENT = (b"NaN", b"Infinity", b"\\u", b"e000", b"E000", b"e+000", b"E+000", b"e-000", b"E-000", b"\xed")
 
 
 def _zeroed(text: str | bytes | bytearray) -> bytes:
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
     return data.translate(_ZEROED)
-
-
-def _lenient(text: str | bytes | bytearray) -> bool:
-    zeroed = _zeroed(text)
-    return _LONG_INTEGER in zeroed or any(mark in zeroed for mark in _LENIENT)
 
 
 def _refuse_constant(constant: str) -> Any:
@@ -284,10 +280,7 @@ def _orjson(orjson: Any) -> Codec:
 
 
 def _ujson(ujson: Any) -> Codec:
-    encode, decode = ujson.dumps, ujson.loads
-
-    def read(text: str | bytes) -> Any:
-        return strict_loads(text) if _lenient(text) else decode(text)
+    encode = ujson.dumps
 
     def write(value: Any) -> str:
         # ujson writes a Decimal as a float by itself, so everything is made plain first (no NaN is left)
@@ -296,7 +289,7 @@ def _ujson(ujson: Any) -> Codec:
     def write_plain(value: Any) -> str:
         return encode(value, ensure_ascii=False, escape_forward_slashes=False)
 
-    return read, write, write_plain
+    return strict_loads, write, write_plain  # its reader is lenient (the module docstring)
 
 
 def _json(_: Any) -> Codec:

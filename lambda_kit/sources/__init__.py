@@ -12,7 +12,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .base import Source
+from .base import Source, as_text
 
 NAMES: tuple[str, ...] = (
     "sqs",
@@ -96,7 +96,8 @@ def _records_shape(records: Any) -> str:
     if not isinstance(records, list):
         return "an event whose Records is not a list"
     kinds = sorted(
-        {str(r.get("eventSource") or r.get("EventSource")) for r in records if isinstance(r, dict)} - {"None"}
+        {as_text(r.get("eventSource") or r.get("EventSource"))[:64] for r in records if isinstance(r, dict)}
+        - {"None"}
     )
     if len(kinds) > 1:
         return f"an event mixing records of {', '.join(kinds)}"
@@ -104,7 +105,7 @@ def _records_shape(records: Any) -> str:
 
 
 def _object_shape(event: dict[Any, Any]) -> str:
-    keys = sorted(str(key)[:40] for key in event)
+    keys = sorted(as_text(key)[:40] for key in event)
     if not keys:
         return "an empty JSON object"
     return "a JSON object with keys " + ", ".join(keys[:8]) + (", ..." if len(keys) > 8 else "")

@@ -415,10 +415,9 @@ def _time(value: Any, field: str) -> Any:
     if isinstance(value, str):
         try:
             moment = datetime.fromisoformat(value)
-        except ValueError:
-            moment = None
-        if moment is not None:
             return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+        except (ValueError, OverflowError):  # not a time, or one UTC cannot hold (year 1 at +14:00)
+            pass
     raise WindowStateError(f"the event's {field} is {log.brief(value, 80)}, not an ISO 8601 time")
 
 

@@ -18,7 +18,7 @@ from ... import codec
 from ...errors import HTTPError, InvalidPayload
 from ...trace import is_valid_id, new_id
 from ...trace.context import TraceContext, has_context, text
-from ..base import pick_trace
+from ..base import as_text, pick_trace
 from .shapes import shape_of
 
 NOT_JSON: Any = object()
@@ -70,7 +70,7 @@ class Headers(dict[str, str]):
 def _text_dict(value: Any) -> dict[str, str]:
     if not value or type(value) is not dict:
         return {}
-    return {str(key): str(item) for key, item in value.items() if item is not None}
+    return {as_text(key): as_text(item) for key, item in value.items() if item is not None}
 
 
 def _cookie(part: str) -> tuple[str, str] | None:

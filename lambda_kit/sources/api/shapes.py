@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 from urllib.parse import parse_qsl, unquote_plus
 
 from ..._data import mapping
+from ..base import as_text
 
 UNKNOWN_PHRASE = "Unknown Status"
 _PHRASES = {status.value: status.phrase for status in HTTPStatus}
@@ -41,7 +42,7 @@ def _lowered(single: Any) -> dict[str, str]:
     if not single or type(single) is not dict:
         return {}
     return {
-        (key if type(key) is str else str(key)).lower(): value if type(value) is str else str(value)
+        as_text(key).lower(): as_text(value)
         for key, value in single.items()
         if value is not None
     }
@@ -52,7 +53,7 @@ def _joined(name: str, values: list[Any]) -> str:
     if len(values) == 1 and type(values[0]) is str:
         return values[0]
     separator = "; " if name == "cookie" else ", "
-    return separator.join([str(value) for value in values if value is not None])
+    return separator.join([as_text(value) for value in values if value is not None])
 
 
 def _multi_valued(event: dict[str, Any]) -> dict[str, str]:
@@ -64,11 +65,11 @@ def _multi_valued(event: dict[str, Any]) -> dict[str, str]:
     found: dict[str, str] = {}
     for key, values in multi.items():
         if type(values) is list and values:
-            name = str(key).lower()
+            name = as_text(key).lower()
             found[name] = _joined(name, values)
     for key, value in mapping(event.get("headers")).items():
         if value is not None:
-            found.setdefault(str(key).lower(), str(value))
+            found.setdefault(as_text(key).lower(), as_text(value))
     return found
 
 
@@ -87,10 +88,10 @@ def _query_v1(event: dict[str, Any]) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for key, values in mapping(event.get("multiValueQueryStringParameters")).items():
         if type(values) is list:
-            found[str(key)] = [str(value) for value in values if value is not None]
+            found[as_text(key)] = [as_text(value) for value in values if value is not None]
     for key, value in mapping(event.get("queryStringParameters")).items():
         if value is not None:
-            found.setdefault(str(key), [str(value)])
+            found.setdefault(as_text(key), [as_text(value)])
     return found
 
 
@@ -104,7 +105,7 @@ def _query_v2(event: dict[str, Any]) -> dict[str, list[str]]:
         for key, value in parse_qsl(raw, keep_blank_values=True):
             found.setdefault(key, []).append(value)
         return found
-    return {str(key): [str(value)] for key, value in single.items() if value is not None}
+    return {as_text(key): [as_text(value)] for key, value in single.items() if value is not None}
 
 
 def _query_alb(event: dict[str, Any]) -> dict[str, list[str]]:
