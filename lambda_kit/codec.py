@@ -38,7 +38,10 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from decimal import Decimal
 
 CODECS = ("orjson", "ujson", "json")
 MAX_NESTING = 254  # orjson's limit, kept under every codec
@@ -78,7 +81,7 @@ def _finite(text: str) -> float:
 _STRICT = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite)
 
 
-def _check_strings(value: Any) -> None:
+def _check_strings(value: object) -> None:
     """Refuse a lone surrogate anywhere in a decoded value (``UnicodeEncodeError``)."""
     if isinstance(value, str):
         value.encode("utf-8")
@@ -103,7 +106,7 @@ def strict_loads(text: str | bytes | bytearray) -> Any:
 # --- writing --------------------------------------------------------------------------------------
 
 
-def _decimal(value: Any) -> Any:
+def _decimal(value: Decimal) -> Any:
     if not value.is_finite():
         return None
     if value.adjusted() >= 4_300:  # more digits than Python converts to an int's text
@@ -114,23 +117,23 @@ def _decimal(value: Any) -> Any:
     return number if type(value)(repr(number)) == value else str(value)
 
 
-def _set_items(value: Any) -> list[Any]:
+def _set_items(value: set[Any] | frozenset[Any]) -> list[Any]:
     try:
         return sorted(value)
     except Exception:  # items of kinds that do not compare: in the set's own order
         return list(value)
 
 
-def _bytes_text(value: Any) -> str:
+def _bytes_text(value: bytes | bytearray | memoryview) -> str:
     return bytes(value).decode(errors="backslashreplace")
 
 
-def _fields(value: Any) -> dict[str, Any]:
+def _fields(value: object) -> dict[str, Any]:
     fields = sys.modules["dataclasses"].fields  # loaded: a dataclass exists
     return {field.name: getattr(value, field.name) for field in fields(value)}
 
 
-def _unsupported(value: Any) -> Any:
+def _unsupported(value: object) -> Any:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
@@ -166,7 +169,7 @@ def _converter_for(kind: type) -> Callable[[Any], Any]:
     return found
 
 
-def convert(value: Any) -> Any:
+def convert(value: object) -> Any:
     """``value``, of a type JSON has no form for, as the JSON-ready value it is written as. One
     step, not recursive (a dataclass becomes a dict of its fields, still holding what they hold).
     Raises ``TypeError`` for a type the rules do not cover."""
@@ -174,7 +177,7 @@ def convert(value: Any) -> Any:
     return converter(value)
 
 
-def key_text(key: Any) -> str:
+def key_text(key: object) -> str:
     """The text a JSON object holds for the dict key ``key``: the text of its value."""
     value = plain(key)
     if isinstance(value, str):
@@ -215,7 +218,7 @@ def _nested(depth: int) -> None:
         raise ValueError(f"nested deeper than {MAX_NESTING} levels (or a circular reference)")
 
 
-def _plain_other(value: Any, depth: int) -> Any:
+def _plain_other(value: object, depth: int) -> Any:
     return plain(convert(value), depth)
 
 
@@ -231,17 +234,17 @@ _PLAIN: dict[type, Callable[[Any, int], Any]] = {
 }
 
 
-def plain(value: Any, depth: int = 0) -> Any:
+def plain(value: object, depth: int = 0) -> Any:
     """``value`` as plain JSON data (dicts with ``str`` keys, lists, strings, ints, finite floats,
     bools, None), by the rules above; raises what ``dumps`` raises."""
     return _PLAIN.get(type(value), _plain_other)(value, depth)
 
 
-def _json_dumps(value: Any) -> str:
+def _json_dumps(value: object) -> str:
     return _json_plain(plain(value))
 
 
-def _json_plain(value: Any) -> str:
+def _json_plain(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -262,14 +265,14 @@ def _orjson(orjson: Any) -> Codec:
     def read(text: str | bytes) -> Any:
         return strict_loads(text) if _LONG_INTEGER in _zeroed(text) else decode(text)
 
-    def write(value: Any) -> str:
+    def write(value: object) -> str:
         try:
             return encode(value, default=convert, option=option).decode()
         except TypeError:  # what orjson refuses (an int beyond 64 bits, an odd key ...)
             pass  # outside the except block, so an error of the fallback does not chain orjson's
         return _json_dumps(value)
 
-    def write_plain(value: Any) -> str:
+    def write_plain(value: object) -> str:
         try:
             return encode(value).decode()
         except TypeError:  # an int beyond 64 bits
@@ -282,11 +285,11 @@ def _orjson(orjson: Any) -> Codec:
 def _ujson(ujson: Any) -> Codec:
     encode = ujson.dumps
 
-    def write(value: Any) -> str:
+    def write(value: object) -> str:
         # ujson writes a Decimal as a float by itself, so everything is made plain first (no NaN is left)
         return write_plain(plain(value))
 
-    def write_plain(value: Any) -> str:
+    def write_plain(value: object) -> str:
         return encode(value, ensure_ascii=False, escape_forward_slashes=False)
 
     return strict_loads, write, write_plain  # its reader is lenient (the module docstring)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack, cast
 
 from .loop.batch import run_batch
 from .loop.options import BatchOptions, Commit, HandlerOptions, Options
@@ -22,20 +22,27 @@ from .sources import get
 from .sources.base import Source
 
 if TYPE_CHECKING:
+    from .loop.invocation import LambdaContext
+    from .sources.api import ApiSource
+    from .sources.dynamodb import DynamoDBSource
+    from .sources.kafka import KafkaSource
+    from .sources.kinesis import KinesisSource
+    from .sources.sns import SnsSource
+    from .sources.sqs import SqsSource
     from .sources.window import Window
 
 F = TypeVar("F", bound=Callable[..., Any])
 Wrap = Callable[[Any, bool], Callable[[Any, Any], Any]]
 
 
-def _body(function: Any) -> Any:
+def _body(function: object) -> Any:
     """What runs when ``function`` is called: itself, or a callable object's ``__call__``."""
     if inspect.isroutine(function) or isinstance(function, functools.partial):
         return function
     return type(function).__call__ if callable(function) else function
 
 
-def is_async(decorator: str, function: Any) -> bool:
+def is_async(decorator: str, function: object) -> bool:
     """Whether ``function`` is an ``async def`` (its records run on the event loop). A generator
     function (plain or async) is refused: calling one does not run its body, so its records would
     be acknowledged unprocessed."""
@@ -49,7 +56,7 @@ def is_async(decorator: str, function: Any) -> bool:
     return inspect.iscoroutinefunction(body)
 
 
-def path_for(options: Options, function: Any) -> type[RecordPath]:
+def path_for(options: Options, function: object) -> type[RecordPath]:
     """The record path that runs ``function``: one record at a time for a plain def, on the event
     loop for an ``async def``. ``max_concurrency`` above 1 needs an ``async def`` (a plain function
     runs one record at a time: no threads behind the user's back)."""
@@ -95,7 +102,7 @@ def batch_decorator(
         path = path_for(options, function)
         call: Function = function if wrap is None else wrap(function, path is not RecordPath)
 
-        def handler(event: Any, context: Any = None) -> Any:
+        def handler(event: Any, context: LambdaContext | None = None) -> Any:
             return run_batch(path, adapters, call, options, event, context)
 
         return marked(handler, function, options, adapters, **marks)  # type: ignore[no-any-return]
@@ -124,13 +131,15 @@ def sqs_handler(
     on a FIFO queue each message group stays in order. The other options: ``HandlerOptions``.
     """
     checked = Options("sqs_handler", json=json, commit=commit, **options)
-    return batch_decorator(fn, checked, [get("sqs")(json=json)])
+    return batch_decorator(fn, checked, [cast("type[SqsSource]", get("sqs"))(json=json)])
 
 
 def sns_handler(fn: F | None = None, /, *, json: bool = True, **options: Unpack[HandlerOptions]) -> Any:
     """Call ``fn(message, context)`` once per SNS record; a failure is logged and re-raised.
     ``model`` works as for ``sqs_handler``."""
-    return batch_decorator(fn, Options("sns_handler", json=json, **options), [get("sns")(json=json)])
+    return batch_decorator(
+        fn, Options("sns_handler", json=json, **options), [cast("type[SnsSource]", get("sns"))(json=json)]
+    )
 
 
 ON_FAILURE = ("stop", "requeue")
@@ -184,7 +193,7 @@ def stream_handler(
     """
     _check_stream_options(on_failure, max_attempts, on_window_end)
     checked = Options("stream_handler", json=json, commit=commit, **options)
-    kinesis = get("kinesis")(
+    kinesis = cast("type[KinesisSource]", get("kinesis"))(
         json=json,
         on_failure=on_failure,
         max_attempts=max_attempts,
@@ -194,7 +203,7 @@ def stream_handler(
     return batch_decorator(
         fn,
         checked,
-        [kinesis, get("dynamodb")(on_window_end=on_window_end)],
+        [kinesis, cast("type[DynamoDBSource]", get("dynamodb"))(on_window_end=on_window_end)],
         wrap=kinesis.wrap,  # a tumbling window's state
         on_failure=on_failure,
         max_attempts=max_attempts,
@@ -241,7 +250,7 @@ def kafka_handler(
     if on_failure not in KAFKA_ON_FAILURE:
         raise ValueError(f"kafka_handler: on_failure must be one of {KAFKA_ON_FAILURE}, not {on_failure!r}")
     checked = Options("kafka_handler", json=json, commit=commit, **options)
-    adapters = [get("kafka")(json=json, on_failure=on_failure)]
+    adapters = [cast("type[KafkaSource]", get("kafka"))(json=json, on_failure=on_failure)]
     return batch_decorator(fn, checked, adapters, on_failure=on_failure)
 
 
@@ -285,12 +294,12 @@ def api_handler(
     from .sources.api.path import run_request  # the HTTP package: loaded only for an api_handler
 
     checked = Options("api_handler", **options)
-    adapters = [get("api")()]
+    adapters = [cast("type[ApiSource]", get("api"))()]
 
     def decorate(function: F) -> F:
         is_async("api_handler", function)  # refuses generator functions; a coroutine is awaited on the path
 
-        def handler(event: Any, context: Any = None) -> Any:
+        def handler(event: Any, context: LambdaContext | None = None) -> Any:
             return run_request(adapters, function, checked, trace_header, max_body, event, context)
 
         return marked(handler, function, checked, adapters, trace_header=trace_header)  # type: ignore[no-any-return]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .trace.context import TraceContext
 
 
 class Record:
@@ -45,16 +48,16 @@ class Record:
         self,
         *,
         source: str,
-        id: Any,
+        id: str,
         trace_id: str,
         payload: Any = None,
-        raw: Any = None,
+        raw: object = None,
         error: str | None = None,
         attempt: int = 0,
-        rejected_trace_id: Any = None,
+        rejected_trace_id: object = None,
         group: str | None = None,
-        report_id: Any = None,
-        context: Any = None,
+        report_id: str | None = None,
+        context: TraceContext | None = None,
     ) -> None:
         self.source = source
         self.id = id
@@ -75,7 +78,7 @@ class Record:
         if context is not None:
             self.set_context(context)
 
-    def set_context(self, context: Any) -> None:
+    def set_context(self, context: TraceContext) -> None:
         """Carry ``context`` (a ``trace_context.TraceContext``) and its log keys from now on."""
         self.context = context
         self.log_keys = context.log_keys()

@@ -29,7 +29,7 @@ class Validator:
 
     __slots__ = ("model", "name", "from_json", "_adapter", "_error")
 
-    def __init__(self, model: Any, from_json: bool = False) -> None:
+    def __init__(self, model: object, from_json: bool = False) -> None:
         # pydantic (~200 ms to import) is loaded by a decorator given a model; missing, the error names
         # the extra
         pydantic = import_optional("pydantic", "model=")
@@ -55,7 +55,7 @@ class Validator:
             ) from None
         return adapter
 
-    def __call__(self, value: Any) -> Any:
+    def __call__(self, value: object) -> Any:
         try:
             if self.from_json and isinstance(value, str | bytes | bytearray):
                 return self._adapter.validate_json(value)

@@ -332,7 +332,7 @@ def _fit(line: dict[str, Any]) -> str:
     return _escaped(codec.dumps_plain(kept))
 
 
-def _at_most(value: Any, limit: int) -> Any:
+def _at_most(value: object, limit: int) -> Any:
     return cut(value, limit) if type(value) is str and len(value) > limit else value
 
 

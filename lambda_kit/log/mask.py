@@ -11,7 +11,7 @@ total: whatever it is given, it returns plain JSON data and never raises.
 from __future__ import annotations
 
 import reprlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from itertools import islice
 from typing import Any
 
@@ -65,7 +65,7 @@ def cut(text: str, limit: int = MAX_VALUE_CHARS) -> str:
     return f"{text[:kept]}...[truncated {len(text) - kept} chars]"
 
 
-def text_of(value: Any) -> str:
+def text_of(value: object) -> str:
     """``str(value)``, or a placeholder when that raises (a ``__str__`` must not cost the line)."""
     try:
         text = str(value)
@@ -115,11 +115,11 @@ def _clean_float(value: float, depth: int) -> Any:
     return value if value - value == 0 else None  # NaN and infinities: null, as every codec writes them
 
 
-def _same(value: Any, depth: int) -> Any:
+def _same(value: object, depth: int) -> Any:
     return value
 
 
-def _key(key: Any) -> str:
+def _key(key: object) -> str:
     if type(key) is not str:
         try:
             key = codec.key_text(key)
@@ -130,7 +130,7 @@ def _key(key: Any) -> str:
     return key if len(key) <= MAX_VALUE_CHARS else cut(key)
 
 
-def _clean_items(value: Any, depth: int) -> dict[str, Any]:
+def _clean_items(value: Mapping[Any, Any], depth: int) -> dict[str, Any]:
     out = {}
     known = _secret_keys.get
     for key, item in value.items():
@@ -147,7 +147,7 @@ def _clean_dict(value: dict[Any, Any], depth: int) -> Any:
     return _clean_items(value, depth + 1) if depth < MAX_DEPTH else "[nested too deep]"
 
 
-def clean_fields(fields: Any) -> dict[str, Any]:
+def clean_fields(fields: Mapping[Any, Any]) -> dict[str, Any]:
     """A line's fields ready to log: each key's value cleaned as a value of its own (``clean``),
     masked when the key is secret."""
     try:
@@ -174,7 +174,7 @@ _CLEANERS: dict[type, Callable[[Any, int], Any]] = {
 }
 
 
-def _clean_other(value: Any, depth: int) -> Any:
+def _clean_other(value: object, depth: int) -> Any:
     if depth >= MAX_DEPTH:
         return "[nested too deep]"
     try:
@@ -183,7 +183,7 @@ def _clean_other(value: Any, depth: int) -> Any:
         return _clean_text(text_of(value), depth)
 
 
-def clean(value: Any, depth: int = 0) -> Any:
+def clean(value: object, depth: int = 0) -> Any:
     """``value`` ready to log (the rules are in this module's docstring)."""
     kind = type(value)
     if kind is str:
@@ -201,7 +201,7 @@ _BRIEF = reprlib.Repr()  # keyword arguments only from Python 3.12
 _BRIEF.maxlevel, _BRIEF.maxstring, _BRIEF.maxother, _BRIEF.maxlong = 3, 200, 60, 60
 
 
-def brief(value: Any, limit: int = 256) -> str:
+def brief(value: object, limit: int = 256) -> str:
     """A short, ASCII, bounded description of any value (a rejected trace id, say): nesting, length
     and the size of numbers bounded before anything is walked, so a producer's deep or huge value
     costs nothing."""
@@ -218,7 +218,7 @@ _KINDS = {str: "string", int: "number", float: "number", bool: "boolean", type(N
 MAX_OUTLINE_KEYS = 20
 
 
-def outline(value: Any, depth: int = 0) -> Any:
+def outline(value: object, depth: int = 0) -> Any:
     """The shape of ``value`` with none of its values: objects with their keys, an array as the
     shape of its first item, and each scalar as its JSON type (the ERROR line of an event no
     decorator processes says what it looks like, never what it holds)."""

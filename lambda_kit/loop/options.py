@@ -45,13 +45,13 @@ DEADLINE_MARGIN_MS = 100
 """The part of the margin that is not the slowest record: time to answer Lambda."""
 
 
-def checked_concurrency(decorator: str, value: Any) -> int:
+def checked_concurrency(decorator: str, value: object) -> int:
     if type(value) is not int or value < 1:
         raise ValueError(f"{decorator}: max_concurrency must be a whole number of at least 1, not {value!r}")
     return value
 
 
-def validator(model: Any, from_json: bool) -> Validator:
+def validator(model: object, from_json: bool) -> Validator:
     from ..validation import Validator  # the pydantic extra's module: loaded only for a model=
 
     return Validator(model, from_json=from_json)
@@ -87,7 +87,7 @@ class Options:
         log_result: bool = True,
         logger: Any = None,
         metrics: bool | None = None,
-        model: Any = None,
+        model: object = None,
         max_concurrency: int = 1,
         deadline_margin_ms: int = DEADLINE_MARGIN_MS,
         log_buffer: bool = False,

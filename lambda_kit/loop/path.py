@@ -416,7 +416,7 @@ class RecordPath:
                 reset_current_record(token)
 
 
-def reported_ids(reported: Any) -> set[Any]:
+def reported_ids(reported: object) -> set[Any]:
     """The ids of the records a commit reported as failed: records or record ids, or nothing."""
     if reported is None:
         return set()

@@ -71,7 +71,7 @@ def carried_by(key: str) -> list[type[Source]]:
     return [source for source in all_sources() if key in source.carried_by]
 
 
-def describe(event: Any) -> tuple[str, str | None]:
+def describe(event: object) -> tuple[str, str | None]:
     """(what ``event`` looks like, the decorator that processes it, if any): for error lines.
     A source carried inside another's events is asked first: it is the more specific."""
     for source in sorted(all_sources(), key=lambda source: not source.carried_by):
@@ -83,7 +83,7 @@ def describe(event: Any) -> tuple[str, str | None]:
     return shape_of(event), None
 
 
-def shape_of(event: Any) -> str:
+def shape_of(event: object) -> str:
     """A short description of an event no source recognizes."""
     if isinstance(event, dict):
         return _records_shape(event["Records"]) if "Records" in event else _object_shape(event)

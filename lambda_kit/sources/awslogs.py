@@ -41,7 +41,7 @@ class LogEventRecord(Record):
     __slots__ = ("document", "log_event")
 
 
-def unpack(data: Any) -> dict[str, Any]:
+def unpack(data: object) -> dict[str, Any]:
     """The subscription message in ``data`` (base64 of gzip; a zlib stream is read too). Raises
     ``ValueError`` saying what ``data`` is instead, to follow the name of the field."""
     if not isinstance(data, str | bytes):
@@ -80,7 +80,7 @@ def pack(message: dict[str, Any]) -> bytes:
 
 
 def log_event_records(
-    message: dict[str, Any], source: str, raw: Any = None, record_id: str | None = None, attempt: int = 0
+    message: dict[str, Any], source: str, raw: object = None, record_id: str | None = None, attempt: int = 0
 ) -> list[Record]:
     """One record per log event of ``message``; none for a control message (an INFO line says so).
 
@@ -119,7 +119,7 @@ class Subscription:
     __slots__ = ("message", "source", "raw", "record_id", "attempt", "document", "common")
 
     def __init__(
-        self, message: dict[str, Any], source: str, raw: Any, record_id: str | None, attempt: int
+        self, message: dict[str, Any], source: str, raw: object, record_id: str | None, attempt: int
     ) -> None:
         self.message, self.source, self.raw, self.record_id, self.attempt = (
             message,
@@ -150,7 +150,7 @@ class Subscription:
             return [self.failed(self.document, why, trace_id, "", self.message)]
         return [record for event in events for record in read_alone(self.source, event, self.read)]
 
-    def read(self, event: Any) -> list[Record]:
+    def read(self, event: object) -> list[Record]:
         return [self.record(event)]
 
     def record(self, event: Any) -> Record:
@@ -182,7 +182,7 @@ class Subscription:
         record.document, record.log_event = self.document, event
         return record
 
-    def failed(self, payload: Any, why: str, trace_id: str, event_id: str, raw: Any) -> Record:
+    def failed(self, payload: Any, why: str, trace_id: str, event_id: str, raw: object) -> Record:
         return Record(
             source=self.source,
             id=self.id_of(event_id),
@@ -198,7 +198,7 @@ class Subscription:
         return event_id if self.record_id is None else self.record_id
 
 
-def _malformed(event: Any) -> str | None:
+def _malformed(event: object) -> str | None:
     if type(event) is not dict:
         return "log event is not a JSON object"
     if not is_text(event.get("id")):

@@ -105,13 +105,13 @@ class Source:
     requeueing: bool = False
 
     @classmethod
-    def recognizes(cls, event: Any) -> bool:
+    def recognizes(cls, event: object) -> bool:
         """By default: a ``Records`` batch of ``event_source`` records (or, for a source Pipes
         delivers, a top-level list of them)."""
         return records_claimed(event, cls.event_source, cls.record_marker, bool(cls.pipes))
 
     @classmethod
-    def label_of(cls, event: Any) -> str:
+    def label_of(cls, event: object) -> str:
         """How a message names ``event``, one this source recognizes: by default ``label`` (a
         Pipes batch says so); a carried source says what carries it ("an SQS event carrying S3
         notifications")."""
@@ -129,7 +129,7 @@ class Source:
         found = [record for raw in raws for record in read_alone(self.name, raw, self.read)]
         return [self.piped(record) for record in found] if piped else found
 
-    def read(self, raw: Any) -> list[Record]:
+    def read(self, raw: object) -> list[Record]:
         """The records of one raw record: one, mostly (a KPL aggregate, a CloudWatch Logs message
         hold several). The one hook every source implements; always called through ``read_alone``."""
         raise NotImplementedError
@@ -185,7 +185,7 @@ UNSCOPED = nullcontext()
 # --- recognizing a Records batch -----------------------------------------------------------------
 
 
-def records_claimed(event: Any, event_source: str, marker: str, pipes: bool = False) -> bool:
+def records_claimed(event: object, event_source: str, marker: str, pipes: bool = False) -> bool:
     """Whether ``event`` is a ``{"Records": [...]}`` batch of one source (with ``pipes``, also a
     top-level list of its records, as EventBridge Pipes sends): some record is this source's (its
     ``eventSource``/``EventSource`` is ``event_source``, or it has none and holds the source's
@@ -204,7 +204,7 @@ def _all_mine(records: list[Any], event_source: str, marker: str) -> bool:
     return True in claims and False not in claims
 
 
-def _claim(raw: Any, event_source: str, marker: str) -> bool | None:
+def _claim(raw: object, event_source: str, marker: str) -> bool | None:
     """True: a record of this source; False: of another one; None: it cannot tell."""
     if type(raw) is not dict:
         return None
@@ -217,7 +217,7 @@ def _claim(raw: Any, event_source: str, marker: str) -> bool | None:
 # --- reading records ----------------------------------------------------------------------------
 
 
-def read_alone(source: str, raw: Any, read: Callable[[Any], list[Record]]) -> list[Record]:
+def read_alone(source: str, raw: object, read: Callable[[Any], list[Record]]) -> list[Record]:
     """``read(raw)``: the records of one raw record. An error no check foresaw (an adapter's bug, a
     value of a shape nobody expected) makes that raw record fail alone, with the reason, never the
     batch."""
@@ -227,18 +227,18 @@ def read_alone(source: str, raw: Any, read: Callable[[Any], list[Record]]) -> li
         return [unreadable(source, raw, exc)]
 
 
-def unreadable(source: str, raw: Any, exc: Exception) -> Record:
+def unreadable(source: str, raw: object, exc: Exception) -> Record:
     """The failed record of a raw record whose reading raised ``exc``."""
     return malformed(source, raw, f"record cannot be read ({type(exc).__name__}: {reason(exc)})")
 
 
 def pick_trace(
     source: str,
-    found: Any,
-    fallback: Any,
+    found: object,
+    fallback: object,
     carrier: Mapping[str, Any] | None = None,
     read: Read = text,
-    xray: Any = None,
+    xray: object = None,
 ) -> tuple[str, str | None, TraceContext | None]:
     """(trace id, rejected id, tracer's context) of a record, in the documented order:
     lambda_kit's ``found`` id, then a tracer's context in ``carrier`` (where this source's
@@ -256,7 +256,7 @@ def pick_trace(
     return trace_id, None if own else found, context
 
 
-def unstamped(doc: Any) -> tuple[Any, Mapping[str, Any] | None]:
+def unstamped(doc: object) -> tuple[Any, Mapping[str, Any] | None]:
     """(the producer's JSON document, without what ``propagate()`` added; the trace fields it
     added, or None): the function sees the payload as its producer wrote it."""
     stamp = doc.get(STAMP) if type(doc) is dict else None
@@ -266,7 +266,7 @@ def unstamped(doc: Any) -> tuple[Any, Mapping[str, Any] | None]:
     return {key: value for key, value in doc.items() if key not in ours}, stamp
 
 
-def warn_rejected_context(source: str, trace_id: str, where: str, value: Any) -> None:
+def warn_rejected_context(source: str, trace_id: str, where: str, value: object) -> None:
     """The WARNING line for a tracer's context that is present and malformed (not used)."""
     if log.enabled(30):
         log.emit(
@@ -277,7 +277,7 @@ def warn_rejected_context(source: str, trace_id: str, where: str, value: Any) ->
         )
 
 
-def malformed(source: str, raw: Any, why: str) -> Record:
+def malformed(source: str, raw: object, why: str) -> Record:
     """A record that cannot be read at all (its payload is the raw record, for the ERROR line):
     it fails with ``why`` and reports an empty id, which Lambda treats as a failure of the whole
     batch (nothing is lost). Its trace id is a digest of what it holds, the same on every retry."""
@@ -295,13 +295,13 @@ def reason(exc: BaseException) -> str:
 # --- reading fields -----------------------------------------------------------------------------
 
 
-def as_text(value: Any) -> str:
+def as_text(value: object) -> str:
     """``value`` when it is text, else its ``repr`` (bounded: ``trace.foreign``): a key that
     should be text (a message group, a partition key) compared or digested as one."""
     return value if type(value) is str else bounded_repr(value, 1024)
 
 
-def loaded(text: Any, name: str) -> tuple[Any, str | None]:
+def loaded(text: object, name: str) -> tuple[Any, str | None]:
     """(the JSON document in ``text``, None), or (None, the error naming ``name``)."""
     try:
         return codec.loads(text), None
@@ -309,7 +309,7 @@ def loaded(text: Any, name: str) -> tuple[Any, str | None]:
         return None, f"{name} is not valid JSON ({reason(exc)})"
 
 
-def base64_bytes(text: Any, name: str) -> tuple[bytes | None, str | None]:
+def base64_bytes(text: object, name: str) -> tuple[bytes | None, str | None]:
     """(the bytes base64 ``text`` holds, None), or (None, the error naming ``name``): strict, as
     AWS writes it (a lenient decoder would read a corrupted value as something else)."""
     try:

@@ -25,14 +25,14 @@ class CloudWatchLogsSource(Source):
     asynchronous = True
 
     @classmethod
-    def recognizes(cls, event: Any) -> bool:
+    def recognizes(cls, event: object) -> bool:
         subscription = event.get("awslogs") if type(event) is dict else None
         return type(subscription) is dict and "data" in subscription
 
     def records(self, event: Any) -> list[Record]:
         return read_alone(self.name, event["awslogs"], self.read)
 
-    def read(self, subscription: Any) -> list[Record]:
+    def read(self, subscription: object) -> list[Record]:
         """The log events of the subscription message, each read alone (``awslogs``)."""
         try:
             message = awslogs.unpack(subscription["data"])

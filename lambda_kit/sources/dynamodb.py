@@ -38,7 +38,7 @@ def number(text: str) -> int | float | Decimal:
     return close if Decimal(repr(close)) == exact else exact
 
 
-def _decimal(text: Any) -> Decimal:
+def _decimal(text: object) -> Decimal:
     try:
         exact = Decimal(text)
     except (InvalidOperation, TypeError, ValueError):
@@ -48,7 +48,7 @@ def _decimal(text: Any) -> Decimal:
     return exact
 
 
-def _binary(inner: Any) -> bytes:
+def _binary(inner: object) -> bytes:
     """A binary attribute: base64 text (or bytes). Never ``bytes(n)``: {"B": 10**9} is 1 GB."""
     if isinstance(inner, str):
         return binascii.a2b_base64(inner)
@@ -57,7 +57,7 @@ def _binary(inner: Any) -> bytes:
     raise ValueError(f"binary attribute holds {type(inner).__name__}, not base64 text")
 
 
-def deserialize(value: Any, depth: int = 0) -> Any:
+def deserialize(value: object, depth: int = 0) -> Any:
     """One DynamoDB attribute value (``{"S": "x"}``, ``{"N": "1"}``, ...) as plain Python."""
     ((kind, inner),) = value.items()
     read = _READERS.get(kind)
@@ -108,7 +108,7 @@ class DynamoDBSource(Windowed, Source):
     def __init__(self, on_window_end: Callable[[Window], Any] | None = None) -> None:
         self.on_window_end = on_window_end
 
-    def read(self, raw: Any) -> list[Record]:
+    def read(self, raw: object) -> list[Record]:
         change = dig(raw, "dynamodb")
         if type(change) is not dict:
             return [malformed("dynamodb", raw, "record has no dynamodb object")]

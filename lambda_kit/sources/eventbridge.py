@@ -27,14 +27,14 @@ class EventBridgeSource(Source):
     asynchronous = True
 
     @classmethod
-    def recognizes(cls, event: Any) -> bool:
+    def recognizes(cls, event: object) -> bool:
         return type(event) is dict and "detail-type" in event and "source" in event and "detail" in event
 
     def records(self, event: Any) -> list[Record]:
         """One event, one record."""
         return read_alone(self.name, event, self.read)
 
-    def read(self, raw: Any) -> list[Record]:
+    def read(self, raw: object) -> list[Record]:
         event_id = raw.get("id")
         if not is_text(event_id):
             return [malformed("eventbridge", raw, "event has no id")]

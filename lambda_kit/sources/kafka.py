@@ -65,7 +65,7 @@ class KafkaSource(Source):
         self.stop_at_first_failure = not self.reporting
 
     @classmethod
-    def recognizes(cls, event: Any) -> bool:
+    def recognizes(cls, event: object) -> bool:
         return type(event) is dict and event.get("eventSource") in EVENT_SOURCES and "records" in event
 
     def records(self, event: Any) -> list[Record]:
@@ -81,11 +81,11 @@ class KafkaSource(Source):
                 records += read_alone("kafka", raw, partial(self.read_of, key))
         return records
 
-    def read_of(self, key: str, raw: Any) -> list[Record]:
+    def read_of(self, key: str, raw: object) -> list[Record]:
         """``read`` for a raw record of topic-partition ``key``."""
         return [self.record_of(key, raw)]
 
-    def record_of(self, key: str, raw: Any) -> Record:
+    def record_of(self, key: str, raw: object) -> Record:
         """The record ``raw`` of topic-partition ``key``: its payload is the message."""
         if type(raw) is not dict:
             return malformed("kafka", raw, "record is not a JSON object")
@@ -148,7 +148,7 @@ class KafkaSource(Source):
         return failure_report([record for record, _ in outcome.failures])
 
 
-def whole(value: Any) -> int | None:
+def whole(value: object) -> int | None:
     """A partition or offset: an int (AWS's samples also show digit strings), else None."""
     if type(value) is int and value >= 0:
         return value
@@ -168,7 +168,7 @@ def base64_field(raw: dict[str, Any], name: str) -> bytes | None:
     return data
 
 
-def headers(found: Any) -> dict[str, bytes]:
+def headers(found: object) -> dict[str, bytes]:
     """Kafka headers, ``[{"name": [byte, ...]}, ...]`` (bytes as 0..255, or -128..127 as Java
     sends them), as ``{name: bytes}``."""
     if found is None:
@@ -183,7 +183,7 @@ def headers(found: Any) -> dict[str, bytes]:
     return decoded
 
 
-def header_bytes(name: str, values: Any) -> bytes:
+def header_bytes(name: str, values: object) -> bytes:
     if type(values) is not list or not all(type(b) is int and -128 <= b <= 255 for b in values):
         raise ValueError(f"header {name[:64]!r} is not a list of byte values")
     return bytes(b & 0xFF for b in values)

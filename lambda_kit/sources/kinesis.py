@@ -78,7 +78,7 @@ class KinesisSource(Windowed, Source):
         self.max_attempts = max_attempts
         self._dead_letter = dead_letter
 
-    def read(self, raw: Any) -> list[Record]:
+    def read(self, raw: object) -> list[Record]:
         """A KPL aggregate is its user records; a CloudWatch Logs subscription message its log
         events; any other record is one record."""
         kinesis = kinesis_fields(raw) or {}
@@ -133,7 +133,7 @@ class KinesisSource(Windowed, Source):
         attempt = requeued_attempt(message.pop(REQUEUE_KEY, None))  # a log event requeued on its own
         return awslogs.log_event_records(message, "kinesis", raw, sequence_number, attempt)
 
-    def record(self, raw: Any) -> Record:
+    def record(self, raw: object) -> Record:
         kinesis = kinesis_fields(raw)
         if kinesis is None:
             return malformed("kinesis", raw, "record has no kinesis object")
@@ -158,7 +158,7 @@ class KinesisSource(Windowed, Source):
             context=context,
         )
 
-    def decoded(self, text: Any) -> tuple[Any, Any, str | None, dict[str, Any] | None]:
+    def decoded(self, text: object) -> tuple[Any, Any, str | None, dict[str, Any] | None]:
         """(payload, JSON document, error, the requeue envelope it came in) of ``kinesis.data``:
         a requeued record's data is the producer's, out of lambda_kit's envelope. The payload is the
         document, or with ``json=False`` the bytes (data that is a JSON object is read all the
@@ -242,7 +242,7 @@ class KinesisSource(Windowed, Source):
         target = self._dead_letter() if callable(self._dead_letter) else self._dead_letter
         return target or os.environ.get("LAMBDA_KIT_DEAD_LETTER") or None
 
-    def _dead_letter_send(self, record: Record, error: BaseException, data: Any, attempts: int) -> None:
+    def _dead_letter_send(self, record: Record, error: BaseException, data: object, attempts: int) -> None:
         target = self.dead_letter()
         if not target:
             raise RuntimeError(
@@ -296,7 +296,7 @@ def user_raw(
     return {**raw, "kinesis": fields} if "kinesis" in raw else {**raw, **fields}
 
 
-def trace_places(doc: Any) -> tuple[Any, Mapping[str, Any]]:
+def trace_places(doc: object) -> tuple[Any, Mapping[str, Any]]:
     """(lambda_kit's trace id as found, the carrier of a tracer's context): the producer's own
     ``trace_id`` and fields, else what ``propagate()`` stamped."""
     own, stamp = unstamped(doc)
@@ -306,14 +306,14 @@ def trace_places(doc: Any) -> tuple[Any, Mapping[str, Any]]:
     return (found if found is not None else stamp.get("trace_id")), stamp
 
 
-def requeued_attempt(meta: Any) -> int:
+def requeued_attempt(meta: object) -> int:
     """The attempt a requeue envelope's metadata counts (1 when it says none); 0: not requeued."""
     if type(meta) is not dict:
         return 0
     return meta["attempt"] if type(meta.get("attempt")) is int else 1
 
 
-def producers_data(data: Any) -> Any:
+def producers_data(data: object) -> Any:
     """``kinesis.data`` as the producer sent it: out of lambda_kit's envelope when it was requeued."""
     try:
         outer = codec.loads(binascii.a2b_base64(data))
@@ -354,7 +354,7 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def kinesis_fields(raw: Any) -> dict[str, Any] | None:
+def kinesis_fields(raw: object) -> dict[str, Any] | None:
     """A record's Kinesis fields: its ``kinesis`` object (event source mapping), or the record
     itself when EventBridge Pipes flattened them into it."""
     if type(raw) is not dict:
@@ -363,7 +363,7 @@ def kinesis_fields(raw: Any) -> dict[str, Any] | None:
     return kinesis if type(kinesis) is dict else None
 
 
-def _stream_name(arn: Any) -> str:
+def _stream_name(arn: object) -> str:
     if not isinstance(arn, str) or "stream/" not in arn:
         raise ValueError(
             f"cannot requeue: eventSourceARN {bounded_repr(arn, 200)} is not a Kinesis stream ARN"

@@ -70,7 +70,7 @@ def _parsed(data: bytes) -> Any:
     return aggregate
 
 
-def _user(index: int, user: Any, keys: list[str], hash_keys: list[str]) -> UserRecord:
+def _user(index: int, user: object, keys: list[str], hash_keys: list[str]) -> UserRecord:
     """User record ``index``, its partition key (and explicit hash key) looked up in the tables."""
     if user.partition_key_index >= len(keys):
         raise AggregateError(

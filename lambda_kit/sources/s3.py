@@ -113,14 +113,14 @@ class S3Object(ObjectFields):
 # --- recognizing the envelopes ----------------------------------------------------------------
 
 
-def carrier(event: Any) -> str | None:
+def carrier(event: object) -> str | None:
     """The envelope of a ``Records`` event: ``"sqs"``, ``"sns"``, ``"s3"`` (direct), or None."""
     if type(dig(event, "Records")) is not list:
         return None
     return next((kind for kind, source, marker in ENVELOPES if records_claimed(event, source, marker)), None)
 
 
-def is_notification(doc: Any) -> bool:
+def is_notification(doc: object) -> bool:
     """An S3 notification (``Records`` of ``aws:s3``) or S3's test message."""
     if dig(doc, "Event") == TEST_EVENT:
         return True
@@ -128,7 +128,7 @@ def is_notification(doc: Any) -> bool:
     return type(records) is list and any(dig(record, "eventSource") == "aws:s3" for record in records)
 
 
-def unwrap(text: Any, kind: str) -> tuple[Any, str | None]:
+def unwrap(text: object, kind: str) -> tuple[Any, str | None]:
     """(the document in an SQS body or SNS message, an SNS envelope in an SQS body unwrapped; or
     None and the error saying which part is not JSON)."""
     if not isinstance(text, str):
@@ -139,12 +139,12 @@ def unwrap(text: Any, kind: str) -> tuple[Any, str | None]:
     return doc, error
 
 
-def holds_notification(raw: Any, kind: str) -> bool:
+def holds_notification(raw: object, kind: str) -> bool:
     """The SQS or SNS message ``raw`` holds an S3 notification (or S3's test message)."""
     return is_notification(unwrap(dig(raw, *MESSAGE_TEXT[kind]), kind)[0])
 
 
-def from_eventbridge(event: Any) -> bool:
+def from_eventbridge(event: object) -> bool:
     return (
         type(event) is dict
         and event.get("source") == "aws.s3"
@@ -166,14 +166,14 @@ class S3Source(Source):
     asynchronous = True
 
     @classmethod
-    def recognizes(cls, event: Any) -> bool:
+    def recognizes(cls, event: object) -> bool:
         kind = carrier(event)
         if kind is None:
             return from_eventbridge(event)
         return kind == "s3" or any(holds_notification(raw, kind) for raw in event["Records"])
 
     @classmethod
-    def label_of(cls, event: Any) -> str:
+    def label_of(cls, event: object) -> str:
         kind = carrier(event)
         if kind in ("sqs", "sns"):
             return f"an {kind.upper()} event carrying S3 notifications"  # type: ignore[union-attr]
@@ -192,13 +192,13 @@ class S3Source(Source):
         read = self.read if kind == "s3" else partial(self.from_message, kind=kind)
         return [record for raw in event["Records"] for record in read_alone("s3", raw, read)]
 
-    def read(self, raw: Any) -> list[Record]:
+    def read(self, raw: object) -> list[Record]:
         return [self.object_record(raw, None, raw, 0)]
 
-    def read_eventbridge(self, event: Any) -> list[Record]:
+    def read_eventbridge(self, event: object) -> list[Record]:
         return [self.eventbridge_record(event)]
 
-    def from_message(self, raw: Any, kind: str) -> list[Record]:
+    def from_message(self, raw: object, kind: str) -> list[Record]:
         """The object records of one SQS or SNS message, each reported under the message's id."""
         message_id, why = message_id_of(raw, kind)
         if why is not None:
@@ -216,7 +216,7 @@ class S3Source(Source):
         attempt = receive_attempt(dig(raw, "attributes", "ApproximateReceiveCount")) if kind == "sqs" else 0
         return [self.object_record(item, message_id, item, attempt) for item in items]
 
-    def object_record(self, item: Any, message_id: str | None, raw: Any, attempt: int) -> Record:
+    def object_record(self, item: object, message_id: str | None, raw: object, attempt: int) -> Record:
         """One S3 record; ``message_id`` is its carrier's id (None when delivered directly)."""
         why = record_problem(item)
         if why is not None:
@@ -298,7 +298,7 @@ class S3Source(Source):
         return None
 
 
-def message_id_of(raw: Any, kind: str) -> tuple[str, None] | tuple[None, str]:
+def message_id_of(raw: object, kind: str) -> tuple[str, None] | tuple[None, str]:
     """(the id of an SQS or SNS message, None), or (None, why it has none)."""
     if type(raw) is not dict:
         return None, "record is not a JSON object"
@@ -308,7 +308,7 @@ def message_id_of(raw: Any, kind: str) -> tuple[str, None] | tuple[None, str]:
     return message_id, None
 
 
-def record_problem(item: Any) -> str | None:
+def record_problem(item: object) -> str | None:
     """Why ``item`` is no S3 record naming an object, else None."""
     if type(item) is not dict:
         return "S3 record is not a JSON object"
@@ -326,7 +326,7 @@ def object_missing(fields: Mapping[str, Any], noun: str, where: str) -> str | No
     return None
 
 
-def fail(message_id: str | None, item: Any, raw: Any, why: str) -> Record:
+def fail(message_id: str | None, item: object, raw: object, why: str) -> Record:
     """An object record that cannot be read: it fails under its message's id (or, delivered
     directly, as a malformed record)."""
     if message_id is None:

@@ -28,7 +28,7 @@ class SnsSource(Source):
     def __init__(self, json: bool = True) -> None:
         self.json = json
 
-    def read(self, raw: Any) -> list[Record]:
+    def read(self, raw: object) -> list[Record]:
         sns = dig(raw, "Sns")
         if type(sns) is not dict:
             return [malformed("sns", raw, "record has no Sns object")]
@@ -55,7 +55,7 @@ class SnsSource(Source):
             )
         ]
 
-    def message(self, message: Any) -> tuple[Any, str | None]:
+    def message(self, message: object) -> tuple[Any, str | None]:
         """(payload, error) of ``Sns.Message``: its JSON, or with ``json=False`` the text; a message
         that fails keeps its text as the payload, for its ERROR line."""
         if not isinstance(message, str):

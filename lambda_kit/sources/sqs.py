@@ -34,7 +34,7 @@ class SqsSource(Source):
     def __init__(self, json: bool = True) -> None:
         self.json = json
 
-    def read(self, raw: Any) -> list[Record]:
+    def read(self, raw: object) -> list[Record]:
         if type(raw) is not dict:
             return [malformed("sqs", raw, "record is not a JSON object")]
         message_id = raw.get("messageId")
@@ -62,7 +62,7 @@ class SqsSource(Source):
             )
         ]
 
-    def message(self, body: Any) -> tuple[Any, str | None, dict[str, Any] | None]:
+    def message(self, body: object) -> tuple[Any, str | None, dict[str, Any] | None]:
         """(payload, error, the SNS envelope when the body is one) of a message body: its JSON,
         or with ``json=False`` the text itself (an SNS envelope's ``Message`` when it is one). A
         message that fails keeps its body as the payload, for its ERROR line."""
@@ -75,7 +75,7 @@ class SqsSource(Source):
             return (*self.sns_message(doc["Message"], body), doc)
         return (doc if self.json and error is None else body), error if self.json else None, None
 
-    def sns_message(self, message: Any, body: str) -> tuple[Any, str | None]:
+    def sns_message(self, message: object, body: str) -> tuple[Any, str | None]:
         """(payload, error) of the ``Message`` of an SNS envelope in the body."""
         if not self.json:
             return message, None

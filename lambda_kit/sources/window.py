@@ -29,11 +29,14 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from time import perf_counter
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .. import codec, log
 from ..record import Outcome, Record
 from ..trace import current_record, stable_id
+
+if TYPE_CHECKING:
+    from ..loop.invocation import LambdaContext
 
 STATE_LIMIT = 1024 * 1024
 """Lambda's limit on a window's state, 1 MB per shard: bytes of the state's JSON."""
@@ -131,7 +134,7 @@ class Window:
 
     # --- one record's call ---------------------------------------------------------------------
 
-    def run(self, function: Callable[[Any, Any], Any], payload: Any, context: Any) -> Any:
+    def run(self, function: Callable[[Any, Any], Any], payload: Any, context: LambdaContext | None) -> Any:
         """Call ``function`` for the current record: its changes to the state are kept when it
         returns and leaves a state Lambda can take back, else undone (and the record fails). An
         awaitable it returns is run to its end here, inside the record's call."""
@@ -144,7 +147,9 @@ class Window:
         self._leave(record)
         return result
 
-    async def run_async(self, function: Callable[[Any, Any], Any], payload: Any, context: Any) -> Any:
+    async def run_async(
+        self, function: Callable[[Any, Any], Any], payload: Any, context: LambdaContext | None
+    ) -> Any:
         """``run`` for an ``async def``, awaited. The records of a windowed batch run one at a time
         (``Windowed.serial``), so each record's changes are its own."""
         record = self._enter()
@@ -382,7 +387,7 @@ def guarded(function: Callable[[Any, Any], Any], asynchronous: bool = False) -> 
 
     if asynchronous:
 
-        async def call_async(payload: Any, context: Any) -> Any:
+        async def call_async(payload: Any, context: LambdaContext | None) -> Any:
             window = _window.get()
             if window is None:
                 return await function(payload, context)
@@ -390,7 +395,7 @@ def guarded(function: Callable[[Any, Any], Any], asynchronous: bool = False) -> 
 
         return call_async
 
-    def call(payload: Any, context: Any) -> Any:
+    def call(payload: Any, context: LambdaContext | None) -> Any:
         window = _window.get()
         if window is None:
             return function(payload, context)
@@ -411,7 +416,7 @@ def _finished(result: Any) -> Any:
     return awaited(result)
 
 
-def _time(value: Any, field: str) -> Any:
+def _time(value: object, field: str) -> Any:
     if isinstance(value, str):
         try:
             moment = datetime.fromisoformat(value)
@@ -428,7 +433,7 @@ def _text(event: dict[str, Any], key: str) -> str | None:
     raise WindowStateError(f"the event's {key} is a {type(value).__name__}, not text")
 
 
-def _sequence_number(raw: Any) -> str | None:
+def _sequence_number(raw: object) -> str | None:
     """A stream record's sequence number (Kinesis, flattened Kinesis, DynamoDB Streams), else None."""
     if type(raw) is not dict:
         return None
@@ -437,7 +442,7 @@ def _sequence_number(raw: Any) -> str | None:
     return found if isinstance(found, str) else None
 
 
-def _utc_text(moment: Any) -> str:
+def _utc_text(moment: object) -> str:
     return moment.isoformat().replace("+00:00", "Z")
 
 
@@ -448,7 +453,7 @@ def _flag(event: dict[str, Any], key: str) -> bool:
     raise WindowStateError(f"the event's {key} is {log.brief(value, 80)}, not true or false")
 
 
-def _json_text(state: Any) -> str:
+def _json_text(state: object) -> str:
     """``state`` as JSON text exactly as it is, else ``ValueError`` naming what JSON cannot hold.
 
     The codec writes what a log line can hold (sets as lists, ``Decimal`` as numbers, bytes as
@@ -474,7 +479,7 @@ def _since(started: float) -> float:
 _JSON_SCALARS = (str, bool, type(None))
 
 
-def _json_problem(state: Any) -> str | None:
+def _json_problem(state: object) -> str | None:
     """What in ``state`` JSON cannot hold as it is (``"a set at ['tags']"``), else None: keys that
     are not strings, numbers that are not finite or beyond 64-bit integers, and any other type."""
     stack: list[tuple[Any, str]] = [(state, "")]
@@ -495,7 +500,7 @@ def _dict_problem(value: dict[Any, Any], path: str, stack: list[tuple[Any, str]]
     return None
 
 
-def _list_problem(value: Any, path: str, stack: list[tuple[Any, str]]) -> str | None:
+def _list_problem(value: object, path: str, stack: list[tuple[Any, str]]) -> str | None:
     stack.extend((item, f"{path}[{index}]") for index, item in enumerate(value))
     return None
 
@@ -508,7 +513,7 @@ def _int_problem(value: int, path: str, stack: list[tuple[Any, str]]) -> str | N
     return None if -(2**63) <= value < 2**64 else f"an integer beyond 64 bits at {path}"
 
 
-def _other(value: Any, path: str, stack: list[tuple[Any, str]]) -> str | None:
+def _other(value: object, path: str, stack: list[tuple[Any, str]]) -> str | None:
     kind = type(value)
     return None if kind in _JSON_SCALARS else f"{_a(kind.__name__)} at {path or 'the top'}"
 

@@ -130,12 +130,12 @@ class TraceContext:
 # --- reading -----------------------------------------------------------------------------------
 
 
-def text(value: Any) -> Any:
+def text(value: object) -> Any:
     """The plain ``Read``: a value as it is (payload fields, HTTP headers)."""
     return value
 
 
-def has_context(carrier: Mapping[str, Any] | None, xray: Any = None) -> bool:
+def has_context(carrier: Mapping[str, Any] | None, xray: object = None) -> bool:
     """Whether ``carrier`` (or the X-Ray header) holds any tracer's context: the cheap check that
     keeps records without one (most) from paying for ``read``."""
     if xray is not None:
@@ -146,7 +146,7 @@ def has_context(carrier: Mapping[str, Any] | None, xray: Any = None) -> bool:
 
 
 def read(
-    carrier: Mapping[str, Any] | None, value: Read = text, xray: Any = None
+    carrier: Mapping[str, Any] | None, value: Read = text, xray: object = None
 ) -> tuple[TraceContext | None, list[tuple[str, Any]]]:
     """(the first valid context in ``carrier``, in the documented order: ``traceparent``, Datadog,
     then the ``xray`` header; else None) and the values present and malformed before it, skipped
@@ -169,7 +169,7 @@ if TYPE_CHECKING:
     """What a place holds: None when nothing is there, else (its context or None, what it holds)."""
 
 
-def _traceparent(carrier: Mapping[str, Any], value: Read, xray: Any) -> Found:
+def _traceparent(carrier: Mapping[str, Any], value: Read, xray: object) -> Found:
     found = carrier.get(TRACEPARENT)
     if found is None:
         return None
@@ -178,7 +178,7 @@ def _traceparent(carrier: Mapping[str, Any], value: Read, xray: Any) -> Found:
     return context, found if read_value is None else read_value
 
 
-def _datadog_object(carrier: Mapping[str, Any], value: Read, xray: Any) -> Found:
+def _datadog_object(carrier: Mapping[str, Any], value: Read, xray: object) -> Found:
     found = carrier.get(DATADOG)
     if found is None:
         return None
@@ -186,14 +186,14 @@ def _datadog_object(carrier: Mapping[str, Any], value: Read, xray: Any) -> Found
     return parse_datadog_object(read_value), found if read_value is None else read_value
 
 
-def _datadog_headers(carrier: Mapping[str, Any], value: Read, xray: Any) -> Found:
+def _datadog_headers(carrier: Mapping[str, Any], value: Read, xray: object) -> Found:
     if carrier.get(DD_TRACE_ID) is None:
         return None
     headers = {name: _text_of(value(carrier.get(name))) for name in DD_HEADERS}
     return parse_datadog(headers), {name: item for name, item in headers.items() if item is not None}
 
 
-def _xray(carrier: Mapping[str, Any], value: Read, xray: Any) -> Found:
+def _xray(carrier: Mapping[str, Any], value: Read, xray: object) -> Found:
     return None if xray is None else (parse_xray(_text_of(xray)), xray)
 
 
@@ -205,7 +205,7 @@ _PLACES = (
 )
 
 
-def _text_of(value: Any) -> str | None:
+def _text_of(value: object) -> str | None:
     if isinstance(value, str):
         return value
     if isinstance(value, bytes | bytearray):
@@ -290,7 +290,7 @@ def _high_bits(tags: str) -> int:
     return 0
 
 
-def parse_datadog_object(value: Any) -> TraceContext | None:
+def parse_datadog_object(value: object) -> TraceContext | None:
     """A ``_datadog`` value (ddtrace writes it on SQS, SNS, Kinesis, EventBridge, Step Functions):
     its ``x-datadog-*`` headers as an object, or that object as JSON text."""
     if isinstance(value, str | bytes | bytearray):

@@ -23,7 +23,7 @@ MAX_INT_BITS = 14_000
 _SCALARS = frozenset((str, float, bool, type(None), bytes))
 
 
-def bounded_repr(value: Any, limit: int) -> str:
+def bounded_repr(value: object, limit: int) -> str:
     """``repr(value)[:limit]``, produced piece by piece up to ``limit`` characters: containers
     deeper than ``MAX_DEPTH`` show as ``...``, other types than data as ``<type name>``."""
     pieces: list[str] = []
@@ -36,7 +36,7 @@ def bounded_repr(value: Any, limit: int) -> str:
     return "".join(pieces)[:limit]
 
 
-def _pieces(value: Any, depth: int) -> Iterator[str]:
+def _pieces(value: object, depth: int) -> Iterator[str]:
     kind = type(value)
     if kind in _SCALARS:
         yield repr(value)
@@ -50,7 +50,7 @@ def _pieces(value: Any, depth: int) -> Iterator[str]:
         yield from _CONTAINERS[kind](value, depth + 1)
 
 
-def _items(items: Any, depth: int, opening: str, closing: str) -> Iterator[str]:
+def _items(items: object, depth: int, opening: str, closing: str) -> Iterator[str]:
     yield opening
     for index, item in enumerate(items):
         if index:

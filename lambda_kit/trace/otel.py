@@ -36,7 +36,7 @@ class RecordSpans:
 
     __slots__ = ("trace", "context_api", "tracer")
 
-    def __init__(self, trace: Any) -> None:
+    def __init__(self, trace: object) -> None:
         from opentelemetry import context as context_api  # an optional extra, already loaded by the process
 
         self.trace = trace
@@ -96,7 +96,7 @@ class RecordSpans:
             self.context_api.detach(token)
 
 
-def carried(own: Any, incoming: TraceContext | None) -> TraceContext:
+def carried(own: object, incoming: TraceContext | None) -> TraceContext:
     """The record's context from now on: its own span's ids, with the incoming vendor's traits."""
     state = own.trace_state.to_header() if own.trace_state else None
     vendor = incoming.vendor if incoming is not None else "otel"

@@ -84,7 +84,7 @@ def _entries(params: dict[str, Any], key: str | None) -> list[dict[str, Any]]:
     )
 
 
-def _utf8_size(data: Any) -> int:
+def _utf8_size(data: object) -> int:
     """The size of text (UTF-8) or bytes; 0 for anything else."""
     if isinstance(data, str):
         return len(data.encode("utf-8", "surrogatepass"))
@@ -119,7 +119,7 @@ def _with_attributes(
 
 
 def _fitting(
-    body: Any, attributes: dict[str, Any], written: dict[str, Any], service: str, operation: str
+    body: object, attributes: dict[str, Any], written: dict[str, Any], service: str, operation: str
 ) -> dict[str, Any]:
     """The trace fields the message lacks, as attributes, as many as it has room for (SQS and
     SNS take ten, and a size limit): a WARNING names those left out."""
@@ -139,13 +139,13 @@ def _fitting(
     return added
 
 
-def _outgrows(body: Any, attributes: dict[str, Any], added: dict[str, Any]) -> bool:
+def _outgrows(body: object, attributes: dict[str, Any], added: dict[str, Any]) -> bool:
     """Whether ``added`` takes a message within the size limit over it."""
     before = (_utf8_size(body) if isinstance(body, str) else 0) + _attribute_size(attributes)
     return before <= MESSAGE_LIMIT < before + _attribute_size(added)
 
 
-def _attribute(name: str, value: Any, service: str) -> dict[str, Any]:
+def _attribute(name: str, value: object, service: str) -> dict[str, Any]:
     """A trace field as a message attribute: ``_datadog`` as JSON, Binary on SNS as ddtrace sends
     it (SNS filter policies skip Binary attributes)."""
     if name != DATADOG:
@@ -160,7 +160,7 @@ def _attribute_size(attributes: dict[str, Any]) -> int:
     return sum(_utf8_size(name) + _attribute_value_size(attribute) for name, attribute in attributes.items())
 
 
-def _attribute_value_size(attribute: Any) -> int:
+def _attribute_value_size(attribute: object) -> int:
     if not isinstance(attribute, dict):
         return 0
     return sum(_utf8_size(attribute.get(key)) for key in ("DataType", "StringValue", "BinaryValue"))
@@ -182,7 +182,7 @@ def _payload_hook(entries: str | None, field: str, limit: int, service: str, ope
     return hook
 
 
-def _stamped(data: Any, written: dict[str, Any], limit: int, service: str, operation: str) -> Any:
+def _stamped(data: object, written: dict[str, Any], limit: int, service: str, operation: str) -> Any:
     """``data`` (JSON text or bytes) with the trace fields in its ``lambda_kit_trace`` key, in the
     same type; unchanged when it is no JSON object, carries its own ``trace_id`` or stamp, or would
     outgrow ``limit``."""
@@ -199,7 +199,7 @@ def _stamped(data: Any, written: dict[str, Any], limit: int, service: str, opera
     return text if isinstance(data, str) else text.encode()
 
 
-def _json_object(data: Any) -> dict[str, Any] | None:
+def _json_object(data: object) -> dict[str, Any] | None:
     """The JSON object in text or bytes ``data``, else None."""
     if not isinstance(data, str | bytes | bytearray):
         return None
@@ -222,7 +222,7 @@ def _lambda_invoke(params: dict[str, Any], **_: Any) -> None:
         params["ClientContext"] = encoded
 
 
-def _client_context(encoded: Any, written: dict[str, Any]) -> str | None:
+def _client_context(encoded: object, written: dict[str, Any]) -> str | None:
     """A Lambda ``ClientContext`` whose ``custom`` holds the trace fields (``x-datadog-*``
     directly in it, as ddtrace writes them), or None to leave the caller's as it is: one that is
     not ours to repair (Lambda answers for it), already holds a ``trace_id``, or would be too long."""
@@ -253,7 +253,7 @@ def _custom(context: dict[str, Any] | None) -> dict[str, Any] | None:
     return dict(custom) if isinstance(custom, dict) else None
 
 
-def _decoded_context(encoded: Any) -> dict[str, Any] | None:
+def _decoded_context(encoded: object) -> dict[str, Any] | None:
     """The caller's ``ClientContext`` (empty when none), or None when it is no base64 JSON object."""
     if not encoded:
         return {}
@@ -311,7 +311,7 @@ def propagate(target: T | None = None, *, kinesis: bool = False) -> T | None:
     return target
 
 
-def _session_events(session: Any) -> Any:
+def _session_events(session: object) -> Any:
     """The event system of a boto3 or botocore session (boto3's default one for None)."""
     if session is None:
         import boto3  # an optional extra, loaded by the one call that needs its default session
@@ -326,7 +326,7 @@ def _session_events(session: Any) -> Any:
     raise TypeError(f"propagate() takes a boto3 client or session, or nothing, not {type(session).__name__}")
 
 
-def _register(events: Any, hooks: dict[str, dict[str, Hook]]) -> None:
+def _register(events: object, hooks: dict[str, dict[str, Hook]]) -> None:
     for service, operations in hooks.items():
         for operation, hook in operations.items():
             event = f"before-parameter-build.{service}.{operation}"

@@ -38,7 +38,7 @@ class ApiSource(Source):
     delivery = "gateway"
 
     @classmethod
-    def recognizes(cls, event: Any) -> bool:
+    def recognizes(cls, event: object) -> bool:
         if type(event) is not dict:
             return False
         context = event.get("requestContext")

@@ -43,7 +43,7 @@ def failure_level(response: dict[str, Any]) -> str:
     return "ERROR" if response["statusCode"] >= 500 else "WARN"
 
 
-def outcome_of(status: Any) -> str:
+def outcome_of(status: object) -> str:
     if not isinstance(status, int) or status >= 500:
         return "server_error"
     return "ok" if status < 400 else "client_error"
@@ -114,7 +114,7 @@ def result_for_log(result: Any) -> Any:
     return result
 
 
-def body_value(body: Any) -> Any:
+def body_value(body: object) -> Any:
     """A response body as the log shows it: its JSON value when it is JSON text or bytes, else as it is."""
     if isinstance(body, bytearray | memoryview):
         body = bytes(body)

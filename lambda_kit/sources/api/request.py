@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import binascii
 import os
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ... import codec
 from ...errors import HTTPError, InvalidPayload
@@ -20,6 +20,9 @@ from ...trace import is_valid_id, new_id
 from ...trace.context import TraceContext, has_context, text
 from ..base import as_text, pick_trace
 from .shapes import shape_of
+
+if TYPE_CHECKING:
+    from ...loop.invocation import LambdaContext
 
 NOT_JSON: Any = object()
 """What ``parse_json`` returns for text that is not JSON."""
@@ -44,7 +47,7 @@ class Headers(dict[str, str]):
     """Request headers with case-insensitive lookup (keys are stored lower-case). lambda_kit's own
     lookups name headers in lower case: they use ``dict``'s, which folds no case."""
 
-    def __init__(self, items: Any = ()) -> None:
+    def __init__(self, items: Mapping[Any, Any] | Iterable[tuple[Any, Any]] = ()) -> None:
         super().__init__({str(key).lower(): value for key, value in dict(items).items()})
 
     @classmethod
@@ -63,11 +66,11 @@ class Headers(dict[str, str]):
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and super().__contains__(key.lower())
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: str, default: object = None) -> Any:  # type: ignore[override]
         return super().get(key.lower(), default)
 
 
-def _text_dict(value: Any) -> dict[str, str]:
+def _text_dict(value: object) -> dict[str, str]:
     if not value or type(value) is not dict:
         return {}
     return {as_text(key): as_text(item) for key, item in value.items() if item is not None}
@@ -213,7 +216,7 @@ class Request:
         return f"Request({self.method} {self.path}, shape={self.shape!r}, trace_id={self.trace_id!r})"
 
 
-def request_id(event: Any, context: Any) -> str:
+def request_id(event: Any, context: LambdaContext | None) -> str:
     found = event["requestContext"].get("requestId")
     if isinstance(found, str) and found:
         return found

@@ -41,11 +41,7 @@ def _lowered(single: Any) -> dict[str, str]:
     """Single-value headers with lower-case names, as text; ``None`` values left out."""
     if not single or type(single) is not dict:
         return {}
-    return {
-        as_text(key).lower(): as_text(value)
-        for key, value in single.items()
-        if value is not None
-    }
+    return {as_text(key).lower(): as_text(value) for key, value in single.items() if value is not None}
 
 
 def _joined(name: str, values: list[Any]) -> str:
