@@ -253,7 +253,12 @@ def test_functions(resources):
         assert properties["FunctionName"] == f"{SERVICE}-{STAGE}-{name}"
         variables = properties["Environment"]["Variables"]
         assert variables["TABLE_NAME"] == f"{SERVICE}-{STAGE}-stats"
-        assert variables["LOG_LEVEL"]
+        assert "LOG_LEVEL" not in variables  # the level is the function's logging configuration
+        assert properties["LoggingConfig"] == {
+            "LogFormat": "JSON",
+            "ApplicationLogLevel": "INFO",
+            "SystemLogLevel": "INFO",
+        }
         assert env_needed.get(name, set()) <= set(variables)
     assert (
         target(functions[function_id("ingest")]["Properties"]["Environment"]["Variables"]["VIEWS_QUEUE_URL"])
