@@ -19,29 +19,21 @@ back alone. With a tumbling window the window's state goes in and out (``lambda_
 from __future__ import annotations
 
 import binascii
-import hashlib
-import os
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .. import aws, codec
+from .. import codec
 from .._data import dig, is_text, mapping, text_or
 from ..record import Record
 from ..trace import is_valid_id, stable_id
-from ..trace.foreign import bounded_repr
 from . import awslogs, kpl
-from .base import Source, as_text, base64_bytes, loaded, malformed, pick_trace, reason, unstamped
+from .base import Source, base64_bytes, loaded, malformed, pick_trace, reason, unstamped
+from .requeue import REQUEUE_KEY, Requeues, producers_data
 from .window import Window, Windowed
-
-REQUEUE_KEY = "lambda_kit_requeue"
 
 KPL_BASE64 = "84maw"
 """How the base64 text of every KPL aggregate begins (its magic bytes): the test that sends a
 record to ``lambda_kit.sources.kpl``, which decides on the decoded bytes."""
-
-GROUP_ID = re.compile(r"[!-~]{1,128}")
-"""A FIFO message group id: 1 to 128 printable ASCII characters."""
 
 GZIP_BASE64 = "H4sI"
 """How base64 text of gzip data begins (gzip's magic bytes 1f 8b 08): the test for a record that
@@ -76,7 +68,7 @@ class KinesisSource(Windowed, Source):
         self.requeueing = on_failure == "requeue"
         self.stop_at_first_failure = not self.requeueing
         self.max_attempts = max_attempts
-        self._dead_letter = dead_letter
+        self.requeues = Requeues(max_attempts, dead_letter, kinesis_fields)
 
     def read(self, raw: object) -> list[Record]:
         """A KPL aggregate is its user records; a CloudWatch Logs subscription message its log
@@ -193,80 +185,12 @@ class KinesisSource(Windowed, Source):
     # --- failure routing ---------------------------------------------------------------------
 
     def requeue(self, record: Record, error: BaseException) -> str:
-        """Put ``record`` back on its stream, or dead-letter it after ``max_attempts``.
-
-        Returns the outcome (``"requeued"`` or ``"dead_lettered"``); raises when AWS refused,
-        in which case the record is reported as a batch failure like any other.
-        """
+        """Put ``record`` back on its stream, or dead-letter it after ``max_attempts``
+        (``lambda_kit.sources.requeue``): ``"requeued"`` or ``"dead_lettered"``; raises when AWS
+        refused, in which case the record is reported as a batch failure like any other."""
         if isinstance(record, awslogs.LogEventRecord):
-            return self.requeue_log_event(record, error)
-        original_data = producers_data(kinesis_fields(record.raw)["data"])
-        attempt = record.attempt + 1
-        if attempt >= self.max_attempts:
-            self._dead_letter_send(record, error, original_data, attempt)
-            return "dead_lettered"
-        envelope = {
-            "trace_id": record.trace_id,
-            REQUEUE_KEY: {"attempt": attempt, "error_type": type(error).__name__},
-            "data": original_data,
-        }
-        aws.client("kinesis").put_record(
-            StreamName=_stream_name(record.raw.get("eventSourceARN")),
-            Data=codec.dumps(envelope).encode(),
-            PartitionKey=record.trace_id,
-        )
-        return "requeued"
-
-    def requeue_log_event(self, record: awslogs.LogEventRecord, error: BaseException) -> str:
-        """A failed log event goes back alone (a subscription message of that event and an attempt
-        count), so the log events that succeeded with it are not repeated."""
-        alone = {**record.document, "logEvents": [record.log_event]}
-        attempt = record.attempt + 1
-        if attempt >= self.max_attempts:
-            self._dead_letter_send(
-                record,
-                error,
-                binascii.b2a_base64(awslogs.pack(alone), newline=False).decode("ascii"),
-                attempt,
-            )
-            return "dead_lettered"
-        retry = {**alone, REQUEUE_KEY: {"attempt": attempt, "error_type": type(error).__name__}}
-        aws.client("kinesis").put_record(
-            StreamName=_stream_name(record.raw.get("eventSourceARN")),
-            Data=awslogs.pack(retry),
-            PartitionKey=record.trace_id,
-        )
-        return "requeued"
-
-    def dead_letter(self) -> str | None:
-        target = self._dead_letter() if callable(self._dead_letter) else self._dead_letter
-        return target or os.environ.get("LAMBDA_KIT_DEAD_LETTER") or None
-
-    def _dead_letter_send(self, record: Record, error: BaseException, data: object, attempts: int) -> None:
-        target = self.dead_letter()
-        if not target:
-            raise RuntimeError(
-                "on_failure='requeue' reached max_attempts but no dead_letter is configured "
-                "(pass dead_letter= or set LAMBDA_KIT_DEAD_LETTER); the record is reported as failed"
-            )
-        kinesis = kinesis_fields(record.raw)
-        body = codec.dumps(
-            {
-                "source": "kinesis",
-                "trace_id": record.trace_id,
-                "stream": record.raw.get("eventSourceARN"),
-                "sequence_number": record.id,
-                "partition_key": dig(kinesis, "partitionKey"),
-                "attempts": attempts,
-                "error_type": type(error).__name__,
-                "error": str(error)[:1000],
-                "data": data,
-            }
-        )
-        order = fifo_fields(record, kinesis) if target.endswith(".fifo") else {}
-        send_dead_letter(
-            target, body, {"trace_id": {"DataType": "String", "StringValue": record.trace_id}}, order
-        )
+            return self.requeues.log_event(record, error)
+        return self.requeues.record(record, error, producers_data(kinesis_fields(record.raw)["data"]))
 
 
 def record_ids(raw: dict[str, Any], kinesis: dict[str, Any]) -> tuple[str, Any, str | None]:
@@ -313,47 +237,6 @@ def requeued_attempt(meta: object) -> int:
     return meta["attempt"] if type(meta.get("attempt")) is int else 1
 
 
-def producers_data(data: object) -> Any:
-    """``kinesis.data`` as the producer sent it: out of lambda_kit's envelope when it was requeued."""
-    try:
-        outer = codec.loads(binascii.a2b_base64(data))
-    except Exception:
-        return data
-    return outer.get("data") if type(dig(outer, REQUEUE_KEY)) is dict else data
-
-
-def send_dead_letter(target: str, body: str, attributes: dict[str, Any], order: dict[str, str]) -> None:
-    """Send ``body`` to the dead-letter topic or queue ``target`` (an ARN or a queue URL)."""
-    if target.startswith("arn:aws:sns:"):
-        aws.client("sns").publish(TopicArn=target, Message=body, MessageAttributes=attributes, **order)
-        return
-    sqs = aws.client("sqs")
-    queue_url = target
-    if target.startswith("arn:aws:sqs:"):
-        parts = target.split(":")
-        queue_url = sqs.get_queue_url(QueueName=parts[5], QueueOwnerAWSAccountId=parts[4])["QueueUrl"]
-    sqs.send_message(QueueUrl=queue_url, MessageBody=body, MessageAttributes=attributes, **order)
-
-
-def fifo_fields(record: Record, kinesis: dict[str, Any] | None) -> dict[str, str]:
-    """What a FIFO queue or topic requires of a dead letter: its group is the record's partition
-    key (the records of one key stay in order, as on the shard), its deduplication id the stream,
-    the record's id and, for a log event, the log event's id (a dead letter sent again, by a
-    retried batch, is dropped as a duplicate within SQS's five minutes; two records never share
-    one). A key that is no valid group id (empty, over 128 characters, other than printable ASCII,
-    or not text) is replaced by its digest; a record without one is grouped by its trace id."""
-    key = dig(kinesis, "partitionKey")
-    if type(key) is not str or not GROUP_ID.fullmatch(key):
-        key = _digest(record.trace_id if key is None else as_text(key))
-    log_event = record.log_event if isinstance(record, awslogs.LogEventRecord) else {}
-    deduplication = f"{as_text(record.raw.get('eventSourceARN'))}|{record.id}|{as_text(log_event.get('id'))}"
-    return {"MessageGroupId": key, "MessageDeduplicationId": _digest(deduplication)}
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
 def kinesis_fields(raw: object) -> dict[str, Any] | None:
     """A record's Kinesis fields: its ``kinesis`` object (event source mapping), or the record
     itself when EventBridge Pipes flattened them into it."""
@@ -361,14 +244,6 @@ def kinesis_fields(raw: object) -> dict[str, Any] | None:
         return None
     kinesis = raw.get("kinesis", raw if "sequenceNumber" in raw else None)
     return kinesis if type(kinesis) is dict else None
-
-
-def _stream_name(arn: object) -> str:
-    if not isinstance(arn, str) or "stream/" not in arn:
-        raise ValueError(
-            f"cannot requeue: eventSourceARN {bounded_repr(arn, 200)} is not a Kinesis stream ARN"
-        )
-    return arn.split("stream/", 1)[1].split("/", 1)[0]
 
 
 SOURCE = KinesisSource
