@@ -122,6 +122,8 @@ def service(tmp_path):
         (package / "__init__.py").write_text("")
         for name, source in {**HANDLERS, **(handlers or {})}.items():
             (package / f"{name}.py").write_text(source)
+        if not (tmp_path / "lambda_kit").exists():  # in the zip as this repository's is: project code
+            (tmp_path / "lambda_kit").symlink_to(ROOT / "lambda_kit", target_is_directory=True)
         path = tmp_path / "serverless.yml"
         path.write_text(yaml.safe_dump(CLEAN if config is None else config, sort_keys=False))
         return path
@@ -228,14 +230,15 @@ def test_module_sees_the_function_environment(service, capsys):
     assert "MODE" not in os.environ
 
 
-def test_undecorated_handler_is_a_warning(service, capsys):
+def test_undecorated_handler_is_an_error_naming_the_decorator(service, capsys):
     config = variant()
     config["functions"]["worker"]["handler"] = "handlers/plain.handler"
     status, lines = run(service(config), capsys)
-    assert status == 0
+    assert status == 1
     assert findings(lines) == [
-        "warning: worker: handler is not a lambda_kit decorator (no __lambda_kit__), "
-        "so its partial-failure wiring cannot be checked"
+        "error: worker: handler 'handlers/plain.handler' is not a lambda_kit decorated function: its events' "
+        "records, retries and partial failures are not handled (and check cannot see them); decorate it "
+        "with @sqs_handler"
     ]
 
 
