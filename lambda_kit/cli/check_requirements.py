@@ -493,7 +493,8 @@ def import_findings(zip_: Zip, function: FunctionConfig, handler_file: Path) -> 
     relative = [path.relative_to(zip_.root) for path in reached.files]
     found = [
         f"{path.as_posix()} is imported by the handler, but the package patterns leave it out of the zip: "
-        f"Lambda fails the import with Runtime.ImportModuleError; add {path.parts[0]}/** to package.patterns"
+        f"Lambda fails the import with Runtime.ImportModuleError; add {_pattern_for(path)} to "
+        "package.patterns"
         for path in relative
         if not in_package(patterns, path.as_posix())
     ]
@@ -509,6 +510,11 @@ def import_findings(zip_: Zip, function: FunctionConfig, handler_file: Path) -> 
                 f"import with Runtime.ImportModuleError; {_fix(zip_, module)}"
             )
     return found
+
+
+def _pattern_for(path: Path) -> str:
+    """The pattern that keeps a project file: its top folder's, or the file itself."""
+    return f"{path.parts[0]}/**" if len(path.parts) > 1 else path.as_posix()
 
 
 def _fix(zip_: Zip, module: str) -> str:

@@ -191,7 +191,7 @@ def _mapping_route(kind: str, raw: dict[str, Any]) -> tuple[str, str | None, str
                 "write e.g. method: GET"
             ),
         )
-    return upper, path if path.startswith("/") else "/" + path, None
+    return upper, path if path.startswith("/") or kind == "httpApi" else "/" + path, None
 
 
 def _path_problem(kind: str, path: str) -> str | None:
