@@ -6,13 +6,12 @@ correct service passes. The services are written to tmp_path: a Router behind `a
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
+from _packaging import package_offline
 
 from lambda_kit.cli import main
 from lambda_kit.local.denied_calls import DeniedCalls
@@ -395,16 +394,7 @@ def test_what_check_says_osls_crashes_on_it_does(tmp_path, capsys, event):
     del config["plugins"]
     status, lines = check(write(tmp_path, config=config), capsys)
     assert status == 1 and "stops on it with a TypeError" in lines[0]
-    env = {key: value for key, value in os.environ.items() if not key.startswith("AWS_")}
-    env.update(SLS_TELEMETRY_DISABLED="1", AWS_ACCESS_KEY_ID="offline", AWS_SECRET_ACCESS_KEY="offline")
-    packaged = subprocess.run(
-        [str(ROOT / "node_modules" / ".bin" / "serverless"), "package"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    packaged = package_offline(tmp_path)
     assert packaged.returncode == 1
     assert "TypeError" in packaged.stdout + packaged.stderr
 
