@@ -204,10 +204,17 @@ def _trace_options(trace: argparse.ArgumentParser) -> None:
         default=None,
         type=_log_file,
         metavar="FILE",
-        help=f"local log file (default: {DEFAULT_LOGS})",
+        help=f"local log file (default: {DEFAULT_LOGS}, every run's file, the newest first)",
     )
     where.add_argument(
         "--aws", action="store_true", help="read the deployed functions' CloudWatch Logs instead"
+    )
+    trace.add_argument(
+        "--limit",
+        default=1,
+        type=COUNT,
+        metavar="N",
+        help="the local runs to show the trace from, the newest first (default: %(default)s)",
     )
     trace.add_argument(
         "--insights",
