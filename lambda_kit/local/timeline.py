@@ -149,6 +149,12 @@ def file_lines_of(trace_id: str, path: str | Path) -> list[dict[str, Any]]:
     return _gathered(trace_id, lambda needles: _file_lines(path, needles))
 
 
+def request_lines(path: str | Path, request_id: str) -> list[dict[str, Any]]:
+    """The lines one invocation wrote (its ``request_id``) in the log file at ``path``, streamed."""
+    found = _file_lines(path, _needles([request_id]))
+    return [line for _, line in found if _key(line, "request_id") == request_id]
+
+
 def _needles(values: Iterable[str]) -> frozenset[str]:
     """The texts a line holding one of ``values`` as a JSON string holds (``/`` may be escaped)."""
     return frozenset(form for value in values for form in (value, value.replace("/", "\\/")))
