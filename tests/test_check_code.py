@@ -100,8 +100,9 @@ def test_a_route_typo_is_an_error_both_ways(tmp_path, capsys):
     assert status == 1
     assert lines == [
         "error: api: route GET /ordrs/{id} (handlers/api.py:19) has no httpApi event that sends to it (its "
-        "event 'GET /orders/{id}' is one typo away): API Gateway answers 404 before the function runs; add - "
-        "httpApi: 'GET /ordrs/{id}' to its events, or send everything to the router with - httpApi: '*'",
+        "event 'GET /orders/{id}' looks like a typo of it): API Gateway answers 404 before the function "
+        "runs; add - httpApi: 'GET /ordrs/{id}' to its events, or send everything to the router with - "
+        "httpApi: '*'",
         "error: api: its httpApi event 'GET /orders/{id}' reaches no route: the router answers every request "
         "it sends 404: no route of the router matches its path; fix the event or add the route (routes: POST "
         "/orders, GET /ordrs/{id})",

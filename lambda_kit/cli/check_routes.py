@@ -338,8 +338,8 @@ def _check_covered(route: Declared, events: list[HttpEvent], where: Callable[[An
 
 def _typo(method: str, template: str, events: list[HttpEvent]) -> str:
     paths = [event.path for event in events if event.path is not None and _takes(event, method)]
-    close = difflib.get_close_matches(template, paths, n=1, cutoff=0.75)
-    return f" (its event '{method} {close[0]}' is one typo away)" if close else ""
+    close = difflib.get_close_matches(template, paths, n=1, cutoff=0.85)
+    return f" (its event '{method} {close[0]}' looks like a typo of it)" if close else ""
 
 
 def _check_reached(event: HttpEvent, routes: list[Declared], add: Add) -> None:
