@@ -197,6 +197,11 @@ def test_pydantic_brought_by_another_requirement_is_enough(tmp_path, capsys):
     assert check(write(tmp_path, requirements="lambda-event-kit\npydantic-settings\n"), capsys) == (0, [])
 
 
+def test_extras_that_require_their_own_distribution_are_followed_once(tmp_path, capsys):
+    """lambda-event-kit[all] requires lambda-event-kit[fast,pydantic,...]: read once, pydantic in."""
+    assert check(write(tmp_path, requirements="lambda-event-kit[all]\n"), capsys) == (0, [])
+
+
 def test_a_missing_requirement_is_an_error_naming_the_line(tmp_path, capsys):
     api = "import json\n\nimport yaml\n" + API
     status, lines = check(write(tmp_path, api), capsys)

@@ -7,8 +7,13 @@ reports, one line each::
     error: counter: add functionResponseType: ReportBatchItemFailures to its sqs event ...
     warning: ViewsQueue: VisibilityTimeout 30 s is under 6 x the counter timeout ...
 
-What it looks for: a handler path that does not import; a handler that is not a lambda_kit
-decorator (warning: its sources cannot be checked); a decorator that cannot process the
+What it looks for: a handler path that does not import; a handler that is a ``Router``, a class
+or a function no lambda_kit decorator wraps; a function whose signature cannot take what its
+decorator passes; the HTTP side (``check_routes``: routes osls crashes on or API Gateway refuses,
+``Router`` routes no event sends to, events that reach no route, route signatures); the zip
+(``check_requirements``: a package the handler's code imports, or pydantic for a ``model=``, that
+the requirements, the package patterns and the Lambda runtime do not bring); calls a local run
+recorded that a role denied (``lambda_kit.local.denied_calls``); a decorator that cannot process the
 function's events; a decorator that reports partial batch failures on an event without
 ``ReportBatchItemFailures`` (Lambda would ignore the reported failures and treat failed records as
 processed); an asynchronously invoked function (SNS, EventBridge, S3) without an on-failure

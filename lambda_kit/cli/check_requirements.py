@@ -33,6 +33,7 @@ from packaging.markers import default_environment
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
 
+from .._data import mapping
 from ..extras import DISTRIBUTION
 from ..local.config import FunctionConfig, ServiceConfig
 from ..serverless_config import ConfigError, load
@@ -201,23 +202,32 @@ def _installed(name: str) -> metadata.Distribution | None:
 
 def bundled(listed: list[Listed], environment: dict[str, str]) -> set[str]:
     """The distributions the requirements bring (each with its dependencies, where installed here)."""
-    found: set[str] = set()
+    seen: set[tuple[str, frozenset[str]]] = set()
     waiting = [
         (item.name, item.extras)
         for item in listed
         if item.name and _applies(item.marker, environment, frozenset())
     ]
     while waiting:
-        name, extras = waiting.pop()
-        if name is None or (name in found and not extras):
-            continue
-        found.add(name)
-        distribution = _installed(name)
-        for text in (distribution.requires or []) if distribution is not None else []:
-            requirement = Requirement(text)
-            if _applies(requirement.marker, environment, extras):
-                waiting.append((canonicalize_name(requirement.name), frozenset(requirement.extras)))
-    return found
+        wanted = waiting.pop()
+        if wanted not in seen:
+            seen.add(wanted)  # type: ignore[arg-type]
+            waiting += _dependencies(*wanted, environment)  # type: ignore[arg-type]
+    return {name for name, _ in seen}
+
+
+def _dependencies(
+    name: str, extras: frozenset[str], environment: dict[str, str]
+) -> list[tuple[str, frozenset[str]]]:
+    """What the installed distribution ``name`` with ``extras`` requires on the runtime (nothing
+    known when it is not installed here)."""
+    distribution = _installed(name)
+    requirements = [Requirement(text) for text in (distribution.requires or [])] if distribution else []
+    return [
+        (canonicalize_name(requirement.name), frozenset(requirement.extras))
+        for requirement in requirements
+        if _applies(requirement.marker, environment, extras)
+    ]
 
 
 @cache
@@ -449,10 +459,8 @@ def service_zip(config: ServiceConfig) -> Zip | None:
     settings = settings if isinstance(settings, dict) else {}
     name = str(settings.get("fileName") or "requirements.txt")
     root = config.project_dir
-    plugins = document.get("plugins")
-    plugins = plugins.get("modules") if isinstance(plugins, dict) else plugins
-    plugin = isinstance(plugins, list) and PLUGIN in plugins
-    if plugin and _other_manifest(root, settings, name):
+    plugin = _uses_plugin(document)
+    if plugin and _other_manifest(root, settings):
         return None
     listed, problems = read_requirements(root / name) if (root / name).is_file() else ([], [])
     distributions = bundled(listed, runtime_environment(config)) if plugin else set()
@@ -460,7 +468,14 @@ def service_zip(config: ServiceConfig) -> Zip | None:
     return Zip(root, name, listed, problems, plugin, modules_of(distributions - removed), document)
 
 
-def _other_manifest(root: Path, settings: dict[str, Any], name: str) -> bool:
+def _uses_plugin(document: dict[str, Any]) -> bool:
+    """Whether serverless-python-requirements is among the plugins (a list, or ``modules:``)."""
+    plugins = document.get("plugins")
+    plugins = plugins.get("modules") if isinstance(plugins, dict) else plugins
+    return isinstance(plugins, list) and PLUGIN in plugins
+
+
+def _other_manifest(root: Path, settings: dict[str, Any]) -> bool:
     """Whether the plugin reads a Pipfile or Poetry's pyproject.toml instead of the requirements file."""
     pipfile = (root / "Pipfile").is_file() and settings.get("usePipenv", True) is not False
     pyproject = root / "pyproject.toml"
@@ -498,7 +513,10 @@ def import_findings(zip_: Zip, function: FunctionConfig, handler_file: Path) -> 
         for path in relative
         if not in_package(patterns, path.as_posix())
     ]
+    layered = function.setting("layers") or mapping(zip_.document.get("provider")).get("layers")
     for module, (path, line) in sorted(reached.outside.items()):
+        if layered and module != LIBRARY:
+            continue  # a layer may bring it: check cannot see inside one
         if module == LIBRARY and _project_file(zip_.root, LIBRARY) is not None:
             holds = in_package(patterns, f"{LIBRARY}/__init__.py")
         else:

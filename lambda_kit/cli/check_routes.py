@@ -42,6 +42,9 @@ PARAMETER = re.compile(r"\{([A-Za-z0-9._-]+)(\+?)\}")
 REST_PART = re.compile(r"[A-Za-z0-9._-]+")
 """What a REST API accepts as a literal path part."""
 EXAMPLE = "'GET /orders/{id}'"
+TYPE_ERROR = "osls's `serverless package` stops on it with a TypeError"
+REFUSED = {"httpApi": "osls refuses it", "http": "API Gateway refuses it at deploy"}
+"""What becomes of a method that is none of METHODS, by kind."""
 
 
 @dataclass(frozen=True)
@@ -138,15 +141,7 @@ def _string_route(kind: str, raw: str) -> tuple[str, str | None, str | None]:
     found = OSLS_ROUTE.match(raw)
     if found is None:
         word = raw.strip().split(" ")[0]
-        crash = (
-            "osls's `serverless package` stops on it with a TypeError"
-            if kind == "httpApi"
-            else (
-                "osls's `serverless package` stops on it with a TypeError"
-                if " " not in raw
-                else "API Gateway refuses it at deploy"
-            )
-        )
+        crash = TYPE_ERROR if kind == "httpApi" or " " not in raw else REFUSED["http"]
         return (
             "",
             None,
@@ -171,27 +166,26 @@ def _mapping_route(kind: str, raw: dict[str, Any]) -> tuple[str, str | None, str
             )
         return "ANY", None, None
     if not isinstance(path, str) or not path:
-        crash = " (osls's `serverless package` stops on it with a TypeError)" if kind == "http" else ""
+        crash = f" ({TYPE_ERROR})" if kind == "http" else ""
         return "", None, f"no path{crash}: add path: /orders/{{id}}"
+    upper, problem = _mapping_method(kind, method)
+    if problem is not None:
+        return "", None, problem
+    return upper, path if path.startswith("/") or kind == "httpApi" else "/" + path, None
+
+
+def _mapping_method(kind: str, method: Any) -> tuple[str, str | None]:
+    """(the method of a mapping route, upper-case, ``ANY`` for ``*``; the problem with it, if any)."""
     if not isinstance(method, str) or not method:
-        crash = (
-            "osls's `serverless package` stops on it with a TypeError"
-            if kind == "http"
-            else "osls refuses it"
-        )
-        return "", None, f"no method: {crash}; add method: GET (or '*' for any)"
+        crash = TYPE_ERROR if kind == "http" else "osls refuses it"
+        return "", f"no method: {crash}; add method: GET (or '*' for any)"
     upper = "ANY" if method == "*" else method.upper()
     if upper not in METHODS:
-        refused = "osls refuses it" if kind == "httpApi" else "API Gateway refuses it at deploy"
-        return (
-            "",
-            None,
-            (
-                f"method {method!r} is none of {', '.join(METHODS)}, '*'{_method_hint(method)}: {refused}; "
-                "write e.g. method: GET"
-            ),
+        return "", (
+            f"method {method!r} is none of {', '.join(METHODS)}, '*'{_method_hint(method)}: {REFUSED[kind]}; "
+            "write e.g. method: GET"
         )
-    return upper, path if path.startswith("/") or kind == "httpApi" else "/" + path, None
+    return upper, None
 
 
 def _path_problem(kind: str, path: str) -> str | None:
@@ -203,18 +197,21 @@ def _path_problem(kind: str, path: str) -> str | None:
     inner = path.strip("/")
     if "//" in path or (inner and "" in inner.split("/")):
         return f"path {path!r} has an empty segment (//): API Gateway refuses it; remove the extra /"
-    segments = _segments(path)
+    problem = _segments_problem(kind, _segments(path))
+    return None if problem is None else f"path {path!r}{problem}"
+
+
+def _segments_problem(kind: str, segments: list[str]) -> str | None:
+    """What API Gateway refuses in a path's segments: ``: <why>``, or `` names ... twice``."""
     names = []
     for index, segment in enumerate(segments):
         problem = _segment_problem(kind, segment, index == len(segments) - 1)
         if problem is not None:
-            return f"path {path!r}: {problem}"
+            return f": {problem}"
         found = PARAMETER.fullmatch(segment)
         names += [found.group(1)] if found else []
     repeated = [name for name in names if names.count(name) > 1]
-    if repeated:
-        return f"path {path!r} names the parameter {repeated[0]} twice: give each its own name"
-    return None
+    return f" names the parameter {repeated[0]} twice: give each its own name" if repeated else None
 
 
 def _segment_problem(kind: str, segment: str, last: bool) -> str | None:
