@@ -215,6 +215,13 @@ def test_a_missing_requirement_is_an_error_naming_the_line(tmp_path, capsys):
     assert check(tmp_path / "serverless.yml", capsys) == (0, [])
 
 
+def test_a_function_with_layers_is_not_checked_for_packages(tmp_path, capsys):
+    """A layer may bring any package, and check cannot see inside one."""
+    config = yaml.safe_load(yaml.safe_dump(SERVICE))
+    config["functions"]["api"]["layers"] = ["arn:aws:lambda:us-east-1:123456789012:layer:yaml:1"]
+    assert check(write(tmp_path, "import yaml\n" + API, config=config), capsys) == (0, [])
+
+
 def test_imports_of_the_modules_the_handler_imports_are_followed(tmp_path, capsys):
     write(tmp_path, "from handlers import store\n" + API)
     (tmp_path / "handlers" / "store.py").write_text("from . import deep\n")

@@ -513,21 +513,23 @@ def import_findings(zip_: Zip, function: FunctionConfig, handler_file: Path) -> 
         for path in relative
         if not in_package(patterns, path.as_posix())
     ]
-    layered = function.setting("layers") or mapping(zip_.document.get("provider")).get("layers")
-    for module, (path, line) in sorted(reached.outside.items()):
-        if layered and module != LIBRARY:
-            continue  # a layer may bring it: check cannot see inside one
-        if module == LIBRARY and _project_file(zip_.root, LIBRARY) is not None:
-            holds = in_package(patterns, f"{LIBRARY}/__init__.py")
-        else:
-            holds = not zip_.lacks(module)
-        if not holds:
-            found.append(
-                f"{_where(zip_.root, path, line)} imports {module}, which the zip would not hold "
-                f"({_unbundled(zip_)}, nor the package patterns or the Lambda runtime): Lambda fails the "
-                f"import with Runtime.ImportModuleError; {_fix(zip_, module)}"
-            )
-    return found
+    if function.setting("layers") or mapping(zip_.document.get("provider")).get("layers"):
+        return found  # a layer may bring any package: check cannot see inside one
+    return found + [
+        f"{_where(zip_.root, path, line)} imports {module}, which the zip would not hold "
+        f"({_unbundled(zip_)}, nor the package patterns or the Lambda runtime): Lambda fails the "
+        f"import with Runtime.ImportModuleError; {_fix(zip_, module)}"
+        for module, (path, line) in sorted(reached.outside.items())
+        if not _holds(zip_, patterns, module)
+    ]
+
+
+def _holds(zip_: Zip, patterns: list[str], module: str) -> bool:
+    """Whether the zip holds the top-level package ``module`` from outside the handler's code
+    (lambda_kit as project code, where the project has it, as this repository does)."""
+    if module == LIBRARY and _project_file(zip_.root, LIBRARY) is not None:
+        return in_package(patterns, f"{LIBRARY}/__init__.py")
+    return not zip_.lacks(module)
 
 
 def _pattern_for(path: Path) -> str:
