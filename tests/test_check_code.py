@@ -354,6 +354,8 @@ def test_head_and_options_reach_the_router_it_answers_them(tmp_path, capsys):
         ({"http": "GET /orders/~me"}, "a REST API's path parts take only a-zA-Z0-9._-"),
         ({"httpApi": {"method": "GET", "path": "*"}}, "path '*' (the $default route) takes every method"),
         ({"httpApi": {"method": "GET"}}, "no path: add path"),
+        ({"http": "*"}, "a REST API has no '*' route: write - http: 'ANY /{proxy+}'"),
+        ({"http": {"method": "*", "path": "*"}}, "API Gateway refuses the path part '*' at deploy"),
     ],
     ids=[
         "no_slash",
@@ -371,6 +373,8 @@ def test_head_and_options_reach_the_router_it_answers_them(tmp_path, capsys):
         "rest_tilde",
         "default_with_method",
         "no_path",
+        "rest_star",
+        "rest_star_path",
     ],
 )
 def test_a_route_api_gateway_or_osls_refuses_is_an_error(tmp_path, capsys, event, problem):
@@ -398,8 +402,9 @@ def test_a_route_declared_twice_is_an_error(tmp_path, capsys):
         {"httpApi": "GET orders"},
         {"http": "GET"},
         {"http": {"path": "/orders"}},
+        {"http": "*"},
     ],
-    ids=["gte", "no_slash", "rest_no_path", "rest_no_method"],
+    ids=["gte", "no_slash", "rest_no_path", "rest_no_method", "rest_star"],
 )
 def test_what_check_says_osls_crashes_on_it_does(tmp_path, capsys, event):
     """The real `serverless package` (osls) on the event check calls a TypeError: it stops with one."""

@@ -137,7 +137,12 @@ def read_event(function: FunctionConfig, event: EventSource) -> tuple[HttpEvent 
     return HttpEvent(event.kind, method, path, shown), None
 
 
+REST_CATCH_ALL = "a REST API has no '*' route: write - http: 'ANY /{proxy+}' (and 'ANY /' for the root)"
+
+
 def _string_route(kind: str, raw: str) -> tuple[str, str | None, str | None]:
+    if kind == "http" and raw.strip() == "*":
+        return "", None, f"{REST_CATCH_ALL}; {TYPE_ERROR}"
     found = OSLS_ROUTE.match(raw)
     if found is None:
         word = raw.strip().split(" ")[0]
@@ -165,6 +170,8 @@ def _mapping_route(kind: str, raw: dict[str, Any]) -> tuple[str, str | None, str
                 "path '*' (the $default route) takes every method: drop method or write method: '*'",
             )
         return "ANY", None, None
+    if kind == "http" and path == "*":
+        return "", None, f"{REST_CATCH_ALL}; API Gateway refuses the path part '*' at deploy"
     if not isinstance(path, str) or not path:
         crash = f" ({TYPE_ERROR})" if kind == "http" else ""
         return "", None, f"no path{crash}: add path: /orders/{{id}}"
