@@ -32,6 +32,7 @@ EXTRA_OF_MODULE: dict[str, tuple[str, str]] = {
     "aws_lambda_powertools": ("Powertools for AWS Lambda", "powertools"),
     "aws_kinesis_agg": ("aws-kinesis-agg", "kpl"),
     "pydantic": ("pydantic", "pydantic"),
+    "packaging": ("packaging", "local"),
 }
 
 

@@ -258,7 +258,7 @@ def run_demo(
         stack.log.flush()
         result.trace_id = _interesting_trace(candidates)
         if result.trace_id and stack.log.path is not None:
-            result.trace_lines = timeline.lines_of(result.trace_id, timeline.read_log_file(stack.log.path))
+            result.trace_lines = timeline.file_lines_of(result.trace_id, stack.log.path)
     finally:
         unsubscribe()
     result.seconds = time.monotonic() - started

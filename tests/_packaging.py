@@ -58,6 +58,22 @@ def runtime_python() -> str | None:
     return None
 
 
+def package_offline(directory: Path) -> subprocess.CompletedProcess[str]:
+    """`serverless package` (osls) of the service in ``directory``, offline with dummy credentials."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(
+        SLS_TELEMETRY_DISABLED="1", AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x", AWS_REGION="us-east-1"
+    )
+    return subprocess.run(
+        [str(ROOT / "node_modules" / ".bin" / "serverless"), "package"],
+        cwd=directory,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 def _scratch(name: str) -> Path:
     """A directory of this checkout's own under the system temp dir, emptied."""
     path = (

@@ -258,7 +258,7 @@ def test_serverless_package_makes_the_window_and_the_subscription_check_reads(se
     config = {
         "service": "demo",
         "provider": {"name": "aws", "runtime": "python3.12", "region": "us-east-1"},
-        "package": {"patterns": ["handlers/**"]},
+        "package": {"patterns": ["handlers/**", "lambda_kit/**"]},
         "functions": {"windowed": WINDOW_FUNCTION, "logs": LOGS_FUNCTION},
         "resources": {
             "Resources": {

@@ -421,7 +421,8 @@ def _test_module() -> str:
 
 
 def _serverless_yml() -> str:
-    lines = ["service: user-project", "provider:", "  name: aws", "  runtime: python3.12", "functions:"]
+    lines = ["service: user-project", "plugins:", "  - serverless-python-requirements"]
+    lines += ["provider:", "  name: aws", "  runtime: python3.12", "functions:"]
     for f in USER_FUNCTIONS:
         lines += [f"  {f.name}:", f"    handler: handlers/functions.{f.name}"]
         if f.asynchronous:
@@ -473,6 +474,8 @@ def _set_up(base: Path) -> dict[str, Any]:
     (project / "tests").mkdir()
     (project / "tests" / "test_functions.py").write_text(_test_module())
     (project / "serverless.yml").write_text(_serverless_yml())
+    # what the zip holds besides handlers/: lambda_kit with pydantic, for the model= of `refund`
+    (project / "requirements.txt").write_text("lambda-event-kit[pydantic]\n")
     return {
         "wheel": str(wheel),
         "python": str(python),

@@ -38,12 +38,13 @@ from ._new import cmd_new
 from ._options import COUNT, LOAD_COMMANDS, PORT, SEED, bounded, build_parser
 from ._stack import cmd_local, cmd_run, cmd_soak, load_arguments
 from ._trace import cmd_trace
-from .check import main as check_main
 
 __all__ = ["COUNT", "PORT", "SEED", "UserError", "bounded", "build_parser", "main"]
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from .check import main as check_main  # it reads requirements with packaging, the local extra's
+
     given = {args.path, args.config} - {None}
     if len(given) > 1:
         raise UserError(f"two paths given ({args.path} and -c {args.config}): pass one")

@@ -26,8 +26,14 @@ DynamoDB Local; AWS_ENDPOINT_URL_DYNAMODB alone points DynamoDB elsewhere.
 
 Not emulated (a note is printed): alb events and Function URLs (lambda-kit invoke --event api
 sends them their own shape), eventBridge schedules, CloudWatch Logs subscriptions, msk and kafka
-events. Functions share one os.environ; every log line goes to .lambda-kit/logs.jsonl
-(--logs FILE), which `lambda-kit trace ID` reads.
+events. Functions share one os.environ; every log line goes to a file of its run, which
+.lambda-kit/logs.jsonl (--logs FILE) links to; earlier runs stay in .lambda-kit/logs/, and
+`lambda-kit trace ID` reads them, the newest first (--limit N runs).
+
+While `lambda-kit local` serves, it also serves Lambda's Invoke API on 127.0.0.1 (the banner's
+Lambda API line; aws lambda invoke --endpoint-url works), and `lambda-kit invoke` sends there:
+the same queues, tables and log file. Without one (or with --new-stack) invoke starts a stack of
+its own, with fresh state. Its output says which.
 
   lambda-kit local [--port 3000]         serve until Ctrl-C
   lambda-kit run                         the service's own load (lambda-kit help load)
@@ -57,7 +63,12 @@ lambda-kit check [serverless.yml]: the mistakes that lose or repeat work
 
 It reads serverless.yml, imports each function's handler (from the service's directory, with
 the function's environment) and reports, one line each, for example: a handler that does not
-import or is not a lambda_kit decorator; a decorator that cannot process the function's events;
+import, or is a Router, a class or an undecorated function; a function or route whose signature
+cannot take (payload, context) / (request, context); Router routes no http/httpApi event sends
+to, events that reach no route, routes osls crashes on or API Gateway refuses; a package the
+handler's code imports (or a model= needing pydantic) that the zip would not hold, with the
+requirements line to add; calls a local run recorded that a role denied (.lambda-kit/
+denied-calls.json); a decorator that cannot process the function's events;
 partial batch failures without functionResponseType: ReportBatchItemFailures; an asynchronous
 event (SNS, EventBridge, S3, CloudWatch Logs) without destinations.onFailure or onError; a stream
 or Kafka event without an on-failure destination or retry limit, or starting at LATEST; a queue

@@ -2,6 +2,11 @@
 ``lambda_kit.testing`` factories, its response and log lines printed (escaped: what the function
 logs or returns cannot drive the terminal).
 
+When a ``lambda-kit local`` serves the service (``lambda_kit.local.running``), the event goes to it
+through its Lambda Invoke API: the same queues, tables and log file as the requests it serves.
+Otherwise (or with ``--new-stack``) a stack of its own starts for the one invocation, its log lines
+in a run file of their own (``--logs``). Either way the output says which.
+
 With ``--event api`` the request goes to one of the function's routes, in the shape of its front
 door (HTTP API, REST API, ALB, Function URL): the route ``--path`` matches, else the first. Its
 path parameters are filled from the path (``/orders/{id}`` and ``/orders/o-1`` give ``{"id":
@@ -18,8 +23,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-from .. import log, sources, testing
-from ..local.config import EventSource, FunctionConfig, ServiceConfig, load_service
+from .. import sources, testing
+from ..local import lambda_api, running, timeline
+from ..local.config import FunctionConfig, ServiceConfig, load_service
 from ..local.terminal import printable, shown_path
 from ..serverless_config import ConfigError, read_text
 from ._errors import UserError, one_line
@@ -47,7 +53,9 @@ class Route:
 
     def takes(self, path: str | None) -> bool:
         """Whether a request to ``path`` (None: the route's own) comes in by this route."""
-        return path is None or self.template is None or path_parameters(self.template, path) is not None
+        if path is None or self.template is None or self.key == "$default":
+            return True
+        return path_parameters(self.template, path) is not None
 
     @property
     def shown(self) -> str:
@@ -194,24 +202,6 @@ def _payload(args: argparse.Namespace) -> Any:
         raise UserError(f"{where} is nested too deeply to be a payload") from None
 
 
-def _event_source_arn(stack: Any, function: FunctionConfig, kind: str) -> str | None:
-    """The ARN of the function's own event of this source (queue, topic, stream, table), if any."""
-    source = sources.get(kind)
-    for event in function.events:
-        arn = _resolved_arn(stack, event) if event.kind in source.serverless_events else None
-        if arn and f":{source.arn_service}:" in arn:
-            return arn
-    return None
-
-
-def _resolved_arn(stack: Any, event: EventSource) -> str | None:
-    try:
-        arn = stack.resources.resolve(event.spec).get("arn")
-    except Exception:  # a reference the local resources cannot resolve: no ARN to send
-        return None
-    return arn if isinstance(arn, str) else None
-
-
 def _event(
     kind: str, payload: Any, options: dict[str, Any], trace_id: str | None, source_arn: str | None
 ) -> dict[str, Any]:
@@ -246,30 +236,80 @@ def _invoke_kinds(config: ServiceConfig, function: FunctionConfig) -> list[str]:
 
 
 def cmd_invoke(args: argparse.Namespace) -> int:
-    from ..local.stack import LocalStack  # the local stack: moto and boto3, the local extra
-
     _check_options(args)
     payload = _payload(args)
     config = load_service(args.config, stage=args.stage)
     function = config.function(args.function)
     options = _api_options(args, function) if args.event == "api" else {}
+    found = None if args.new_stack else running.find(config.path, config.stage)
+    if found is not None and function.key in found.functions:
+        event, result = _on_running_stack(args, config, function, found, _Request(payload, options))
+        log = found.log
+        where = (
+            f"the running lambda-kit local (pid {found.pid}, {found.lambda_api}): its state, its log {log}"
+        )
+    else:
+        event, result, log = _on_own_stack(args, config, function, _Request(payload, options))
+        reason = "--new-stack" if args.new_stack else f"no lambda-kit local serves {shown_path(config.path)}"
+        where = f"a stack of its own ({reason}): fresh state, its log file {log}"
+    lines = timeline.request_lines(log, result.request_id) if log else []
+    _print_result(args, function, result, where, lines)
+    return _verdict(result, event)
+
+
+@dataclass(frozen=True)
+class _Request:
+    """What the event is made of: the payload, and for an HTTP function the api_event options."""
+
+    payload: Any
+    options: dict[str, Any]
+
+
+def _on_running_stack(
+    args: argparse.Namespace,
+    config: ServiceConfig,
+    function: FunctionConfig,
+    found: running.Running,
+    request: _Request,
+) -> tuple[dict[str, Any], lambda_api.Invoked]:
+    """The invocation sent to the running stack's Invoke API: (the event, the answer)."""
+    arn = found.source_arn(function.key, args.event)
+    event = _event(args.event, request.payload, request.options, args.trace_id, arn)
+    _warn_unfit(args, config, function)
+    try:
+        return event, lambda_api.invoke(found.lambda_api, function.name, event)
+    except (OSError, lambda_api.InvokeError) as exc:
+        raise UserError(f"the running lambda-kit local (pid {found.pid}) did not answer: {exc}") from None
+
+
+def _on_own_stack(
+    args: argparse.Namespace, config: ServiceConfig, function: FunctionConfig, request: _Request
+) -> tuple[dict[str, Any], lambda_api.Invoked, str]:
+    """The invocation on a stack started for it: (the event, the answer, the run's log file)."""
+    from ..local.stack import LocalStack  # the local stack: moto and boto3, the local extra
+
     check_endpoint()
-    lines: list[str] = []
     stack = LocalStack(
-        config, functions=[function.key], api_port=None, log_path=None, event_sources=False, ttl=False
+        config, functions=[function.key], api_port=None, log_path=args.logs, event_sources=False, ttl=False
     )
     stack.start()
     try:
-        log.set_sink(lines.append)
-        event = _event(
-            args.event, payload, options, args.trace_id, _event_source_arn(stack, function, args.event)
-        )
+        arn = running.source_arn(stack, function, args.event)
+        event = _event(args.event, request.payload, request.options, args.trace_id, arn)
         _warn_unfit(args, config, function)  # once the event is built: a bad payload is one error line
         result = stack.invoke(function.key, event)
+        log = str(stack.log.run_path) if stack.log is not None and stack.log.run_path else ""
     finally:
         stack.stop()
-    _print_result(args, function, result, lines)
-    return _verdict(result, event)
+    error = result.error
+    answer = lambda_api.Invoked(
+        result.request_id,
+        result.response,
+        None if error is None else type(error).__name__,
+        "" if error is None else one_line(error),
+        result.duration,
+    )
+    return event, answer, log
 
 
 def _warn_unfit(args: argparse.Namespace, config: ServiceConfig, function: FunctionConfig) -> None:
@@ -284,15 +324,22 @@ def _warn_unfit(args: argparse.Namespace, config: ServiceConfig, function: Funct
         )
 
 
-def _print_result(args: argparse.Namespace, function: FunctionConfig, result: Any, lines: list[str]) -> None:
+def _print_result(
+    args: argparse.Namespace,
+    function: FunctionConfig,
+    result: lambda_api.Invoked,
+    where: str,
+    lines: list[dict[str, Any]],
+) -> None:
     print(
         printable(
             f"invoked {function.key} ({function.name}) with {sources.get(args.event).label} in "
             f"{result.duration * 1000:.1f} ms, request id {result.request_id}"
         )
     )
-    if result.error is not None:
-        print(printable(f"  error: {type(result.error).__name__}: {one_line(result.error)}"))
+    print(printable(f"  on {where}"))
+    if result.error_type is not None:
+        print(printable(f"  error: {result.error_type}: {result.error_message}"))
     else:
         print("response:")
         print(
@@ -303,11 +350,11 @@ def _print_result(args: argparse.Namespace, function: FunctionConfig, result: An
         )
     print(f"log lines ({len(lines)}):")
     for line in lines:
-        print(printable(line.rstrip("\n")))
+        print(printable(json.dumps(line, separators=(",", ":"), ensure_ascii=False)))
     sys.stdout.flush()
 
 
-def _verdict(result: Any, event: dict[str, Any]) -> int:
+def _verdict(result: lambda_api.Invoked, event: dict[str, Any]) -> int:
     failure = _failure(result, event)
     if failure is None:
         return 0
@@ -315,10 +362,10 @@ def _verdict(result: Any, event: dict[str, Any]) -> int:
     return 1
 
 
-def _failure(result: Any, event: dict[str, Any]) -> str | None:
+def _failure(result: lambda_api.Invoked, event: dict[str, Any]) -> str | None:
     """What failed in one invocation (an error raised, records reported failed, an HTTP 5xx), or None."""
-    if result.error is not None:
-        return f"the function raised {type(result.error).__name__}"
+    if result.error_type is not None:
+        return f"the function raised {result.error_type}"
     response = result.response if isinstance(result.response, dict) else {}
     failures = response.get("batchItemFailures")
     status = response.get("statusCode")

@@ -135,13 +135,15 @@ def _stage_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _logs_option(parser: argparse.ArgumentParser) -> None:
+def _logs_option(
+    parser: argparse.ArgumentParser, what: str = "JSON-lines file for every function log line"
+) -> None:
     parser.add_argument(
         "--logs",
         default=DEFAULT_LOGS,
         type=_log_file,
         metavar="FILE",
-        help="JSON-lines file for every function log line (default: %(default)s)",
+        help=f"{what} (default: %(default)s, linking to this run's file among every run's)",
     )
 
 
@@ -204,10 +206,17 @@ def _trace_options(trace: argparse.ArgumentParser) -> None:
         default=None,
         type=_log_file,
         metavar="FILE",
-        help=f"local log file (default: {DEFAULT_LOGS})",
+        help=f"local log file (default: {DEFAULT_LOGS}, every run's file, the newest first)",
     )
     where.add_argument(
         "--aws", action="store_true", help="read the deployed functions' CloudWatch Logs instead"
+    )
+    trace.add_argument(
+        "--limit",
+        default=1,
+        type=COUNT,
+        metavar="N",
+        help="the local runs to show the trace from, the newest first (default: %(default)s)",
     )
     trace.add_argument(
         "--insights",
@@ -269,6 +278,12 @@ def _invoke_options(invoke: argparse.ArgumentParser) -> None:
         help="with --event api: query string, e.g. 'url=myblog.com/a&days=7'",
     )
     invoke.add_argument("--trace-id", default=None, help="trace id to put on the event")
+    invoke.add_argument(
+        "--new-stack",
+        action="store_true",
+        help="start a stack of its own even when `lambda-kit local` serves the service (fresh state)",
+    )
+    _logs_option(invoke, "a stack of its own's log file")
     _config_option(invoke)
     _stage_option(invoke)
 

@@ -12,6 +12,7 @@ import threading
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
+from ..local import running
 from ..local.config import EventSource, FunctionConfig, ServiceConfig, load_service
 from ..local.service_load import load_module
 from ..local.terminal import printable, shown_path
@@ -76,8 +77,11 @@ def _labels(config: ServiceConfig, function: FunctionConfig) -> str:
     return ", ".join(dict.fromkeys(_label(config, event) for event in function.events)) or "direct only"
 
 
-def _start_stack(args: argparse.Namespace, out: TextIO, **options: Any) -> Any:
+def _start_stack(args: argparse.Namespace, out: TextIO, **options: Any) -> tuple[Any, Any]:
+    """The stack, started and announced (``lambda_kit.local.running``: ``lambda-kit invoke`` finds
+    it), and its Lambda Invoke API."""
     from ..local.endpoint import port_is_free  # the local stack: moto and boto3, the local extra
+    from ..local.lambda_api import LambdaApi  # (the same)
     from ..local.stack import LocalStack  # (the same)
 
     config = load_service(args.config, stage=args.stage)
@@ -92,15 +96,27 @@ def _start_stack(args: argparse.Namespace, out: TextIO, **options: Any) -> Any:
         config, api_port=args.port, log_path=args.logs, echo=sys.stderr if args.echo else False, **options
     )
     stack.start()
-    _banner(stack, args, out)
-    return stack
+    try:
+        api = LambdaApi(stack).start()
+        running.announce(stack, api.url, stack.log.run_path if stack.log is not None else None)
+    except BaseException:
+        stack.stop()
+        raise
+    _banner(stack, api, args, out)
+    return stack, api
+
+
+def _stop(stack: Any, api: Any) -> None:
+    running.withdraw(stack.config.path)
+    api.stop()
+    stack.stop()
 
 
 def _say(out: TextIO, text: str) -> None:
     print(printable(text), file=out, flush=True)
 
 
-def _banner(stack: Any, args: argparse.Namespace, out: TextIO) -> None:
+def _banner(stack: Any, api: Any, args: argparse.Namespace, out: TextIO) -> None:
     endpoint = (
         f"moto (own process) on {stack.endpoint_url}"
         if stack.endpoint is not None
@@ -118,6 +134,9 @@ def _banner(stack: Any, args: argparse.Namespace, out: TextIO) -> None:
         for runtime in stack.runtimes.values()
     ]
     _say(out, f"  functions      {' · '.join(functions)}")
+    _say(
+        out, f"  Lambda API     {api.url}   (lambda-kit invoke sends here; aws lambda invoke --endpoint-url)"
+    )
     _say(out, f"  logs           {args.logs}")
     _notes(stack, out)
 
@@ -154,7 +173,7 @@ def _serve_until_interrupted(stack: Any, out: TextIO) -> None:
 
 def cmd_run(args: argparse.Namespace, load: Any) -> int:
     out = sys.stdout
-    stack = _start_stack(args, out)
+    stack, api = _start_stack(args, out)
     try:
         print("", file=out)
         failed = load.run(stack, args, out)
@@ -162,16 +181,16 @@ def cmd_run(args: argparse.Namespace, load: Any) -> int:
         if args.keep:
             _serve_until_interrupted(stack, out)
     finally:
-        stack.stop()
+        _stop(stack, api)
     return _verdict("run", failed)
 
 
 def cmd_local(args: argparse.Namespace) -> int:
-    stack = _start_stack(args, sys.stdout)
+    stack, api = _start_stack(args, sys.stdout)
     try:
         _serve_until_interrupted(stack, sys.stdout)
     finally:
-        stack.stop()
+        _stop(stack, api)
     return 0
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from ..extras import import_optional
 from ..local import timeline
 from ..local.config import load_service
+from ..local.logfile import run_files
 from ..local.terminal import printable
 from ..trace import is_valid_id
 from ._errors import UserError
@@ -24,11 +25,14 @@ def check_trace_id(value: str, option: str = "") -> None:
 
 @dataclass
 class _Found:
-    lines: list[dict[str, Any]]
-    source: str  # where the lines came from, for the heading
+    parts: list[tuple[str, list[dict[str, Any]]]]  # (where the lines came from, the lines), newest first
     prefix: str = ""  # the service's `<service>-<stage>-`, cut from function names
     region: str = "us-east-1"
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def lines(self) -> list[dict[str, Any]]:
+        return [line for _, lines in self.parts for line in lines]
 
 
 def _from_aws(args: argparse.Namespace) -> _Found:
@@ -41,14 +45,32 @@ def _from_aws(args: argparse.Namespace) -> _Found:
     source = (
         f"CloudWatch Logs, {len(groups)} log groups of {config.service}-{config.stage}, last {args.since}"
     )
-    return _Found(lines, source, f"{config.service}-{config.stage}-", region, notes)
+    return _Found([(source, lines)], f"{config.service}-{config.stage}-", region, notes)
+
+
+def _runs_of(trace_id: str, path: str, limit: int) -> tuple[list[tuple[str, list[dict[str, Any]]]], bool]:
+    """The ``limit`` newest runs of the log file at ``path`` that hold the trace, with its lines
+    (each run's file streamed: memory follows the trace), and whether an older run holds it too."""
+    found: list[tuple[str, list[dict[str, Any]]]] = []
+    for run in run_files(path):
+        lines = timeline.file_lines_of(trace_id, run)
+        if lines and len(found) == limit:
+            return found, True
+        if lines:
+            found.append((str(run), lines))
+    return found or [(str(run_files(path)[0]), [])], False
 
 
 def _from_file(args: argparse.Namespace) -> _Found:
     if args.insights:
         raise UserError("--insights searches CloudWatch Logs: use it with --aws")
-    path = args.logs or DEFAULT_LOGS
-    found = _Found(timeline.lines_of(args.trace_id, timeline.read_log_file(path)), path)
+    parts, more = _runs_of(args.trace_id, args.logs or DEFAULT_LOGS, args.limit)
+    found = _Found(parts)
+    if more:
+        found.notes.append(
+            f"an earlier run holds {args.trace_id} too: --limit {args.limit + 1} shows it (trace ids are "
+            "often reused after a restart)"
+        )
     try:
         config = load_service(args.config)
     except Exception:  # no usable serverless.yml: it would only have shortened the function names
@@ -75,10 +97,11 @@ def cmd_trace(args: argparse.Namespace) -> int:
     check_trace_id(args.trace_id)
     found = _from_aws(args) if args.aws else _from_file(args)
     trace_id = args.trace_id
-    print(printable(f"trace {trace_id} — {len(found.lines)} log lines from {found.source}"))
-    if found.lines:
-        print(f"  crosses: {' → '.join(timeline.functions_crossed(found.lines, found.prefix))}")
-    print(timeline.render(trace_id, found.lines, found.prefix))
+    for source, lines in found.parts:
+        print(printable(f"trace {trace_id} — {len(lines)} log lines from {source}"))
+        if lines:
+            print(f"  crosses: {' → '.join(timeline.functions_crossed(lines, found.prefix))}")
+        print(timeline.render(trace_id, lines, found.prefix))
     for note in found.notes:
         print(printable(f"  note: {note}"))
     print(f"  Datadog Logs: {timeline.datadog_query(trace_id)}")

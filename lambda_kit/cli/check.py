@@ -7,8 +7,13 @@ reports, one line each::
     error: counter: add functionResponseType: ReportBatchItemFailures to its sqs event ...
     warning: ViewsQueue: VisibilityTimeout 30 s is under 6 x the counter timeout ...
 
-What it looks for: a handler path that does not import; a handler that is not a lambda_kit
-decorator (warning: its sources cannot be checked); a decorator that cannot process the
+What it looks for: a handler path that does not import; a handler that is a ``Router``, a class
+or a function no lambda_kit decorator wraps; a function whose signature cannot take what its
+decorator passes; the HTTP side (``check_routes``: routes osls crashes on or API Gateway refuses,
+``Router`` routes no event sends to, events that reach no route, route signatures); the zip
+(``check_requirements``: a package the handler's code imports, or pydantic for a ``model=``, that
+the requirements, the package patterns and the Lambda runtime do not bring); calls a local run
+recorded that a role denied (``lambda_kit.local.denied_calls``); a decorator that cannot process the
 function's events; a decorator that reports partial batch failures on an event without
 ``ReportBatchItemFailures`` (Lambda would ignore the reported failures and treat failed records as
 processed); an asynchronously invoked function (SNS, EventBridge, S3) without an on-failure
@@ -37,20 +42,26 @@ from __future__ import annotations
 import ast
 import contextlib
 import importlib
+import inspect
 import os
 import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .. import sources
 from .._data import mapping
+from ..local import denied_calls
 from ..local.config import EventSource, FunctionConfig, ServiceConfig, read_service
 from ..local.intrinsics import target
 from ..local.terminal import printable
 from ..serverless_config import ConfigError
+from ..sources.api.router import Router
+from . import check_requirements, check_routes
+from .check_routes import Declared
 
 RBIF = "ReportBatchItemFailures"
 DEFAULT_VISIBILITY_TIMEOUT = 30  # SQS default, seconds
@@ -177,6 +188,9 @@ class _Handler:
     reads_window: bool = False
     returns: tuple[str, ...] = ()  # what the function's return statements return that is a mistake
     imported: bool = True
+    wrapped: Any = None  # what the decorator calls: the user's function, or a Router
+    routes: list[Declared] = field(default_factory=list)  # the Router's, when it calls one
+    module_file: Path | None = None
 
 
 NOT_IMPORTED = _Handler(imported=False)
@@ -240,9 +254,14 @@ def _import_error(function: FunctionConfig, module_name: str, exc: BaseException
     return f"handler module {path}.py does not import ({reason}): fix the module"
 
 
-def _import_handler(function: FunctionConfig, config: ServiceConfig, findings: list[Finding]) -> _Handler:
+def _import_handler(
+    function: FunctionConfig,
+    config: ServiceConfig,
+    findings: list[Finding],
+    declared: dict[Router, list[Declared]],
+) -> _Handler:
     """The function's handler, imported with the function's environment; ``NOT_IMPORTED`` (and a
-    finding) when it cannot be."""
+    finding) when it cannot be. ``declared``: the routes of the routers declared so far."""
     raw = function.setting("handler")
     if not isinstance(raw, str) or "." not in raw:
         findings.append(
@@ -260,17 +279,41 @@ def _import_handler(function: FunctionConfig, config: ServiceConfig, findings: l
             findings.append(Finding("error", function.key, _import_error(function, module_name, exc)))
             return NOT_IMPORTED
         fn = getattr(module, function.attribute, None)
-        if not callable(fn):
-            missing = f"handler module {module_name} has no function {function.attribute!r}"
-            findings.append(Finding("error", function.key, f"{missing}: fix the handler path {raw!r}"))
+        problem = _not_a_handler(fn, module_name, function, raw)
+        if problem is not None:
+            findings.append(Finding("error", function.key, problem))
             return NOT_IMPORTED
         marks = getattr(fn, "__lambda_kit__", None)
+        wrapped = getattr(fn, "__wrapped__", None)
         return _Handler(
             marks if isinstance(marks, dict) else {},
             _uses_counters(module),
             _reads_window(module),
             _returns(fn),
+            wrapped=wrapped,
+            routes=declared.get(wrapped, []) if isinstance(wrapped, Router) else [],
+            module_file=Path(module.__file__).resolve() if getattr(module, "__file__", None) else None,
         )
+
+
+def _not_a_handler(fn: Any, module_name: str, function: FunctionConfig, raw: str) -> str | None:
+    """Why the object the handler path names is no function Lambda can call with (event, context)."""
+    path = raw.rpartition(".")[0]
+    if isinstance(fn, Router):
+        return (
+            f"handler {raw!r} is a Router, not a handler: Lambda would call it with the raw event and every "
+            f"request fails (AttributeError); add handler = api_handler({function.attribute}) to {path}.py "
+            f"and point the function at {path}.handler"
+        )
+    if inspect.isclass(fn):
+        return (
+            f"handler {raw!r} is a class: Lambda would call the class with (event, context), making an "
+            "instance instead of handling the event; point the handler at a decorated function"
+        )
+    if not callable(fn):
+        missing = f"handler module {module_name} has no function {function.attribute!r}"
+        return f"{missing}: fix the handler path {raw!r}"
+    return None
 
 
 # ------------------------------------------------------------------ one function
@@ -285,6 +328,8 @@ class _Subject:
     handler: _Handler
     config: ServiceConfig
     findings: list[Finding]
+    zip: check_requirements.Zip | None = None
+    seen: set[str] = field(default_factory=set)  # messages of the service already given (a module shared)
 
     @property
     def name(self) -> str:
@@ -340,6 +385,95 @@ def _check_function(subject: _Subject) -> None:
     _check_window_use(subject)
     _check_async_destination(subject, delivered)
     _check_returns(subject)
+    _check_http(subject)
+    _check_signature(subject)
+    _check_zip(subject)
+
+
+def _where(subject: _Subject, function: Any) -> str:
+    """``handlers/api.py:12`` of a function (its name when its file is not the project's)."""
+    code = getattr(inspect.unwrap(function), "__code__", None)
+    if code is None:
+        return getattr(function, "__qualname__", repr(function))
+    try:
+        path = Path(code.co_filename).resolve().relative_to(subject.config.project_dir)
+    except ValueError:
+        return getattr(function, "__qualname__", repr(function))
+    return f"{path.as_posix()}:{code.co_firstlineno}"
+
+
+def http_events(subject: _Subject) -> list[check_routes.HttpEvent]:
+    """The function's http / httpApi events as API Gateway routes them; an error for each one osls
+    or API Gateway refuses."""
+    found = []
+    for event in subject.function.events:
+        if event.kind in check_routes.HTTP_KINDS:
+            read, problem = check_routes.read_event(subject.function, event)
+            if problem is not None:
+                subject.add("error", problem)
+            if read is not None:
+                found.append(read)
+    return found
+
+
+def _check_http(subject: _Subject) -> None:
+    events = http_events(subject)
+    routes = subject.handler.routes
+    if not isinstance(subject.handler.wrapped, Router) or subject.decorator != "api_handler":
+        return
+    catch_all = any(event.kind in check_routes.CATCH_ALL_KINDS for event in subject.function.events)
+    where = lambda function: _where(subject, function)  # noqa: E731
+    check_routes.check_routes(routes, events, catch_all, where, subject.add)
+    check_routes.check_signatures(routes, where, subject.add)
+
+
+CALLED_WITH = {"api_handler": "(request, context)"}
+"""What each decorator calls the function with, where not (payload, context)."""
+
+
+def _check_signature(subject: _Subject) -> None:
+    wrapped = subject.handler.wrapped
+    if not subject.decorator or wrapped is None or isinstance(wrapped, Router):
+        return
+    written = check_routes.cannot_take_two(wrapped)
+    if written is not None:
+        called = CALLED_WITH.get(subject.decorator, "(payload, context)")
+        fails = "request answers 500" if subject.decorator == "api_handler" else "record fails"
+        subject.add(
+            "error",
+            f"{written} ({_where(subject, wrapped)}) cannot be called as {subject.decorator} calls it, with "
+            f"{called}: every {fails}; "
+            f"write def {getattr(wrapped, '__name__', 'handler')}{called.replace('payload', 'message')}",
+        )
+
+
+def _models(subject: _Subject) -> list[str]:
+    """Each ``model=`` the function's code gives, and where."""
+    found = []
+    if subject.marks.get("model"):
+        where = _where(subject, subject.handler.wrapped)
+        found.append(f"model={subject.marks['model']} on {subject.decorator} ({where})")
+    for route in subject.handler.routes:
+        if route.model is not None:
+            name = getattr(route.model, "__name__", None) or repr(route.model)
+            methods = "/".join(route.methods)
+            found.append(
+                f"model={name} on route {methods} {route.template} ({_where(subject, route.function)})"
+            )
+    return found
+
+
+def _check_zip(subject: _Subject) -> None:
+    zip_ = subject.zip
+    if zip_ is None or not subject.handler.imported:
+        return
+    messages = check_requirements.model_findings(zip_, _models(subject))
+    if subject.handler.module_file is not None:
+        messages += check_requirements.import_findings(zip_, subject.function, subject.handler.module_file)
+    for message in messages:
+        if message not in subject.seen:
+            subject.seen.add(message)
+            subject.add("error", message)
 
 
 RETURN_MISTAKES = {
@@ -375,10 +509,12 @@ def _processed(subject: _Subject, delivered: dict[str, list[Any]]) -> dict[str, 
 
 def _check_marks(subject: _Subject, delivered: dict[str, list[Any]]) -> None:
     if subject.handler.imported and not subject.marks and any(delivered.values()):
+        fits = " or ".join(dict.fromkeys(s.decorator for found in delivered.values() for s in found))
         subject.add(
-            "warning",
-            "handler is not a lambda_kit decorator (no __lambda_kit__), so its partial-failure wiring "
-            "cannot be checked",
+            "error",
+            f"handler {subject.function.handler!r} is not a lambda_kit decorated function: its events' "
+            "records, retries and partial failures are not handled (and check cannot see them); decorate "
+            f"it with @{fits}",
         )
 
 
@@ -945,10 +1081,71 @@ def _check(path: str | os.PathLike[str]) -> tuple[list[Finding], int]:
             f"{os.fspath(path)} names no service: add service: <name> (the framework requires it)"
         )
     findings: list[Finding] = []
+    zip_ = check_requirements.service_zip(config)
+    seen: set[str] = set()
+    with check_routes.recording_routes() as declared:
+        for function in config.functions.values():
+            handler = _import_handler(function, config, findings, declared)
+            _check_function(_Subject(function, handler, config, findings, zip_, seen))
+    service = _log_subscription_findings(config) + _queue_findings(config)
+    service += _requirement_problems(zip_) + _duplicate_routes(config) + _denied_calls(config)
+    return findings + service, len(config.functions)
+
+
+def _requirement_problems(zip_: check_requirements.Zip | None) -> list[Finding]:
+    return [Finding("warning", zip_.requirements, problem) for problem in zip_.problems] if zip_ else []
+
+
+def _duplicate_routes(config: ServiceConfig) -> list[Finding]:
+    events = []
     for function in config.functions.values():
-        handler = _import_handler(function, config, findings)
-        _check_function(_Subject(function, handler, config, findings))
-    return findings + _log_subscription_findings(config) + _queue_findings(config), len(config.functions)
+        for event in function.events:
+            if event.kind in check_routes.HTTP_KINDS:
+                read, _ = check_routes.read_event(function, event)
+                events += [(function.key, read)] if read is not None else []
+    return [Finding("error", name, message) for name, message in check_routes.duplicate_routes(events)]
+
+
+def _denied_calls(config: ServiceConfig) -> list[Finding]:
+    """The calls a local run recorded that the function's role denied (``lambda_kit.local.denied_calls``)."""
+    recorded = denied_calls.read(config.path)
+    if recorded is None:
+        return []
+    if recorded.problem:
+        return [Finding("warning", "IAM", recorded.problem)]
+    if not recorded.current:
+        count = len(recorded.denied)
+        return (
+            [
+                Finding(
+                    "warning",
+                    "IAM",
+                    f"the local run of {recorded.started} recorded {count} denied call{'s' * (count != 1)} "
+                    "under an older serverless.yml: run lambda-kit local again to check them against the "
+                    "roles as they are now",
+                )
+            ]
+            if count
+            else []
+        )
+    return [
+        _denied_finding(config, denied) for denied in recorded.denied if denied.function in config.functions
+    ]
+
+
+def _denied_finding(config: ServiceConfig, denied: denied_calls.Denied) -> Finding:
+    function = config.functions[denied.function]
+    role = function.setting("role") or "provider.iam.role.statements"
+    resource = f"!GetAtt {denied.resource_ref}" if denied.resource_ref else denied.resource
+    trace = f", trace {denied.trace_id}" if denied.trace_id else ""
+    return Finding(
+        "error",
+        function.key,
+        f"the local run called {denied.action} on {denied.resource} ({denied.calls} call"
+        f"{'s' * (denied.calls != 1)}{trace}), which its role denies: on AWS it fails with "
+        f"AccessDeniedException; allow it in {role} (Effect: Allow, Action: {denied.action}, "
+        f"Resource: {resource})",
+    )
 
 
 def main(argv: list[str]) -> int:

@@ -15,9 +15,11 @@ Depends on the rest of lambda_kit; nothing in the core depends on it. Modules:
   ``relay``), ``async_invoker`` (Lambda's asynchronous invocation), ``ttl`` (TTL emulation),
   ``filters`` (filterPatterns, by moto's matcher), ``destinations`` (failure records), ``poller``
   (threads, timing, journal);
-- ``gateway`` (the HTTP API on 127.0.0.1, served by waitress: ``_wsgi``), ``logfile`` (the
-  JSON-lines log file), ``terminal`` (what the CLI prints of logs and files, control characters
-  escaped);
+- ``gateway`` (the HTTP API on 127.0.0.1, served by waitress: ``_wsgi``), ``lambda_api`` (Lambda's
+  Invoke API of a running stack, and its client), ``running`` (the file that says a stack serves a
+  service, which ``lambda-kit invoke`` reads), ``logfile`` (the JSON-lines log files, one per run),
+  ``denied_calls`` (the calls a run's roles denied, for ``lambda-kit check``), ``terminal`` (what
+  the CLI prints of logs and files, control characters escaped);
 - ``stack`` (all of it together: ``LocalStack``), ``timeline`` (``lambda-kit trace``) and
   ``service_load`` (the service's own load module that ``lambda-kit run`` and ``soak`` drive).
 """

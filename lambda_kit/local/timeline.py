@@ -13,7 +13,7 @@ import io
 import json
 import re
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -45,12 +45,22 @@ MAX_LINE_CHARS = 1_000_000
 def read_log_file(path: str | Path) -> Iterator[dict[str, Any]]:
     """The JSON object lines of the log file at ``path`` (a regular file: a FIFO or a device is
     refused before reading, ``TraceError``)."""
+    return (line for _, line in _file_lines(path, None))
+
+
+def _file_lines(path: str | Path, needles: frozenset[str] | None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(position, line) of each JSON object line of the file, read as it streams; with ``needles``,
+    only the lines whose text holds one of them are parsed."""
     try:
         binary = open_regular(path, "run `lambda-kit run` or `lambda-kit local` first, or pass --logs FILE")
     except ConfigError as exc:
         raise TraceError(str(exc)) from None
     with io.TextIOWrapper(binary, encoding="utf-8", errors="replace") as lines:
-        yield from filter(None, map(_json_line, _bounded_lines(lines)))
+        for position, text in enumerate(_bounded_lines(lines)):
+            if needles is None or any(needle in text for needle in needles):
+                line = _json_line(text)
+                if line is not None:
+                    yield position, line
 
 
 def _bounded_lines(file: TextIO) -> Iterator[str]:
@@ -121,36 +131,56 @@ def _listed(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+Passes = Callable[[frozenset[str]], Iterable[tuple[int, dict[str, Any]]]]
+"""Lines to read again, once per pass: (position, line) of each that may hold one of the texts given."""
+
+
 def lines_of(trace_id: str, lines: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """The lines of ``trace_id`` (any of its forms: ``id_forms``), in time order, with every line
     sharing a lambda_kit ``trace_id`` with them (the hops before a tracer's context appeared), and
     the batch's own lines (no trace id: a batch's commit) of the invocations they were written in."""
     every = list(lines)
-    found = _trace_lines(id_forms(trace_id), every)
-    found += _batch_lines(found, every)
-    found.sort(key=_at)
-    return found
+    return _gathered(trace_id, lambda needles: enumerate(every))
+
+
+def file_lines_of(trace_id: str, path: str | Path) -> list[dict[str, Any]]:
+    """``lines_of`` the log file at ``path``, streamed: the file is read three times and only the
+    trace's lines are kept, so memory follows the trace, not the file."""
+    return _gathered(trace_id, lambda needles: _file_lines(path, needles))
+
+
+def request_lines(path: str | Path, request_id: str) -> list[dict[str, Any]]:
+    """The lines one invocation wrote (its ``request_id``) in the log file at ``path``, streamed."""
+    found = _file_lines(path, _needles([request_id]))
+    return [line for _, line in found if _key(line, "request_id") == request_id]
+
+
+def _needles(values: Iterable[str]) -> frozenset[str]:
+    """The texts a line holding one of ``values`` as a JSON string holds (``/`` may be escaped)."""
+    return frozenset(form for value in values for form in (value, value.replace("/", "\\/")))
+
+
+def _gathered(trace_id: str, passes: Passes) -> list[dict[str, Any]]:
+    """The trace's lines in three passes: the lambda_kit ids its lines carry; every line of those
+    ids or forms; the lines of no trace (a batch's commit) of the same invocations."""
+    forms = id_forms(trace_id)
+    ids = {_key(line, "trace_id") for _, line in passes(_needles(forms.values())) if matches(forms, line)}
+    ids -= {None}
+    found = {
+        position: line
+        for position, line in passes(_needles([*forms.values(), *ids]))  # type: ignore[list-item]
+        if _key(line, "trace_id") in ids or matches(forms, line)
+    }
+    requests = {_key(line, "request_id") for line in found.values()} - {None}
+    for position, line in passes(_needles(requests)) if requests else ():  # type: ignore[arg-type]
+        if line.get("trace_id") is None and _key(line, "request_id") in requests:
+            found.setdefault(position, line)
+    return sorted(found.values(), key=_at)
 
 
 def _at(line: dict[str, Any]) -> float:
     """When the line was written (0 when it does not say)."""
     return parse_timestamp(line.get("timestamp")) or 0.0
-
-
-def _trace_lines(forms: dict[str, str], every: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    ids = {_key(line, "trace_id") for line in every if matches(forms, line)} - {None}
-    return [line for line in every if _key(line, "trace_id") in ids or matches(forms, line)]
-
-
-def _batch_lines(found: list[dict[str, Any]], every: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The lines of no trace (a batch's commit) written in the invocations of ``found``."""
-    requests = {_key(line, "request_id") for line in found} - {None}
-    chosen = {id(line) for line in found}
-    return [
-        line
-        for line in every
-        if line.get("trace_id") is None and _key(line, "request_id") in requests and id(line) not in chosen
-    ]
 
 
 def _key(line: dict[str, Any], name: str) -> str | None:
