@@ -80,17 +80,23 @@ class ApiSource(Source):
     def respond(
         self, request: Request, result: Any, trace_header: str, started: float
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """(the response to what the function returned, the ``request processed`` line's fields)."""
+        """(the response to what the function returned, the ``request processed`` line's fields:
+        its ``result`` is the body, none for ``HEAD``)."""
         response = shape_response(request, result, request.trace_id, trace_header)
         fields = result_fields(response, started)
-        fields["result"] = result_for_log(result)
+        fields["result"] = None if request.method == "HEAD" else result_for_log(result)
         return response, fields
 
     def fail(
         self, request: Request, error: BaseException, trace_header: str, started: float
     ) -> tuple[dict[str, Any], str, dict[str, Any]]:
-        """(the answer to a failure, its line's level, the ``request failed`` line's fields)."""
-        response = failure_response(request, error, trace_header)
+        """(the answer to a failure, its line's level, the ``request failed`` line's fields). An
+        ``HTTPError`` whose answer cannot go out (a header HTTP forbids, a message over Lambda's
+        limit) is a 500 whose line says why."""
+        try:
+            response = failure_response(request, error, trace_header)
+        except ValueError as refused:
+            response, error = failure_response(request, refused, trace_header), refused
         return response, failure_level(response), failure_fields(response, started, error)
 
 
