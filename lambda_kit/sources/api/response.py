@@ -162,9 +162,12 @@ def _shown(name: str) -> str:
     return ascii(name[:60]) + ("..." if len(name) > 60 else "")
 
 
-def _check_headers(headers: Grouped) -> None:
-    """``ValueError`` naming the first header (never its value, which may be a secret) whose name
-    is no HTTP token or whose value holds what HTTP forbids in one."""
+def _checked_headers(headers: Grouped) -> int:
+    """The characters of the headers' names and values, with room for the JSON around each value
+    (a name may be written once per value); ``ValueError`` naming the first header (never its
+    value, which may be a secret) whose name is no HTTP token or whose value holds what HTTP
+    forbids in one."""
+    found = 0
     for name, values in headers.values():
         if TOKEN.fullmatch(name) is None:
             raise ValueError(
@@ -172,7 +175,10 @@ def _check_headers(headers: Grouped) -> None:
                 "and !#$%&'*+-.^_`|~ only, at least one): fix the header's name"
             )
         for value in values:
-            _check_text(value, f"the value of response header {_shown(name)}")
+            if not value.isprintable():  # printable text is valid; other text is looked at closely
+                _check_text(value, f"the value of response header {_shown(name)}")
+            found += len(name) + 8 + len(value)
+    return found
 
 
 def _check_text(text: str, what: str) -> None:
@@ -232,19 +238,39 @@ def _body(body: Any, is_base64: bool) -> tuple[str, bool, str | None]:
     return codec.dumps(models_dumped(body)), is_base64, JSON_TYPE
 
 
-def models_dumped(value: Any, depth: int = 0) -> Any:
+def models_dumped(value: Any) -> Any:
     """``value`` with every pydantic model in it (in lists, tuples and dicts) as its JSON-mode dump
     (``model_dump(mode="json")``), as a dataclass is written as its fields. pydantic is only looked
-    for where it is loaded (no model can exist otherwise); deeper than the codec writes, as it is."""
+    for where it is loaded (no model can exist otherwise), and a value is rebuilt only when it
+    holds a model; deeper than the codec writes, it is left as it is."""
     pydantic = sys.modules.get("pydantic")
-    if pydantic is None or depth > codec.MAX_NESTING:
+    if pydantic is None or not _holds_model(value, pydantic.BaseModel, 0):
         return value
-    if isinstance(value, pydantic.BaseModel):
-        return value.model_dump(mode="json")
+    return _dumped(value, pydantic.BaseModel, 0)
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _holds_model(value: Any, model: type, depth: int) -> bool:
+    if type(value) in _SCALARS or depth > codec.MAX_NESTING:
+        return False
     if isinstance(value, list | tuple):
-        return [models_dumped(item, depth + 1) for item in value]
+        return any(_holds_model(item, model, depth + 1) for item in value)
     if isinstance(value, dict):
-        return {key: models_dumped(item, depth + 1) for key, item in value.items()}
+        return any(_holds_model(item, model, depth + 1) for item in value.values())
+    return isinstance(value, model)
+
+
+def _dumped(value: Any, model: type, depth: int) -> Any:
+    if isinstance(value, model):
+        return value.model_dump(mode="json")  # type: ignore[attr-defined]
+    if depth > codec.MAX_NESTING:
+        return value
+    if isinstance(value, list | tuple):
+        return [_dumped(item, model, depth + 1) for item in value]
+    if isinstance(value, dict):
+        return {key: _dumped(item, model, depth + 1) for key, item in value.items()}
     return value
 
 
@@ -282,28 +308,22 @@ def _sent(
 ) -> dict[str, Any]:
     """The response in the request's shape, its headers checked: without a body for ``HEAD``, and
     within Lambda's limit."""
-    _check_headers(headers)
+    characters = _checked_headers(headers) + len(body)
     if request.method == "HEAD":
         body, is_base64 = "", False
     response = request.front_door.render(status, headers, body, is_base64, description)
-    if _characters(body, headers, description) > _CERTAINLY_WITHIN:
+    if type(description) is str:
+        characters += len(description)
+    if characters > _CERTAINLY_WITHIN:
         _check_size(response)
     return response
 
 
-def _characters(body: str, headers: Grouped, description: Any) -> int:
-    """The characters of a response's body, statusDescription and headers, with room for the JSON
-    around each header value (its name may be written once per value)."""
-    found = len(body) + (len(description) if type(description) is str else 0)
-    for name, values in headers.values():
-        found += (len(name) + 8) * len(values) + sum(map(len, values))
-    return found
-
-
 _CERTAINLY_WITHIN = (MAX_RESPONSE_BYTES - 1024) // 12
-"""A response of fewer characters (``_characters``) is within Lambda's limit however they encode:
-a character is at most 12 bytes of JSON (an escaped surrogate pair), and 1 KiB is room for the
-status and the keys. Only a larger one is encoded to be measured."""
+"""A response of fewer characters (its body and statusDescription, and ``_checked_headers``) is
+within Lambda's limit however they encode: a character is at most 12 bytes of JSON (an escaped
+surrogate pair), and 1 KiB is room for the status and the keys. Only a larger one is encoded to
+be measured."""
 
 
 def _check_size(response: dict[str, Any]) -> None:
