@@ -179,6 +179,14 @@ def test_a_header_lambda_kit_sets_itself_is_never_refused_for_what_the_function_
     assert response["statusCode"] == 404
 
 
+def test_a_trace_header_that_is_no_header_name_is_never_sent():
+    """A ``trace_header`` that is no HTTP token (configuration, not a response) fails each request
+    with the one line that names the option, instead of reaching the front door."""
+    handler = api_handler(trace_header="X Trace")(lambda request, context: "ok")
+    with captured(), pytest.raises(ValueError, match=r"trace_header='X Trace' is not an HTTP header name"):
+        handler(request("v2"), None)
+
+
 # --- HEAD -----------------------------------------------------------------------------------------
 
 

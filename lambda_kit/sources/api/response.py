@@ -27,6 +27,7 @@ message, "trace_id": ...}`` and never hold an exception's text or a traceback.
 from __future__ import annotations
 
 import binascii
+import functools
 import json
 import os
 import re
@@ -162,23 +163,35 @@ def _shown(name: str) -> str:
     return ascii(name[:60]) + ("..." if len(name) > 60 else "")
 
 
-def _checked_headers(headers: Grouped) -> int:
-    """The characters of the headers' names and values, with room for the JSON around each value
-    (a name may be written once per value); ``ValueError`` naming the first header (never its
-    value, which may be a secret) whose name is no HTTP token or whose value holds what HTTP
-    forbids in one."""
+def _checked(pairs: Pairs, replaced: tuple[str, ...]) -> int:
+    """The characters of the function's headers, with room for the JSON around each; raises
+    ``ValueError`` naming the first header (never its value, which may be a secret) whose name is
+    no HTTP token or whose value holds what HTTP forbids in one. A header lambda_kit replaces with
+    its own (``replaced``, lower-case) is never sent, so never refused."""
     found = 0
-    for name, values in headers.values():
+    for name, value in pairs:
+        if replaced and name.lower() in replaced:
+            continue
         if TOKEN.fullmatch(name) is None:
             raise ValueError(
                 f"the response header name {_shown(name)} is not an HTTP token (RFC 9110: letters, digits "
                 "and !#$%&'*+-.^_`|~ only, at least one): fix the header's name"
             )
-        for value in values:
-            if not value.isprintable():  # printable text is valid; other text is looked at closely
-                _check_text(value, f"the value of response header {_shown(name)}")
-            found += len(name) + 8 + len(value)
+        if not value.isprintable():  # printable text is valid; other text is looked at closely
+            _check_text(value, f"the value of response header {_shown(name)}")
+        found += len(name) + len(value) + 8
     return found
+
+
+@functools.lru_cache(maxsize=16)
+def _trace_header_checked(name: str) -> str:
+    """The trace header's name (the decorator's ``trace_header``), once it is known to be a token."""
+    if TOKEN.fullmatch(name) is None:
+        raise ValueError(
+            f"trace_header={_shown(name)} is not an HTTP header name (RFC 9110: letters, digits and "
+            "!#$%&'*+-.^_`|~ only): give api_handler another trace_header"
+        )
+    return name
 
 
 def _check_text(text: str, what: str) -> None:
@@ -191,27 +204,11 @@ def _check_text(text: str, what: str) -> None:
         )
 
 
-def _checked_description(description: Any) -> Any:
-    """ALB's ``statusDescription`` as given (checked when it is text: non-text is replaced)."""
-    if type(description) is str:
-        _check_text(description, "the response's statusDescription")
-    return description
-
-
 def _set(headers: Grouped, name: str, value: str) -> None:
     """Header ``name`` set to ``value`` alone, however the response spelled it, after the others."""
     lowered = name.lower()
     headers.pop(lowered, None)
     headers[lowered] = (name, [value])
-
-
-def _headers(response: dict[str, Any], content_type: str | None) -> Grouped:
-    """The response's headers (``grouped``), with a ``Content-Type`` of ``content_type`` unless it has one."""
-    pairs = header_pairs(response)
-    headers = grouped(pairs) if pairs else {}
-    if content_type is not None and "content-type" not in headers:
-        headers["content-type"] = ("Content-Type", [content_type])
-    return headers
 
 
 # --- bodies ------------------------------------------------------------------------------------------
@@ -282,10 +279,17 @@ def shape_response(request: Request, result: Any, trace_id: str, trace_header: s
     response = as_response(result)
     status = _status(response["statusCode"])
     body, is_base64, content_type = _body(response.get("body"), response.get("isBase64Encoded") is True)
-    headers = _headers(response, content_type)
-    _set(headers, trace_header, trace_id)
-    description = _checked_description(response.get("statusDescription"))
-    return _sent(request, status, headers, body, is_base64, description)
+    pairs = header_pairs(response)
+    characters = len(body) + (_checked(pairs, (trace_header.lower(),)) if pairs else 0)
+    headers = grouped(pairs) if pairs else {}
+    if content_type is not None and "content-type" not in headers:
+        headers["content-type"] = ("Content-Type", [content_type])
+    _set(headers, _trace_header_checked(trace_header), trace_id)
+    description = response.get("statusDescription")
+    if type(description) is str:  # ALB's; any other is replaced by the status's own
+        _check_text(description, "the response's statusDescription")
+        characters += len(description)
+    return _sent(request, status, headers, body, is_base64, description, characters)
 
 
 def error_response(
@@ -297,33 +301,39 @@ def error_response(
         pairs = _single_pairs(headers)
     except (TypeError, ValueError):  # no mapping of headers: none sent
         pairs = []
+    body = _error_body(status, message, trace_id)
+    characters = len(body) + (_checked(pairs, ("content-type", trace_header.lower())) if pairs else 0)
     found = grouped(pairs) if pairs else {}
     _set(found, "Content-Type", JSON_TYPE)
-    _set(found, trace_header, trace_id)
-    return _sent(request, status, found, _error_body(status, message, trace_id), False)
+    _set(found, _trace_header_checked(trace_header), trace_id)
+    return _sent(request, status, found, body, False, None, characters)
 
 
 def _sent(
-    request: Request, status: int, headers: Grouped, body: str, is_base64: bool, description: Any = None
+    request: Request,
+    status: int,
+    headers: Grouped,
+    body: str,
+    is_base64: bool,
+    description: Any,
+    characters: int,
 ) -> dict[str, Any]:
-    """The response in the request's shape, its headers checked: without a body for ``HEAD``, and
-    within Lambda's limit."""
-    characters = _checked_headers(headers) + len(body)
+    """The response in the request's shape: without a body for ``HEAD``, and within Lambda's limit
+    (``characters``: those of its body, description and the function's headers)."""
     if request.method == "HEAD":
         body, is_base64 = "", False
     response = request.front_door.render(status, headers, body, is_base64, description)
-    if type(description) is str:
-        characters += len(description)
     if characters > _CERTAINLY_WITHIN:
         _check_size(response)
     return response
 
 
 _CERTAINLY_WITHIN = (MAX_RESPONSE_BYTES - 1024) // 12
-"""A response of fewer characters (its body and statusDescription, and ``_checked_headers``) is
-within Lambda's limit however they encode: a character is at most 12 bytes of JSON (an escaped
-surrogate pair), and 1 KiB is room for the status and the keys. Only a larger one is encoded to
-be measured."""
+"""A response of fewer characters (its body, statusDescription and the function's headers, as
+``_checked`` counts them) is within Lambda's limit however they encode: a character is at most 12
+bytes of JSON (an escaped surrogate pair), and 1 KiB is room for the status, the keys and
+lambda_kit's own headers (a Content-Type, a trace id of at most 128 characters). Only a larger
+one is encoded to be measured."""
 
 
 def _check_size(response: dict[str, Any]) -> None:
