@@ -10,12 +10,12 @@ from pathlib import Path
 
 
 def start_local(
-    cwd: Path, env: dict[str, str], *options: str, python: str = sys.executable
+    cwd: Path, env: dict[str, str], *options: str, python: str = sys.executable, port: int = 0
 ) -> tuple[subprocess.Popen[str], str]:
-    """``lambda-kit local --port 0`` in its own process (run by ``python``: this venv's unless
-    given), once it serves: (the process, its HTTP API URL)."""
+    """``lambda-kit local --port PORT`` (0: any free port) in its own process (run by ``python``:
+    this venv's unless given), once it serves: (the process, its HTTP API URL)."""
     process = subprocess.Popen(
-        [python, "-m", "lambda_kit.cli", "local", "--port", "0", *options],
+        [python, "-m", "lambda_kit.cli", "local", "--port", str(port), *options],
         cwd=cwd,
         env=env,
         stdout=subprocess.PIPE,

@@ -5,7 +5,6 @@ names the fix. Never a 200 with the tuple as its body."""
 from __future__ import annotations
 
 import json
-from collections import namedtuple
 
 import pytest
 from _hostile import captured, parse_lines
@@ -109,10 +108,3 @@ def test_any_other_tuple_is_a_500_whose_error_line_names_the_fix(shape, returned
     [error] = [line for line in parse_lines(out) if line["level"] == "ERROR"]
     assert (error["message"], error["error_type"], error["error"]) == ("request failed", "TypeError", said)
     assert "o-1" not in error["error"]  # the values are never written, only their types
-
-
-def test_a_named_tuple_is_a_value_like_any_other():
-    """Only a plain ``tuple`` is a response: a named tuple is data, a 200 JSON array."""
-    Point = namedtuple("Point", "x y")
-    response = returning(Point(1, 201))(api_event(), None)
-    assert response["statusCode"] == 200 and json.loads(response["body"]) == [1, 201]

@@ -852,6 +852,48 @@ def test_invalid_increments_name_the_offending_key_before_any_request(counter, d
     assert sent == [] and counter.get("URL#ok") == 0
 
 
+@pytest.mark.parametrize(
+    ("call", "named"),
+    [
+        (lambda counter: counter.increment("URL#\ud800x", "e1"), "counter key 'URL#\\ud800x'"),
+        (lambda counter: counter.increment("URL#x", "e\udfff"), "event id 'e\\udfff'"),
+        (lambda counter: counter.increment_many([("URL#ok", "e1"), ("k", "\ud83d")]), "event id '\\ud83d'"),
+        (lambda counter: counter.increment_many([Increment("URL#ok", "e1", 1, "t\udc80")]), "trace id"),
+        (lambda counter: counter.get("\udfffk"), "counter key '\\udfffk'"),
+        (lambda counter: counter.get_many(["URL#ok", "\ud800"]), "counter key '\\ud800'"),
+    ],
+    ids=["increment-key", "increment-event-id", "increment-many", "trace-id", "get", "get-many"],
+)
+def test_a_lone_surrogate_is_an_invalid_key_before_any_request(counter, dynamodb, call, named):
+    """Text no UTF-8 holds is no key DynamoDB can store: InvalidKeyError, never UnicodeEncodeError."""
+    with (
+        requests_sent(dynamodb, "TransactWriteItems") as written,
+        requests_sent(dynamodb, "BatchGetItem") as read,
+    ):
+        with pytest.raises(InvalidKeyError) as raised:
+            call(counter)
+    assert named in str(raised.value) and "lone surrogate" in str(raised.value)
+    assert "\n" not in str(raised.value) and written == read == []
+
+
+def test_a_redelivered_event_is_a_duplicate_whatever_its_amount(counter, dynamodb, backend):
+    """An event whose amount took a count to 38 digits, delivered again: DynamoDB refuses the
+    update (the sum would pass 38 digits) before it looks at the marker, and the answer is still
+    "duplicate", alone or in a batch with events that do count."""
+    most = 10**38 - 1  # the largest amount Counter takes
+    assert counter.increment("URL#big", "e1", most) is True
+    assert counter.increment("URL#big", "e1", most) is False
+    result = counter.increment_many(
+        [("URL#big", "e1", most), ("URL#other", "e2", 3), ("URL#big", "e1", most)]
+    )
+    assert result == IncrementResult(counted=[("URL#other", "e2")], duplicates=[("URL#big", "e1")] * 2)
+    assert counter.get_many(["URL#big", "URL#other"]) == {"URL#big": most, "URL#other": 3}
+    if backend.name == "dynamodb-local":  # moto takes a count of 39 digits (AWS and DynamoDB Local do not)
+        with pytest.raises(InvalidKeyError, match="DynamoDB only supports precision up to 38 digits"):
+            counter.increment("URL#big", "e3", 2)  # a new event: 10**38 + 1 has 39 digits, refused
+        assert counter.get("URL#big") == most and counter.increment("URL#big", "e1", most) is False
+
+
 def test_a_missing_table_is_one_clear_error(dynamodb, aws_endpoint):
     counter = Counter("NoSuchTable", client=dynamodb)
     with pytest.raises(CounterError, match="'NoSuchTable' not found"):

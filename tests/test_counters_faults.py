@@ -303,6 +303,34 @@ def test_a_cancellation_reason_becomes_one_line_naming_the_key(table, dynamodb, 
     assert len(calls) == 1 and sleeps == [] and counter.get("k") == 0
 
 
+OVERFLOW = {
+    "Code": "ValidationError",
+    "Message": "Number overflow. Attempting to store a number with magnitude",
+}
+
+
+@pytest.mark.parametrize(
+    "marker", [{"Code": "ConditionalCheckFailed"}, {"Code": "None"}], ids=["duplicate-named", "not-named"]
+)
+def test_a_refused_update_of_an_event_counted_before_is_a_duplicate(table, dynamodb, marker):
+    """A transaction cancelled because its update would pass 38 digits, in the form the
+    TransactWriteItems reference documents (a ``ValidationError`` reason on the update, "Number
+    overflow"; the marker's failed condition named or not): the marker decides, so a redelivered
+    event is a duplicate, not a batch that fails forever. DynamoDB Local refuses the whole request
+    instead (tests/test_counters.py)."""
+    counter = counter_on(table, dynamodb, read_first=False)
+    assert counter.increment("k", "e1", 10**38 - 1) is True
+    with scripted(dynamodb, "TransactWriteItems", cancelled(marker, OVERFLOW)) as calls:
+        assert counter.increment("k", "e1", 10**38 - 1) is False
+    assert len(calls) == 1 and counter.get("k") == 10**38 - 1
+    with scripted(dynamodb, "TransactWriteItems", cancelled({"Code": "None"}, OVERFLOW)):
+        with pytest.raises(
+            InvalidKeyError, match="DynamoDB rejected the increment of counter key 'k': Number"
+        ):
+            counter.increment("k", "e2", 1)  # not counted before: the refusal stands
+    assert counter.get("k") == 10**38 - 1
+
+
 @pytest.mark.parametrize(
     "reasons", [None, [], [{"Code": "None"}, {"Message": "no code"}]], ids=["absent", "empty", "none"]
 )

@@ -116,3 +116,31 @@ def test_local_serves_until_interrupted(tmp_path):
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl_c", "sigterm"])
+def test_local_restarts_at_once_on_the_port_it_just_served(tmp_path, stop):
+    """The port it served is in TIME_WAIT for a minute after the server closed its connections;
+    waitress binds it with SO_REUSEADDR, and so does the check that the port is free."""
+    (tmp_path / "serverless.yml").write_text(textwrap.dedent(SERVICE), encoding="utf-8")
+    (tmp_path / "served_echo.py").write_text(textwrap.dedent(ECHO), encoding="utf-8")
+    env = _env()
+    env["PYTHONPATH"] = str(ROOT)
+    process, url = start_local(tmp_path, env)
+    port = int(url.rsplit(":", 1)[1])
+    for attempt in range(2):
+        try:
+            request = urllib.request.Request(  # Connection: close: the server closes first (TIME_WAIT)
+                url + "/echo", data=b'{"a": 1}', method="POST", headers={"Content-Type": "application/json"}
+            )
+            with urllib.request.urlopen(request, timeout=10) as response:
+                assert json.loads(response.read()) == {"echo": {"a": 1}}
+            process.send_signal(stop)
+            assert process.wait(timeout=30) in (0, 130, -stop, 128 + stop)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        if attempt == 0:  # at once, on the same port
+            process, url = start_local(tmp_path, env, port=port)
+            assert url.endswith(f":{port}")

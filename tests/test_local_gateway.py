@@ -13,6 +13,7 @@ import socket
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 
 import pytest
 from _local_toys import module_of, toy_stack
@@ -346,6 +347,50 @@ def test_a_body_over_10_mb_is_refused_with_413(api_stack):
     at_the_limit += b"Content-Length: %d\r\n\r\n" % MAX_BODY + b"y" * MAX_BODY
     received = _exchange(api_stack.gateway, at_the_limit, wait=60)
     assert _statuses(received) == [200] and _body(received)["length"] == MAX_BODY
+
+
+def _post(url: str, body: bytes, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+    """(status, body) of a POST sent whole before its answer is read, as most clients send one."""
+    request = urllib.request.Request(url, data=body, method="POST", headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as answered:
+        return answered.code, answered.read()
+
+
+def _chunks(total: int) -> Iterator[bytes]:
+    for _ in range(total // 65536):
+        yield b"y" * 65536
+
+
+def test_a_body_over_10_mb_sent_whole_gets_a_413_the_client_reads(api_stack):
+    """The client sends all of its body before it reads: the server answers 413 as soon as the
+    body passes 10 MB, then reads and drops the rest (up to a bound) before it closes, so the
+    client reads the 413 instead of a connection reset."""
+    before = len(_events(api_stack))
+    for size in (MAX_BODY + 1, 3 * MAX_BODY):
+        status, body = _post(api_stack.api_url + "/echo", b"x" * size, {"Content-Type": "text/plain"})
+        assert (status, body.split(b"\r\n", 1)[0]) == (413, b"Request Entity Too Large")
+    status, body = _post(  # chunked (urllib sends an iterable so), the limit passed mid-body
+        api_stack.api_url + "/echo", _chunks(2 * MAX_BODY), {"Transfer-Encoding": "chunked"}
+    )
+    assert status == 413
+    assert len(_events(api_stack)) == before
+    assert _post(api_stack.api_url + "/echo", b"z" * 5, {"Content-Type": "text/plain"})[0] == 200
+
+
+def test_after_a_413_the_server_stops_sending_and_closes_once_the_client_does(api_stack):
+    too_long = b"POST /echo HTTP/1.1\r\nHost: local\r\nContent-Length: %d\r\n\r\n" % (MAX_BODY + 1)
+    with socket.create_connection((api_stack.gateway.host, api_stack.gateway.port)) as connection:
+        connection.settimeout(10)
+        connection.sendall(too_long + b"x" * 1_000_000)
+        received = b""
+        while chunk := connection.recv(65536):  # the answer, then the server's end of sending
+            received += chunk
+        assert _statuses(received) == [413]
+        connection.sendall(b"x" * 1_000_000)  # read and dropped, never reset: the client may finish
+        connection.shutdown(socket.SHUT_WR)
 
 
 def test_a_rest_route_gets_the_header_lines_as_sent(api_stack):

@@ -124,6 +124,14 @@ def _trace_id(value: object) -> str | None:
 def _checked_trace_id(key: str, value: object) -> str | None:
     if value is not None and not isinstance(value, str):
         raise InvalidKeyError(f"trace id {value!r} for counter key {key!r} must be a str or None")
+    if value and not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidKeyError(
+                f"trace id {value[:60]!r} for counter key {key!r} holds a lone surrogate, which is no "
+                "Unicode text: DynamoDB cannot store it"
+            ) from None
     return _trace_id(value)
 
 
@@ -419,12 +427,27 @@ class Counter:
         while pending:
             groups, pending = pack_transaction(pending)
             actions, subjects = self._actions(groups, stamp)
-            cancellation = self._send(actions, groups, tries)
-            if cancellation is None:
-                counted.extend(_events(groups))
-            else:
-                pending = self._after_cancellation(cancellation, subjects, groups, pending, tries)
+            try:
+                cancellation = self._send(actions, groups, tries)
+                if cancellation is not None:
+                    pending = self._after_cancellation(cancellation, subjects, groups, pending, tries)
+                    continue
+            except InvalidKeyError as refusal:
+                pending = self._after_refusal(groups, refusal) + pending
+                continue
+            counted.extend(_events(groups))
         return counted
+
+    def _after_refusal(self, groups: _Groups, refusal: InvalidKeyError) -> list[_Pending]:
+        """DynamoDB refused the transaction (a count it would take past 38 digits, say): it may
+        refuse an update before it looks at the markers, so the transaction's events counted before
+        are found by reading their markers, dropped as duplicates whatever their amount, and the
+        rest is what is left to send. None counted before: the refusal is raised."""
+        events = _events(groups)
+        unseen = self._not_counted_before(events)
+        if len(unseen) == len(events):
+            raise refusal
+        return unseen
 
     def _send(self, actions: list[dict[str, Any]], groups: _Groups, tries: Tries) -> Exception | None:
         """Send one transaction until DynamoDB commits it (None) or cancels it (the cancellation)."""

@@ -72,13 +72,30 @@ def shard_for(event_id: str, shards: int) -> int:
     return zlib.crc32(event_id.encode("utf-8")) % shards
 
 
+def _utf8_bytes(text: str) -> int:
+    """How many bytes of UTF-8 ``text`` is; -1 for text no UTF-8 holds (a lone surrogate), which
+    is no Unicode text and which DynamoDB cannot store."""
+    if text.isascii():
+        return len(text)
+    try:
+        return len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        return -1
+
+
+_NOT_UNICODE = "holds a lone surrogate, which is no Unicode text: DynamoDB cannot store it"
+
+
 def check_key(key: object) -> str:
     """``key`` if it can be a counter's partition key, else :class:`InvalidKeyError` naming it."""
     if not isinstance(key, str):
         raise InvalidKeyError(f"counter key {key!r} must be a str, not {type(key).__name__}")
     if not key:
         raise InvalidKeyError("counter key '' must not be empty")
-    if len(key.encode("utf-8")) > MAX_KEY_BYTES:
+    size = _utf8_bytes(key)
+    if size < 0:
+        raise InvalidKeyError(f"counter key {key[:60]!r} {_NOT_UNICODE}")
+    if size > MAX_KEY_BYTES:
         raise InvalidKeyError(f"counter key {key[:60]!r}... is longer than {MAX_KEY_BYTES} bytes")
     owner = key_of(key)
     if owner != key:
@@ -97,7 +114,10 @@ def check_event_id(key: str, event_id: object) -> str:
         )
     if not event_id:
         raise InvalidKeyError(f"event id for counter key {key!r} must not be empty")
-    if len(event_id.encode("utf-8")) > MAX_EVENT_ID_BYTES:
+    size = _utf8_bytes(event_id)
+    if size < 0:
+        raise InvalidKeyError(f"event id {event_id[:60]!r} for counter key {key!r} {_NOT_UNICODE}")
+    if size > MAX_EVENT_ID_BYTES:
         raise InvalidKeyError(
             f"event id {event_id[:60]!r}... for counter key {key!r} is longer than {MAX_EVENT_ID_BYTES} bytes"
         )

@@ -12,7 +12,9 @@ to keep the header lines as sent.
 from __future__ import annotations
 
 import logging
+import socket
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -116,5 +118,54 @@ class _Parser(HTTPRequestParser):
         self.headers[WsgiServer.HEADER_LINES.removeprefix("HTTP_")] = [_header(line) for line in lines]
 
 
+DRAIN_BYTES = 64 * 1024 * 1024
+"""What a client may still send once the server has answered and is closing the connection (the
+rest of a body answered 413) before the connection is closed anyway."""
+
+
 class _Channel(HTTPChannel):
+    """waitress's connection, with the header lines kept (``_Parser``), closed gracefully: once the
+    last answer is sent, the server stops sending (its FIN follows the answer) and reads what the
+    client still sends, up to ``DRAIN_BYTES``, before it closes. Closed at once, a connection with
+    unread data is reset, and the client, still sending its body, never reads the 413 it was sent."""
+
     parser_class = _Parser
+    draining: int | None = None
+    """Bytes left to read and drop before closing; None while the connection serves."""
+
+    def handle_close(self) -> None:
+        if self.draining is not None or not self.connected or self.requests or self.total_outbufs_len:
+            super().handle_close()
+            return
+        try:
+            self.socket.shutdown(socket.SHUT_WR)
+        except OSError:  # the client is gone already
+            super().handle_close()
+            return
+        self.draining = DRAIN_BYTES
+        self.will_close = self.close_when_flushed = False
+        self.last_activity = time.time()  # the idle timeout ends a client that neither sends nor closes
+
+    def readable(self) -> bool:
+        return self.draining is not None or super().readable()
+
+    def writable(self) -> bool:
+        if self.draining is not None:
+            return self.will_close  # set by the idle timeout: then closed
+        return super().writable()
+
+    def handle_read(self) -> None:
+        if self.draining is None:
+            super().handle_read()
+            return
+        try:
+            data = self.socket.recv(self.adj.recv_bytes)  # not self.recv, which closes on its own at EOF
+        except BlockingIOError:  # nothing to read after all
+            return
+        except OSError:  # reset by the client
+            data = b""
+        self.draining -= len(data)
+        if data and self.draining > 0:
+            self.last_activity = time.time()
+        else:  # the client closed, or sent more than is drained
+            self.handle_close()

@@ -313,7 +313,10 @@ def fast_transactions() -> None:
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether a server can listen on ``port``, binding as waitress does (``SO_REUSEADDR``): a port
+    something listens on is taken; one a server just closed (its connections in TIME_WAIT) is free."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((host, port))
         except OSError:

@@ -15,8 +15,10 @@ The HTTP server is waitress (``_wsgi.py``): it reads chunked bodies, answers 400
 repeated or malformed ``Content-Length`` (so what is left of a body is never read as another
 request), never hands on a request whose body is shorter than its ``Content-Length``, closes
 connections idle for ``IDLE_TIMEOUT`` seconds, and answers 413 to a body over API Gateway's
-10 MB (``MAX_BODY``). The events get the header lines as sent, with their case, order and
-repeats (a REST route's ``multiValueHeaders``), which a WSGI environment would merge.
+10 MB (``MAX_BODY``), then reads and drops the rest of it (up to ``_wsgi.DRAIN_BYTES``) before it
+closes, so a client that sends its whole body first still reads the 413. The events get the
+header lines as sent, with their case, order and repeats (a REST route's ``multiValueHeaders``),
+which a WSGI environment would merge.
 """
 
 from __future__ import annotations

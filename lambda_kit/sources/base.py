@@ -322,8 +322,44 @@ def base64_bytes(text: object, name: str) -> tuple[bytes | None, str | None]:
 
 
 def batch_item_failures(outcome: Outcome) -> dict[str, Any]:
-    """The partial batch response SQS, Kinesis and DynamoDB Streams event source mappings read."""
-    return failure_report([record for record, _ in outcome.failures])
+    """The partial batch response SQS, Kinesis and DynamoDB Streams event source mappings read.
+
+    A stream batch stopped at a failed record (``skipped``: the records not reached) is checkpointed
+    by Lambda at the lowest sequence number reported, and retried from there: so a record not
+    reached whose sequence number is lower than every failed one (a batch out of order: replayed or
+    built by hand) is reported too, and nothing not done is ever taken as done."""
+    failed = [record for record, _ in outcome.failures]
+    if outcome.skipped:
+        failed += lowest_not_reached(failed, outcome.skipped)
+    return failure_report(failed)
+
+
+def lowest_not_reached(failed: list[Record], skipped: list[Record]) -> list[Record]:
+    """The record of ``skipped`` with the lowest sequence number, when it is lower than every
+    failed record's (none otherwise: Lambda's checkpoint is already below it). Sequence numbers are
+    compared as the integers their decimal text holds; a record without one has no place in the
+    stream's order (a failed one is reported by what it has, which Lambda reads as the whole
+    batch failed)."""
+    checkpoint = None
+    for record in failed:
+        number = _sequence_number(record)
+        if number is None:
+            return []
+        checkpoint = number if checkpoint is None else min(checkpoint, number)
+    ordered = [(number, record) for record in skipped if (number := _sequence_number(record)) is not None]
+    if not ordered:
+        return []
+    lowest, record = min(ordered, key=lambda item: item[0])
+    return [record] if checkpoint is None or lowest < checkpoint else []
+
+
+def _sequence_number(record: Record) -> int | None:
+    """The number a record is reported by (its ``report_id``, a KPL user record's aggregate's), or
+    None when that is no decimal text."""
+    reported = record.id if record.report_id is None else record.report_id
+    if type(reported) is not str or not reported.isascii() or not reported.isdigit():
+        return None
+    return int(reported)
 
 
 def pipes_batch_item_failures(outcome: Outcome) -> dict[str, Any]:

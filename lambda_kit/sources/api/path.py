@@ -88,13 +88,18 @@ class RequestPath(RecordPath):
         self.answered(record, None)
         if self.log_result:
             fields = result_fields(self.response, duration_ms(started))
-            fields["result"] = log.clean(result_for_log(result))
+            fields["result"] = None if request.method == "HEAD" else log.clean(result_for_log(result))
             log.emit("INFO", self.processed_message, fields=fields)
 
     def failed(self, record: Record, error: BaseException, started: float, index: int) -> None:
-        """Answered, never raised: ``HTTPError``'s status with a WARNING (4xx) or ERROR line, or a
-        500 that says nothing of the exception, with an ERROR line that says all."""
-        self.response = failure_response(record.payload, error, self.trace_header)
+        """Answered, never raised: ``HTTPError``'s status with a WARN (4xx) or ERROR line, or a 500
+        that says nothing of the exception, with an ERROR line that says all. An ``HTTPError`` whose
+        answer cannot go out (a header HTTP forbids, a message over Lambda's limit) is a 500 whose
+        line says why."""
+        try:
+            self.response = failure_response(record.payload, error, self.trace_header)
+        except ValueError as refused:
+            self.response, error = failure_response(record.payload, refused, self.trace_header), refused
         level = failure_level(self.response)
         self.answered(record, error)
         if log.enabled(log.LEVELS[level]):

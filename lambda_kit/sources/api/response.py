@@ -10,14 +10,28 @@ What a function may return (``as_response`` reads each as a response dict):
   a body 201, so any other tuple is refused (a 500 whose ERROR line names the fix);
 - anything else: a 200 body, as JSON (``bytes`` base64-encoded, ``application/octet-stream``).
 
-A body that is ``bytes`` goes base64-encoded, a ``str`` as it is, anything else as JSON. Every
-response carries the trace header. Error bodies are ``{"error": message, "trace_id": ...}`` and
-never hold an exception's text or a traceback.
+A body that is ``bytes`` goes base64-encoded, a ``str`` as it is, anything else as JSON (a pydantic
+model as its JSON-mode dump, as a dataclass as its fields). A tuple and a dict are read by what
+they are, so a named tuple is a tuple and an ``OrderedDict`` with ``statusCode`` a response dict.
+Every response carries the trace header; the answer to ``HEAD`` never carries a body (its
+Content-Type is the one the body would have had).
+
+What goes out is checked as HTTP and Lambda require, else ``ValueError`` naming the fix (the
+request path answers 500 with an ERROR line; nothing invalid is ever sent on): each header name is
+an HTTP token, no header value (cookies and ALB's ``statusDescription`` included) holds a control
+character (CR, LF and NUL among them), and the response as Lambda's runtime encodes it is within
+Lambda's limit for a synchronous response (``MAX_RESPONSE_BYTES``). Error bodies are ``{"error":
+message, "trace_id": ...}`` and never hold an exception's text or a traceback.
 """
 
 from __future__ import annotations
 
 import binascii
+import functools
+import json
+import os
+import re
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,19 +46,34 @@ TUPLE_FORMS = "return (body, status) or (body, status, headers), as Flask takes 
 BINARY = (bytes, bytearray, memoryview)
 Pairs = list[tuple[str, str]]
 
+TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+"""A header name: an HTTP token (RFC 9110 5.1 and 5.6.2)."""
+NOT_IN_A_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f\ud800-\udfff]")
+"""What no header value holds (RFC 9110 5.5: visible characters, spaces and tabs): the control
+characters but the tab, CR, LF and NUL among them; and lone surrogates, which no UTF-8 carries."""
+
+MAX_RESPONSE_BYTES = 6_291_556
+"""Lambda's limit for a synchronous invocation's response, in bytes of the JSON its runtime sends
+(``Function.ResponseSizeTooLarge``: "exceeded maximum allowed payload size (6291556 bytes)")."""
+
 
 # --- what a function returned, as a response dict ---------------------------------------------------
 
 
 def as_response(result: Any) -> dict[str, Any]:
     """``result`` as a response dict with ``statusCode``; a tuple of another form raises ``TypeError``."""
-    if type(result) is dict and "statusCode" in result:
-        return result
-    if type(result) is tuple:
+    if is_response_dict(result):
+        return result  # type: ignore[no-any-return]
+    if isinstance(result, tuple):  # a named tuple too
         return _from_tuple(result)
     if type(result) is str or result is None:  # alone, a str is a JSON string, as any other value
         return {"statusCode": 200, "headers": {"Content-Type": JSON_TYPE}, "body": codec.dumps(result)}
     return {"statusCode": 200, "body": result}
+
+
+def is_response_dict(result: Any) -> bool:
+    """Whether ``result`` is a response dict: a dict (of any dict class) with ``statusCode``."""
+    return isinstance(result, dict) and "statusCode" in result
 
 
 def _from_tuple(result: tuple[Any, ...]) -> dict[str, Any]:
@@ -125,8 +154,54 @@ def header_pairs(response: dict[str, Any]) -> Pairs:
     if multi:
         pairs += _multi_pairs(multi)
     if cookies:
-        pairs += [("Set-Cookie", str(cookie)) for cookie in _listed(cookies)]
+        pairs += [("Set-Cookie", str(cookie)) for cookie in _listed(cookies) if cookie is not None]
     return pairs
+
+
+def _shown(name: str) -> str:
+    """A header's name as an error message shows it: quoted, escaped, cut short."""
+    return ascii(name[:60]) + ("..." if len(name) > 60 else "")
+
+
+def _checked(pairs: Pairs, replaced: tuple[str, ...]) -> int:
+    """The characters of the function's headers, with room for the JSON around each; raises
+    ``ValueError`` naming the first header (never its value, which may be a secret) whose name is
+    no HTTP token or whose value holds what HTTP forbids in one. A header lambda_kit replaces with
+    its own (``replaced``, lower-case) is never sent, so never refused."""
+    found = 0
+    for name, value in pairs:
+        if replaced and name.lower() in replaced:
+            continue
+        if TOKEN.fullmatch(name) is None:
+            raise ValueError(
+                f"the response header name {_shown(name)} is not an HTTP token (RFC 9110: letters, digits "
+                "and !#$%&'*+-.^_`|~ only, at least one): fix the header's name"
+            )
+        if not value.isprintable():  # printable text is valid; other text is looked at closely
+            _check_text(value, f"the value of response header {_shown(name)}")
+        found += len(name) + len(value) + 8
+    return found
+
+
+@functools.lru_cache(maxsize=16)
+def _trace_header_checked(name: str) -> str:
+    """The trace header's name (the decorator's ``trace_header``), once it is known to be a token."""
+    if TOKEN.fullmatch(name) is None:
+        raise ValueError(
+            f"trace_header={_shown(name)} is not an HTTP header name (RFC 9110: letters, digits and "
+            "!#$%&'*+-.^_`|~ only): give api_handler another trace_header"
+        )
+    return name
+
+
+def _check_text(text: str, what: str) -> None:
+    """``ValueError`` when ``text`` holds a character HTTP forbids in a header value or a status line."""
+    found = NOT_IN_A_VALUE.search(text)
+    if found is not None:
+        raise ValueError(
+            f"{what} holds {ascii(found.group())} at character {found.start()}: HTTP forbids control "
+            "characters (CR, LF, NUL ...) there, as they would end or split the header; remove them"
+        )
 
 
 def _set(headers: Grouped, name: str, value: str) -> None:
@@ -134,15 +209,6 @@ def _set(headers: Grouped, name: str, value: str) -> None:
     lowered = name.lower()
     headers.pop(lowered, None)
     headers[lowered] = (name, [value])
-
-
-def _headers(response: dict[str, Any], content_type: str | None) -> Grouped:
-    """The response's headers (``grouped``), with a ``Content-Type`` of ``content_type`` unless it has one."""
-    pairs = header_pairs(response)
-    headers = grouped(pairs) if pairs else {}
-    if content_type is not None and "content-type" not in headers:
-        headers["content-type"] = ("Content-Type", [content_type])
-    return headers
 
 
 # --- bodies ------------------------------------------------------------------------------------------
@@ -161,7 +227,48 @@ def _body(body: Any, is_base64: bool) -> tuple[str, bool, str | None]:
         return body, is_base64, None
     if isinstance(body, BINARY):
         return _base64(body), True, BINARY_TYPE
-    return codec.dumps(body), is_base64, JSON_TYPE
+    try:
+        return codec.dumps(body), is_base64, JSON_TYPE
+    except TypeError:  # a type JSON has no form for: pydantic models are written as their dump
+        if "pydantic" not in sys.modules:
+            raise
+    return codec.dumps(models_dumped(body)), is_base64, JSON_TYPE
+
+
+def models_dumped(value: Any) -> Any:
+    """``value`` with every pydantic model in it (in lists, tuples and dicts) as its JSON-mode dump
+    (``model_dump(mode="json")``), as a dataclass is written as its fields. pydantic is only looked
+    for where it is loaded (no model can exist otherwise), and a value is rebuilt only when it
+    holds a model; deeper than the codec writes, it is left as it is."""
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is None or not _holds_model(value, pydantic.BaseModel, 0):
+        return value
+    return _dumped(value, pydantic.BaseModel, 0)
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _holds_model(value: Any, model: type, depth: int) -> bool:
+    if type(value) in _SCALARS or depth > codec.MAX_NESTING:
+        return False
+    if isinstance(value, list | tuple):
+        return any(_holds_model(item, model, depth + 1) for item in value)
+    if isinstance(value, dict):
+        return any(_holds_model(item, model, depth + 1) for item in value.values())
+    return isinstance(value, model)
+
+
+def _dumped(value: Any, model: type, depth: int) -> Any:
+    if isinstance(value, model):
+        return value.model_dump(mode="json")  # type: ignore[attr-defined]
+    if depth > codec.MAX_NESTING:
+        return value
+    if isinstance(value, list | tuple):
+        return [_dumped(item, model, depth + 1) for item in value]
+    if isinstance(value, dict):
+        return {key: _dumped(item, model, depth + 1) for key, item in value.items()}
+    return value
 
 
 # --- responses ------------------------------------------------------------------------------------
@@ -172,34 +279,76 @@ def shape_response(request: Request, result: Any, trace_id: str, trace_header: s
     response = as_response(result)
     status = _status(response["statusCode"])
     body, is_base64, content_type = _body(response.get("body"), response.get("isBase64Encoded") is True)
-    headers = _headers(response, content_type)
-    _set(headers, trace_header, trace_id)
-    return request.front_door.render(status, headers, body, is_base64, response.get("statusDescription"))
-
-
-def headless(result: Any) -> dict[str, Any]:
-    """The response dict of ``result`` without its body (the answer to a HEAD request): the status
-    and headers, Content-Type included, that the body would have had."""
-    response = as_response(result)
-    headers = _headers(response, _body(response.get("body"), False)[2])
-    return {
-        "statusCode": response["statusCode"],
-        "multiValueHeaders": dict(headers.values()),
-        "statusDescription": response.get("statusDescription"),
-    }
+    pairs = header_pairs(response)
+    characters = len(body) + (_checked(pairs, (trace_header.lower(),)) if pairs else 0)
+    headers = grouped(pairs) if pairs else {}
+    if content_type is not None and "content-type" not in headers:
+        headers["content-type"] = ("Content-Type", [content_type])
+    _set(headers, _trace_header_checked(trace_header), trace_id)
+    description = response.get("statusDescription")
+    if type(description) is str:  # ALB's; any other is replaced by the status's own
+        _check_text(description, "the response's statusDescription")
+        characters += len(description)
+    return _sent(request, status, headers, body, is_base64, description, characters)
 
 
 def error_response(
     request: Request, status: int, message: str, trace_id: str, trace_header: str, headers: Any = None
 ) -> dict[str, Any]:
-    """``{"error": message, "trace_id": ...}`` with ``status``, in the request's shape."""
+    """``{"error": message, "trace_id": ...}`` with ``status``, in the request's shape, with
+    ``headers`` (an ``HTTPError``'s), checked as a response's are."""
     try:
-        found = grouped(_single_pairs(headers))
-    except (TypeError, ValueError):
-        found: Grouped = {}
+        pairs = _single_pairs(headers)
+    except (TypeError, ValueError):  # no mapping of headers: none sent
+        pairs = []
+    body = _error_body(status, message, trace_id)
+    characters = len(body) + (_checked(pairs, ("content-type", trace_header.lower())) if pairs else 0)
+    found = grouped(pairs) if pairs else {}
     _set(found, "Content-Type", JSON_TYPE)
-    _set(found, trace_header, trace_id)
-    return request.front_door.render(status, found, _error_body(status, message, trace_id), False)
+    _set(found, _trace_header_checked(trace_header), trace_id)
+    return _sent(request, status, found, body, False, None, characters)
+
+
+def _sent(
+    request: Request,
+    status: int,
+    headers: Grouped,
+    body: str,
+    is_base64: bool,
+    description: Any,
+    characters: int,
+) -> dict[str, Any]:
+    """The response in the request's shape: without a body for ``HEAD``, and within Lambda's limit
+    (``characters``: those of its body, description and the function's headers)."""
+    if request.method == "HEAD":
+        body, is_base64 = "", False
+    response = request.front_door.render(status, headers, body, is_base64, description)
+    if characters > _CERTAINLY_WITHIN:
+        _check_size(response)
+    return response
+
+
+_CERTAINLY_WITHIN = (MAX_RESPONSE_BYTES - 1024) // 12
+"""A response of fewer characters (its body, statusDescription and the function's headers, as
+``_checked`` counts them) is within Lambda's limit however they encode: a character is at most 12
+bytes of JSON (an escaped surrogate pair), and 1 KiB is room for the status, the keys and
+lambda_kit's own headers (a Content-Type, a trace id of at most 128 characters). Only a larger
+one is encoded to be measured."""
+
+
+def _check_size(response: dict[str, Any]) -> None:
+    """``ValueError`` for a response over ``MAX_RESPONSE_BYTES`` as Lambda's runtime encodes it:
+    awslambdaric writes JSON as text (non-ASCII as UTF-8) on the Python 3.12 and later runtimes,
+    escaped to ASCII on the others."""
+    runtime = re.fullmatch(r"AWS_Lambda_python3\.(\d+)", os.environ.get("AWS_EXECUTION_ENV", ""))
+    as_text = runtime is not None and int(runtime.group(1)) >= 12
+    size = len(json.dumps(response, ensure_ascii=not as_text).encode("utf-8", "surrogatepass"))
+    if size > MAX_RESPONSE_BYTES:
+        raise ValueError(
+            f"the response is {size:,} bytes as Lambda encodes it, over Lambda's limit of "
+            f"{MAX_RESPONSE_BYTES:,} bytes for a synchronous response (it would refuse it, and the "
+            "client get a 502): return less, or put the content in S3 and return a link to it"
+        )
 
 
 def _error_body(status: int, message: Any, trace_id: str) -> str:

@@ -34,7 +34,6 @@ from urllib.parse import unquote
 from ...errors import HTTPError
 from ...validation import Validator
 from .request import Request, validated
-from .response import headless
 
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 _PARAMETER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(\+?)\}")
@@ -128,15 +127,20 @@ def _methods(methods: str | Iterable[str]) -> list[str]:
 
 
 class Router:
-    """Routes requests to functions by method and path; ``api_handler(router)`` is the handler."""
+    """Routes requests to functions by method and path; ``api_handler(router)`` is the handler.
 
-    __slots__ = ("_static", "_templates", "_by_head", "_any_head")
+    Adding a route costs the same however many there are: the templates are put in order and
+    indexed by their first segment once, at the first request after routes were added."""
+
+    __slots__ = ("_static", "_templates", "_by_pattern", "_by_head", "_any_head", "_indexed")
 
     def __init__(self) -> None:
         self._static: dict[str, Resource] = {}
-        self._templates: list[Resource] = []  # the most specific first
+        self._templates: list[Resource] = []  # in the order they were added
+        self._by_pattern: dict[str, Resource] = {}  # each template by its pattern, whatever its names
         self._by_head: dict[str, list[Resource]] = {}  # the templates paths of this first segment may match
         self._any_head: list[Resource] = []  # those whose first segment is a parameter
+        self._indexed = True
 
     def route(self, path: str, methods: str | Iterable[str] = ("GET",), *, model: Any = None) -> Decorator:
         """Route ``methods`` on the ``path`` template to the decorated function, unchanged."""
@@ -179,26 +183,35 @@ class Router:
         made = Resource(template)
         if not made.names:
             return self._static.setdefault(_trimmed(template), made)
-        for known in self._templates:
-            if known.anonymous == made.anonymous:
-                if known.names != made.names:
-                    raise ValueError(
-                        f"routes {known.template!r} and {template!r} differ only in their "
-                        "parameters' names: name them alike"
-                    )
-                return known
+        known = self._by_pattern.setdefault(made.anonymous, made)
+        if known is not made:
+            if known.names != made.names:
+                raise ValueError(
+                    f"routes {known.template!r} and {template!r} differ only in their "
+                    "parameters' names: name them alike"
+                )
+            return known
         self._templates.append(made)
-        self._index()
+        self._indexed = False
         return made
 
     def _index(self) -> None:
-        """The templates in order (the most specific first), and by their first segment."""
-        self._templates.sort(key=lambda resource: resource.rank)  # stable: equals keep their order
-        self._any_head = [resource for resource in self._templates if resource.head is None]
-        self._by_head = {
-            head: [resource for resource in self._templates if resource.head in (head, None)]
-            for head in {resource.head for resource in self._templates} - {None}
-        }
+        """The templates in order (the most specific first; stable: equals keep the order they were
+        added in), and by their first segment: a path's candidates are the templates of its first
+        segment and those whose first segment is a parameter, in that order."""
+        any_head: list[Resource] = []
+        by_head: dict[str, list[Resource]] = {}
+        for resource in sorted(self._templates, key=lambda resource: resource.rank):
+            if resource.head is None:
+                any_head.append(resource)
+                for listed in by_head.values():
+                    listed.append(resource)
+            elif resource.head in by_head:
+                by_head[resource.head].append(resource)
+            else:  # the first of its first segment: after the parameters' templates more specific
+                by_head[resource.head] = [*any_head, resource]
+        self._by_head, self._any_head = by_head, any_head
+        self._indexed = True  # last: a request on another thread reads the index whole, or makes its own
 
     def __call__(self, request: Request, context: Any) -> Any:
         """The route of the most specific resource that matches the path and takes the method."""
@@ -214,6 +227,8 @@ class Router:
 
     def _candidates(self, path: str) -> list[Resource]:
         """The templates ``path`` may match (by its first segment), the most specific first."""
+        if not self._indexed:
+            self._index()
         return self._by_head.get(path[1:].partition("/")[0], self._any_head)
 
     def _matching(self, path: str) -> Iterator[tuple[Resource, Any]]:
@@ -251,19 +266,9 @@ def _unrouted(seen: list[tuple[Resource, Any]], request: Request, context: Any) 
     if not seen:
         raise HTTPError(404, "Not Found")
     gets = [(resource.methods["GET"], matched) for resource, matched in seen if "GET" in resource.methods]
-    if request.method == "HEAD" and gets:
-        return _without_body(_run(*gets[0], request, context))
+    if request.method == "HEAD" and gets:  # the response goes without its body (response.py)
+        return _run(*gets[0], request, context)
     allow = ", ".join(sorted(set().union(*(resource.allowed for resource, _ in seen))))
     if request.method == "OPTIONS":
         return {"statusCode": 204, "headers": {"Allow": allow}}
     raise HTTPError(405, "Method Not Allowed", headers={"Allow": allow})
-
-
-def _without_body(result: Any) -> Any:
-    if result is not None and hasattr(result, "__await__"):  # an async def route
-        return _headless_later(result)
-    return headless(result)
-
-
-async def _headless_later(result: Any) -> Any:
-    return headless(await result)
