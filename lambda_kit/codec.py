@@ -23,8 +23,9 @@ Writing (``dumps``), under every codec (the rules are in docs/decorators.md):
   lost under any codec; NaN and infinities as ``null``;
 - ``int``: exact, whatever its size; ``float``: NaN and infinities as ``null``;
 - ``datetime``/``date``/``time``: ISO 8601 text; ``UUID``: its text; ``Enum``: its value;
-  dataclasses: an object of their fields; ``set``/``frozenset``: an array, sorted when its items
-  can be; ``tuple``: an array; ``bytes``: UTF-8 text (undecodable bytes as ``\\xNN``);
+  dataclasses: an object of their fields; pydantic models: their JSON dump
+  (``model_dump(mode="json")``); ``set``/``frozenset``: an array, sorted when its items can be;
+  ``tuple``: an array; ``bytes``: UTF-8 text (undecodable bytes as ``\\xNN``);
   subclasses of ``str``/``int``/``float``/``dict``/``list``: as their base type;
 - keys that are not strings: the text of their value (``1`` → ``"1"``, ``None`` → ``"null"``);
 - ``/`` is never escaped; a string holding a lone surrogate is refused (``UnicodeEncodeError``);
@@ -158,6 +159,7 @@ _KINDS: tuple[tuple[Callable[[type], bool], Callable[[Any], Any]], ...] = (
     (lambda kind: issubclass(kind, set | frozenset), _set_items),
     (lambda kind: issubclass(kind, bytes | bytearray), _bytes_text),
     (lambda kind: hasattr(kind, "__dataclass_fields__"), _fields),
+    (lambda kind: _module_class(kind, "pydantic", "BaseModel"), lambda value: value.model_dump(mode="json")),
 )
 _converters: dict[type, Callable[[Any], Any]] = {}
 

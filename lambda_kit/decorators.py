@@ -292,7 +292,9 @@ def api_handler(
     answers 422 naming the fields, without calling ``fn``.
     """
     from .sources.api.path import run_request  # the HTTP package: loaded only for an api_handler
+    from .sources.api.response import checked_trace_header
 
+    checked_trace_header(trace_header)
     checked = Options("api_handler", **options)
     adapters = [cast("type[ApiSource]", get("api"))()]
 

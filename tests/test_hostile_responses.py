@@ -180,11 +180,12 @@ def test_a_header_lambda_kit_sets_itself_is_never_refused_for_what_the_function_
 
 
 def test_a_trace_header_that_is_no_header_name_is_never_sent():
-    """A ``trace_header`` that is no HTTP token (configuration, not a response) fails each request
-    with the one line that names the option, instead of reaching the front door."""
-    handler = api_handler(trace_header="X Trace")(lambda request, context: "ok")
-    with captured(), pytest.raises(ValueError, match=r"trace_header='X Trace' is not an HTTP header name"):
-        handler(request("v2"), None)
+    """A ``trace_header`` that is no HTTP token (configuration, not a response) is refused when the
+    function is decorated, with the one line that names the option: it never reaches a request."""
+    with pytest.raises(ValueError, match=r"trace_header='X Trace' is not an HTTP header name"):
+        api_handler(trace_header="X Trace")
+    with pytest.raises(ValueError, match=r"is not an HTTP header name"):
+        api_handler(trace_header=7)
 
 
 # --- HEAD -----------------------------------------------------------------------------------------
@@ -424,3 +425,19 @@ print(said, file=sys.stderr)
 """
     found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert found.stderr.strip() == "[200, 500, False]"
+
+
+def test_a_pydantic_result_of_a_batch_source_is_logged_as_its_dump_with_its_secrets_masked():
+    from pydantic import BaseModel
+
+    from lambda_kit import sqs_handler
+    from lambda_kit.testing import sqs_event
+
+    class Charged(BaseModel):
+        order: int
+        api_token: str
+
+    with captured() as out:
+        sqs_handler(lambda message, context: Charged(order=7, api_token="s3cret"))(sqs_event({"n": 1}), None)
+    [processed] = [line for line in parse_lines(out) if line["message"] == "record processed"]
+    assert processed["result"] == {"order": 7, "api_token": "***"}

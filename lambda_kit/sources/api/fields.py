@@ -16,7 +16,7 @@ from urllib.parse import parse_qsl
 from ... import log
 from ...errors import HTTPError
 from .request import NOT_JSON, Request, parse_json, validated
-from .response import error_response, is_response_dict, models_dumped
+from .response import error_response, is_response_dict
 
 
 def check_request(request: Request, max_body: int | None, validate: Callable[[Any], Any] | None) -> None:
@@ -108,10 +108,10 @@ def result_for_log(result: Any) -> Any:
     (not its JSON decoded again: a codec may not give it back exactly), or the body of a response it
     shaped itself, decoded when it is JSON; pydantic models as the body has them."""
     if isinstance(result, tuple):  # (body, status[, headers]): the body as a response dict's
-        return models_dumped(body_value(result[0]))
+        return body_value(result[0])
     if is_response_dict(result):
-        return models_dumped(body_value(result.get("body")))
-    return models_dumped(result)
+        return body_value(result.get("body"))
+    return result
 
 
 def body_value(body: object) -> Any:

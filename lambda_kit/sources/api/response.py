@@ -27,7 +27,6 @@ message, "trace_id": ...}`` and never hold an exception's text or a traceback.
 from __future__ import annotations
 
 import binascii
-import functools
 import json
 import os
 import re
@@ -183,12 +182,12 @@ def _checked(pairs: Pairs, replaced: tuple[str, ...]) -> int:
     return found
 
 
-@functools.lru_cache(maxsize=16)
-def _trace_header_checked(name: str) -> str:
-    """The trace header's name (the decorator's ``trace_header``), once it is known to be a token."""
-    if TOKEN.fullmatch(name) is None:
+def checked_trace_header(name: object) -> str:
+    """``api_handler``'s ``trace_header``, checked when the function is decorated: an HTTP token."""
+    if type(name) is not str or TOKEN.fullmatch(name) is None:
+        shown = _shown(name) if type(name) is str else repr(name)[:60]
         raise ValueError(
-            f"trace_header={_shown(name)} is not an HTTP header name (RFC 9110: letters, digits and "
+            f"trace_header={shown} is not an HTTP header name (RFC 9110: letters, digits and "
             "!#$%&'*+-.^_`|~ only): give api_handler another trace_header"
         )
     return name
@@ -232,43 +231,7 @@ def _body(body: Any, is_base64: bool) -> tuple[str, bool, str | None]:
     except TypeError:  # a type JSON has no form for: pydantic models are written as their dump
         if "pydantic" not in sys.modules:
             raise
-    return codec.dumps(models_dumped(body)), is_base64, JSON_TYPE
-
-
-def models_dumped(value: Any) -> Any:
-    """``value`` with every pydantic model in it (in lists, tuples and dicts) as its JSON-mode dump
-    (``model_dump(mode="json")``), as a dataclass is written as its fields. pydantic is only looked
-    for where it is loaded (no model can exist otherwise), and a value is rebuilt only when it
-    holds a model; deeper than the codec writes, it is left as it is."""
-    pydantic = sys.modules.get("pydantic")
-    if pydantic is None or not _holds_model(value, pydantic.BaseModel, 0):
-        return value
-    return _dumped(value, pydantic.BaseModel, 0)
-
-
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-def _holds_model(value: Any, model: type, depth: int) -> bool:
-    if type(value) in _SCALARS or depth > codec.MAX_NESTING:
-        return False
-    if isinstance(value, list | tuple):
-        return any(_holds_model(item, model, depth + 1) for item in value)
-    if isinstance(value, dict):
-        return any(_holds_model(item, model, depth + 1) for item in value.values())
-    return isinstance(value, model)
-
-
-def _dumped(value: Any, model: type, depth: int) -> Any:
-    if isinstance(value, model):
-        return value.model_dump(mode="json")  # type: ignore[attr-defined]
-    if depth > codec.MAX_NESTING:
-        return value
-    if isinstance(value, list | tuple):
-        return [_dumped(item, model, depth + 1) for item in value]
-    if isinstance(value, dict):
-        return {key: _dumped(item, model, depth + 1) for key, item in value.items()}
-    return value
+    return codec.dumps(body), is_base64, JSON_TYPE
 
 
 # --- responses ------------------------------------------------------------------------------------
@@ -284,7 +247,7 @@ def shape_response(request: Request, result: Any, trace_id: str, trace_header: s
     headers = grouped(pairs) if pairs else {}
     if content_type is not None and "content-type" not in headers:
         headers["content-type"] = ("Content-Type", [content_type])
-    _set(headers, _trace_header_checked(trace_header), trace_id)
+    _set(headers, trace_header, trace_id)
     description = response.get("statusDescription")
     if type(description) is str:  # ALB's; any other is replaced by the status's own
         _check_text(description, "the response's statusDescription")
@@ -305,7 +268,7 @@ def error_response(
     characters = len(body) + (_checked(pairs, ("content-type", trace_header.lower())) if pairs else 0)
     found = grouped(pairs) if pairs else {}
     _set(found, "Content-Type", JSON_TYPE)
-    _set(found, _trace_header_checked(trace_header), trace_id)
+    _set(found, trace_header, trace_id)
     return _sent(request, status, found, body, False, None, characters)
 
 
