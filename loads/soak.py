@@ -925,7 +925,7 @@ def _read_dead_letters(stack: Any, plan: Plan, result: SoakResult) -> None:
         messages = stack.receive_all(url)
         result.dlq[name[len(prefix) :] if name.startswith(prefix) else name] = len(messages)
         for message in messages:
-            record = source.record(
+            [record] = source.read(
                 lambda_record(message, stack.resources.by_id[logical].attributes.get("Arn", ""), stack.region)
             )
             trace_id = record.trace_id

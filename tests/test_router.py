@@ -375,23 +375,23 @@ def routed(count: int, stop_after: float | None = None) -> tuple[float, Router, 
     takes longer than that. Each run's templates are its own, so none is compiled already (``re``
     caches 512 patterns)."""
     prefix = f"/r{next(_runs)}-"
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: other work on a shared machine inflates it far less
     router = Router()
     for number in range(count):
         router.get(f"{prefix}{number}/{{id}}")(lambda request, context, n=number: {"n": n})
-        if stop_after is not None and number % 100 == 0 and time.perf_counter() - started > stop_after:
+        if stop_after is not None and number % 100 == 0 and time.process_time() - started > stop_after:
             return math.inf, router, prefix
     with captured():
         answered = api_handler(router)(api_event("GET", f"{prefix}{count - 1}/x"), None)
     assert json_body(answered) == {"n": count - 1}
-    return time.perf_counter() - started, router, prefix
+    return time.process_time() - started, router, prefix
 
 
 def test_adding_a_route_costs_the_same_however_many_there_are():
     """5,000 routes cost about ten times 500, not a hundred (or a thousand, as when every route
     added sorted and indexed them all again): a ratio in one run, never a wall-clock figure."""
     small = min(routed(500)[0] for _ in range(3))
-    large, router, prefix = routed(5_000, stop_after=40 * small)
+    large, router, prefix = min(routed(5_000, stop_after=40 * small) for _ in range(2))
     assert large / small < 40, f"5,000 routes took {large / small:.0f} times 500"
     # the index made at the first request still routes by specificity, and a route added after it too
     seventh = f"{prefix}7"
