@@ -31,7 +31,6 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from .. import log as lambda_log
 from .._data import dig, mapping
 from ..serverless_config import ConfigError
 from .async_invoker import AsyncInvoker
@@ -48,6 +47,7 @@ from .poller import Journal, Poller, Timing
 from .relay import QueueRelay
 from .resources import Resources
 from .runtime import FunctionRuntime, Hook, Result
+from .workspace import Workspace
 from .s3_source import S3EventSource
 from .sns_source import SnsEventSource
 from .sqs_source import SqsEventSource
@@ -111,6 +111,7 @@ class LocalStack:
         self.ttl_deletions = TtlDeletions()
         self.ttl: TtlSweeper | None = None
         self.log: LogFile | None = None
+        self.workspace: Workspace | None = None
         self._saved_env: dict[str, str | None] = {}
         self._started = False
 
@@ -137,12 +138,11 @@ class LocalStack:
         self.resources.create_all()
         selected = [f for f in self.config.functions.values() if self.only is None or f.key in self.only]
         self._resolve_destinations()
-        self._set_function_environment(selected)
         self.log = LogFile(
             self.log_path, echo=self.echo, prefix=f"{self.config.service}-{self.config.stage}-"
         )
-        lambda_log.set_sink(self.log.write)
-        self._import_functions(selected)
+        self.workspace = Workspace(self.config, self.timing)
+        self._start_functions(selected)
         self.destinations = Destinations(self._clients())
         self.invoker = AsyncInvoker(self.destinations, self.timing, self.journal)
         for runtime in self.runtimes.values():
@@ -154,11 +154,25 @@ class LocalStack:
             delivery.start()
         self._start_ttl()
 
-    def _import_functions(self, selected: list[FunctionConfig]) -> None:
+    def _start_functions(self, selected: list[FunctionConfig]) -> None:
+        """Each function's runtime; its workers start at its first invocation (a handler that does
+        not import fails its invocations with the init error, as on Lambda, not the start)."""
+        workspace = _started(self.workspace)
         for function in selected:
-            runtime = FunctionRuntime(function, self.config.project_dir, self.region, hooks=self.hooks)
-            runtime.handler()  # import now: a broken handler path fails the start, in one line
-            self.runtimes[function.key] = runtime
+            environment = {k: _env_text(v) for k, v in self._resources().resolve(function.environment).items()}
+            self.runtimes[function.key] = FunctionRuntime(
+                function,
+                workspace.launch(function, environment, self._function_aws_environment(function)),
+                self.region,
+                hooks=self.hooks,
+                write=_started(self.log).write,
+                concurrency=workspace.concurrency(function),
+                system_log_level=workspace.logging(function).get("systemLogLevel"),
+            )
+
+    def _function_aws_environment(self, function: FunctionConfig) -> dict[str, str]:
+        """The endpoints and credentials a function's workers get."""
+        return aws_environment(self._function_endpoint_url or self.endpoint_url, self.region, self.dynamodb_url)
 
     def _start_endpoints(self) -> None:
         """moto (unless ``endpoint_url`` is given) and the DynamoDB, started side by side; the
@@ -175,9 +189,8 @@ class LocalStack:
         self.dynamodb_url = dynamodb_url or self.endpoint_url
         remember_user_agents()
         self.clients = Clients(self.endpoint_url, self.region, self.dynamodb_url)
-        self._set_env(
-            aws_environment(self._function_endpoint_url or self.endpoint_url, self.region, self.dynamodb_url)
-        )
+        # this process's boto3 (the service's load, tests, hooks): the endpoints themselves
+        self._set_env(aws_environment(self.endpoint_url, self.region, self.dynamodb_url))
 
     def _resolve_destinations(self) -> None:
         """Function-level destinations (asynchronous invocations) name resources with intrinsics."""
@@ -186,20 +199,6 @@ class LocalStack:
             for key in ("destinations", "onError"):
                 if function.raw.get(key) is not None:
                     function.raw = {**function.raw, key: resources.resolve(function.raw[key])}
-
-    def _set_function_environment(self, selected: list[FunctionConfig]) -> None:
-        """The functions' environment, in this process's (they share it: a variable two functions
-        set differently is journaled, the later one's value used)."""
-        environment: dict[str, str] = {}
-        for function in selected:
-            for key, value in self._resources().resolve(function.environment).items():
-                text = _env_text(value)
-                if environment.get(key, text) != text:
-                    self.journal.record(
-                        "env.conflict", variable=key, function=function.key, values=[environment[key], text]
-                    )
-                environment[key] = text
-        self._set_env(environment)
 
     def _wire(self, runtime: FunctionRuntime, event: EventSource) -> None:
         """Deliver one event of a function as its source says (``Source.delivery``), or note that it
@@ -265,7 +264,10 @@ class LocalStack:
             return
         self._started = False
         self._stop_deliveries()
-        lambda_log.set_sink(None)
+        for runtime in self.runtimes.values():
+            runtime.close()
+        if self.workspace is not None:
+            self.workspace.remove()
         if self.log is not None:
             self.log.close()
         for process in (self.endpoint, self.dynamodb_local):

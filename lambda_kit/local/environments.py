@@ -1,0 +1,327 @@
+"""Execution environments: each function's workers, processes run by AWS's runtime interface client.
+
+A ``Worker`` is one execution environment: ``python -S -m awslambdaric module.handler`` started
+in the function's task root with only the function's environment (``launch`` says what it is), its
+own Runtime API (``runtime_api.py``), an address-space limit of the function's memory size, and
+its output (stdout and stderr) read line by line into the stack's log file. The handler is
+imported when the process starts (Lambda's INIT phase: its duration is the time until the runtime
+asks for its first invocation); a handler that does not import is reported as awslambdaric
+reports it (``/init/error``: ``Runtime.ImportModuleError``, ``Runtime.HandlerNotFound`` ...).
+
+One invocation at a time per worker, as in Lambda: ``Worker.run`` hands the event over and waits
+for the response or the error. At the deadline the worker is killed and the invocation is
+``Sandbox.Timedout`` (``Task timed out after N.NN seconds``); a worker that exits meanwhile is
+``Runtime.ExitError``, one that ran out of memory ``Runtime.OutOfMemory``. Either way the worker is
+gone and the invocation has its error: nothing waits on a worker that is not there.
+
+A ``WorkerPool`` keeps a function's warm workers: an invocation takes an idle one (warm) or starts
+one (cold) while fewer than ``limit`` run, else waits for one to be free. ``renew()`` (a file of
+the function changed) retires the warm ones: each is replaced at its function's next invocation.
+"""
+
+from __future__ import annotations
+
+import queue
+import resource
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+INIT_LIMIT = 10.0
+"""Seconds Lambda gives an on-demand function's INIT phase."""
+MEMORY_ERRORS = ("MemoryError",)
+
+
+@dataclass
+class Launch:
+    """How to start one execution environment of a function."""
+
+    command: list[str]
+    env: dict[str, str]
+    cwd: Path
+    memory_mb: int | None
+
+
+@dataclass
+class Pending:
+    """One invocation handed to a worker: what it is, and once done, what came of it."""
+
+    request_id: str
+    body: bytes
+    headers: dict[str, str]
+    timeout: float
+    taken: threading.Event = field(default_factory=threading.Event)
+    done: threading.Event = field(default_factory=threading.Event)
+    taken_at: float = 0.0
+    response: bytes | None = None
+    error: dict[str, Any] | None = None
+
+    def finish(self, response: bytes | None = None, error: dict[str, Any] | None = None) -> bool:
+        """Record the outcome (the first one wins); whether this one did."""
+        if self.done.is_set():
+            return False
+        self.response, self.error = response, error
+        self.done.set()
+        return True
+
+
+def runtime_error(kind: str, request_id: str, text: str) -> dict[str, Any]:
+    """An error Lambda itself reports for an invocation (``Runtime.ExitError`` ...)."""
+    return {"errorType": kind, "errorMessage": f"RequestId: {request_id} Error: {text}"}
+
+
+def _exit_text(status: int) -> str:
+    return f"Runtime exited with error: {'signal: killed' if status == -9 else _status(status)}"
+
+
+def _status(status: int) -> str:
+    return f"signal: {-status}" if status < 0 else f"exit status {status}"
+
+
+class Worker:
+    """One execution environment (see the module's docstring)."""
+
+    def __init__(self, launch: Launch, output: Callable[[str], None]) -> None:
+        from .runtime_api import RuntimeApi
+
+        self.launch = launch
+        self._output = output
+        self._lock = threading.Lock()
+        self._invocations: queue.Queue[Pending | None] = queue.Queue()
+        self.pending: Pending | None = None
+        self.init_error: dict[str, Any] | None = None
+        self.init_duration: float | None = None
+        self.exit_status: int | None = None
+        self.out_of_memory = False
+        self.invocations = 0
+        self.generation = 0
+        self.api = RuntimeApi(self)
+        self.started = time.monotonic()
+        self.process = subprocess.Popen(
+            launch.command,
+            env={**launch.env, "AWS_LAMBDA_RUNTIME_API": self.api.address},
+            cwd=launch.cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # the terminal's Ctrl-C is the stack's to handle, not each worker's
+        )
+        self._limit_memory()
+        self._reader = threading.Thread(target=self._read, name=f"worker {self.process.pid} output", daemon=True)
+        self._reader.start()
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def alive(self) -> bool:
+        return self.exit_status is None and self.process.poll() is None
+
+    def _limit_memory(self) -> None:
+        """The function's memory size as the process's limit on its data (heap and private maps)."""
+        if self.launch.memory_mb:
+            limit = self.launch.memory_mb * 1024 * 1024
+            try:
+                resource.prlimit(self.process.pid, resource.RLIMIT_DATA, (limit, limit))
+            except (OSError, ValueError):  # the process is already gone: its exit says why
+                pass
+
+    # --- the Runtime API's side (runtime_api.Channel) --------------------------------------------
+
+    def next_invocation(self) -> tuple[bytes, dict[str, str]] | None:
+        if self.init_duration is None:
+            self.init_duration = time.monotonic() - self.started
+        pending = self._invocations.get()
+        if pending is None:
+            return None
+        pending.taken_at = time.monotonic()
+        deadline_ms = int((time.time() + pending.timeout) * 1000)
+        pending.taken.set()
+        return pending.body, {**pending.headers, "Lambda-Runtime-Deadline-Ms": str(deadline_ms)}
+
+    def respond(self, request_id: str, body: bytes) -> bool:
+        pending = self.pending
+        return pending is not None and pending.request_id == request_id and pending.finish(response=body)
+
+    def fail(self, request_id: str, error: dict[str, Any]) -> bool:
+        pending = self.pending
+        if pending is None or pending.request_id != request_id:
+            return False
+        if error.get("errorType") in MEMORY_ERRORS:
+            self.out_of_memory = True
+            error = runtime_error("Runtime.OutOfMemory", request_id, "Runtime exited with error: signal: killed")
+            self.kill()
+        return pending.finish(error=error)
+
+    def init_failed(self, error: dict[str, Any]) -> None:
+        with self._lock:
+            self.init_error = error
+            pending = self.pending
+        if pending is not None:
+            pending.finish(error=error)
+
+    # --- the process ------------------------------------------------------------------------------
+
+    def _read(self) -> None:
+        stream = self.process.stdout
+        assert stream is not None
+        for raw in stream:
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            if "MemoryError" in line:
+                self.out_of_memory = True
+            if line:
+                self._output(line)
+        status = self.process.wait()
+        with self._lock:
+            self.exit_status = status
+            pending = self.pending
+        if pending is not None:
+            pending.finish(error=self._exit_error(pending, status))
+        self._invocations.put(None)
+        self.api.close()
+
+    def _exit_error(self, pending: Pending, status: int) -> dict[str, Any]:
+        if self.init_error is not None:
+            return self.init_error
+        kind = "Runtime.OutOfMemory" if self.out_of_memory else "Runtime.ExitError"
+        return runtime_error(kind, pending.request_id, _exit_text(status))
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            try:
+                self.process.kill()
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        """Stop the environment (idle or not) and wait for its process."""
+        self._invocations.put(None)
+        self.kill()
+        self._reader.join(5.0)
+
+    # --- the stack's side -------------------------------------------------------------------------
+
+    def run(self, pending: Pending) -> Pending:
+        """Hand ``pending`` to the runtime and wait for its outcome (see the module's docstring)."""
+        with self._lock:
+            self.pending = pending
+            failed = self.init_error if self.init_error is not None else None
+            status = self.exit_status
+        if failed is not None:
+            pending.finish(error=failed)
+        elif status is not None:
+            pending.finish(error=self._exit_error(pending, status))
+        else:
+            self._invocations.put(pending)
+            self._wait(pending)
+        self.invocations += 1
+        with self._lock:
+            self.pending = None
+        return pending
+
+    def _wait(self, pending: Pending) -> None:
+        queued = time.monotonic()
+        while True:
+            taken = pending.taken.is_set()
+            limit = pending.taken_at + pending.timeout if taken else queued + INIT_LIMIT
+            if pending.done.wait(max(0.0, limit - time.monotonic())):
+                return
+            if not taken and pending.taken.is_set():
+                continue  # taken meanwhile: its own deadline now
+            text = (
+                f"Task timed out after {pending.timeout:.2f} seconds"
+                if taken
+                else f"INIT phase did not complete within {INIT_LIMIT:.0f} seconds"
+            )
+            if pending.finish(error=runtime_error("Sandbox.Timedout", pending.request_id, text)):
+                self.kill()
+            return
+
+    def peak_memory_mb(self) -> int:
+        """The process's peak resident memory (VmHWM), in MB (0 once it is gone)."""
+        try:
+            with open(f"/proc/{self.process.pid}/status", encoding="ascii") as status:
+                for line in status:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) // 1024
+        except OSError:
+            pass
+        return 0
+
+
+class WorkerPool:
+    """A function's execution environments: warm ones reused, at most ``limit`` at once."""
+
+    def __init__(self, start: Callable[[], Worker], limit: int) -> None:
+        self._start = start
+        self.limit = max(1, limit)
+        self._idle: list[Worker] = []
+        self._running = 0
+        self._generation = 0
+        self._condition = threading.Condition()
+        self._closed = False
+        self.workers: list[Worker] = []  # every worker started, for inspection (pids, cold starts)
+
+    def acquire(self) -> tuple[Worker, bool]:
+        """A worker for one invocation, and whether it was started for it (a cold start)."""
+        with self._condition:
+            while True:
+                if self._closed:
+                    raise RuntimeError("the stack is stopping")
+                while self._idle:
+                    worker = self._idle.pop()
+                    if worker.alive and worker.generation == self._generation:
+                        self._running += 1
+                        return worker, False
+                    self._retire(worker)
+                if self._running + len(self._idle) < self.limit:
+                    self._running += 1
+                    generation = self._generation
+                    break
+                self._condition.wait()
+        try:
+            worker = self._start()
+        except BaseException:
+            with self._condition:
+                self._running -= 1
+                self._condition.notify()
+            raise
+        worker.generation = generation
+        with self._condition:
+            self.workers.append(worker)
+        return worker, True
+
+    def release(self, worker: Worker) -> None:
+        with self._condition:
+            self._running -= 1
+            if worker.alive and worker.generation == self._generation and not self._closed:
+                self._idle.append(worker)
+            else:
+                self._retire(worker)
+            self._condition.notify()
+
+    def _retire(self, worker: Worker) -> None:
+        threading.Thread(target=worker.close, name=f"retire worker {worker.pid}", daemon=True).start()
+
+    def renew(self) -> None:
+        """Retire the warm workers: each invocation from now on runs on a fresh one."""
+        with self._condition:
+            self._generation += 1
+            idle, self._idle = self._idle, []
+            self._condition.notify_all()
+        for worker in idle:
+            worker.close()
+
+    def close(self) -> None:
+        with self._condition:
+            self._closed = True
+            workers = list(self.workers)
+            self._idle = []
+            self._condition.notify_all()
+        for worker in workers:
+            worker.close()
