@@ -111,7 +111,9 @@ class Worker:
             start_new_session=True,  # the terminal's Ctrl-C is the stack's to handle, not each worker's
         )
         self._limit_memory()
-        self._reader = threading.Thread(target=self._read, name=f"worker {self.process.pid} output", daemon=True)
+        self._reader = threading.Thread(
+            target=self._read, name=f"worker {self.process.pid} output", daemon=True
+        )
         self._reader.start()
 
     @property
@@ -154,7 +156,9 @@ class Worker:
             return False
         if error.get("errorType") in MEMORY_ERRORS:
             self.out_of_memory = True
-            error = runtime_error("Runtime.OutOfMemory", request_id, "Runtime exited with error: signal: killed")
+            error = runtime_error(
+                "Runtime.OutOfMemory", request_id, "Runtime exited with error: signal: killed"
+            )
             self.kill()
         return pending.finish(error=error)
 

@@ -135,7 +135,9 @@ class FunctionRuntime:
         context.log_group_name = f"/aws/lambda/{self.function.name}"
         return context
 
-    def invoke(self, event: Any, source: str = "direct", attempt: int = 1, trace: str | None = None) -> Result:
+    def invoke(
+        self, event: Any, source: str = "direct", attempt: int = 1, trace: str | None = None
+    ) -> Result:
         context = self.context()
         invocation = Invocation(self.function, event, context, source, attempt)
         proceed = self._through_hooks(invocation, lambda: self._call(invocation, trace or trace_header()))
@@ -202,7 +204,9 @@ class FunctionRuntime:
         error_type = (pending.error or {}).get("errorType")
         timed_out = error_type == "Sandbox.Timedout"
         if timed_out:
-            self.platform.timed_out(pending.request_id, str(pending.error["errorMessage"]).rpartition("Error: ")[2])
+            self.platform.timed_out(
+                pending.request_id, str(pending.error["errorMessage"]).rpartition("Error: ")[2]
+            )
         ran = time.monotonic() - pending.taken_at if pending.taken_at else 0.0
         self.platform.end(
             Report(

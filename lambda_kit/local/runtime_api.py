@@ -79,7 +79,9 @@ class _Handler(BaseHTTPRequestHandler):
             taken = (
                 channel.respond(parts[1], body)
                 if parts[2] == "response"
-                else channel.fail(parts[1], _error(body, self.headers.get("Lambda-Runtime-Function-Error-Type")))
+                else channel.fail(
+                    parts[1], _error(body, self.headers.get("Lambda-Runtime-Function-Error-Type"))
+                )
             )
             if taken:
                 return self._answer(HTTPStatus.ACCEPTED, {"status": "OK"})

@@ -47,12 +47,12 @@ from .poller import Journal, Poller, Timing
 from .relay import QueueRelay
 from .resources import Resources
 from .runtime import FunctionRuntime, Hook, Result
-from .workspace import Workspace
 from .s3_source import S3EventSource
 from .sns_source import SnsEventSource
 from .sqs_source import SqsEventSource
 from .stream_source import StreamEventSource, TtlDeletions
 from .ttl import TtlSweeper
+from .workspace import Workspace
 
 _UNSET: Any = object()
 Delivered = TypeVar("Delivered")
@@ -159,7 +159,9 @@ class LocalStack:
         not import fails its invocations with the init error, as on Lambda, not the start)."""
         workspace = _started(self.workspace)
         for function in selected:
-            environment = {k: _env_text(v) for k, v in self._resources().resolve(function.environment).items()}
+            environment = {
+                k: _env_text(v) for k, v in self._resources().resolve(function.environment).items()
+            }
             self.runtimes[function.key] = FunctionRuntime(
                 function,
                 workspace.launch(function, environment, self._function_aws_environment(function)),
@@ -172,7 +174,9 @@ class LocalStack:
 
     def _function_aws_environment(self, function: FunctionConfig) -> dict[str, str]:
         """The endpoints and credentials a function's workers get."""
-        return aws_environment(self._function_endpoint_url or self.endpoint_url, self.region, self.dynamodb_url)
+        return aws_environment(
+            self._function_endpoint_url or self.endpoint_url, self.region, self.dynamodb_url
+        )
 
     def _start_endpoints(self) -> None:
         """moto (unless ``endpoint_url`` is given) and the DynamoDB, started side by side; the

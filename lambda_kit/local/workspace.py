@@ -70,7 +70,9 @@ class Workspace:
     def logging(self, function: FunctionConfig) -> dict[str, Any]:
         """The function's logging config (``logs``, else ``provider.logs.lambda``)."""
         own = function.setting("logs")
-        return dict(mapping(own if own is not None else mapping(self.config.provider.get("logs")).get("lambda")))
+        return dict(
+            mapping(own if own is not None else mapping(self.config.provider.get("logs")).get("lambda"))
+        )
 
     def concurrency(self, function: FunctionConfig) -> int:
         """At most this many environments at once: ``reservedConcurrency``, else the local default."""
@@ -84,7 +86,11 @@ class Workspace:
     ) -> Launch:
         """How to start one of ``function``'s workers (see the module's docstring)."""
         task_root = self.task_root(function, fresh)
-        path = [str(task_root), *([str(self.requirements)] if self.requirements else []), str(self.runtime_dir)]
+        path = [
+            str(task_root),
+            *([str(self.requirements)] if self.requirements else []),
+            str(self.runtime_dir),
+        ]
         env = {key: os.environ[key] for key in PASSED if key in os.environ}
         env.update(variables)
         env.update(aws)
