@@ -34,6 +34,9 @@ from typing import Any, TypeVar
 from .._data import dig, mapping
 from ..serverless_config import ConfigError
 from .async_invoker import AsyncInvoker
+from .aws_calls import DEFAULT_PATH as CALLS_PATH
+from .aws_calls import CallLog
+from .aws_proxy import AwsProxy
 from .clients import Clients, remember_user_agents
 from .config import EventSource, FunctionConfig, ServiceConfig, load_service
 from .destinations import Destinations, target_arn
@@ -41,6 +44,7 @@ from .dynamodb_local import DynamoDBLocal, DynamoDBLocalUnavailable, find_instal
 from .endpoint import aws_environment
 from .eventbridge_source import EventBridgeEventSource
 from .gateway import HttpGateway, Route, routes_for
+from .iam_policy import Role, Roles
 from .logfile import DEFAULT_PATH, LogFile
 from .moto_process import EndpointProcess
 from .poller import Journal, Poller, Timing
@@ -77,6 +81,7 @@ class LocalStack:
         event_sources: bool = True,
         ttl: bool = True,
         hooks: Iterable[Hook] = (),
+        iam: bool = True,
     ) -> None:
         self.config = (
             config if isinstance(config, ServiceConfig) else load_service(config, stage=stage, region=region)
@@ -93,6 +98,11 @@ class LocalStack:
         self.event_sources = event_sources
         self.ttl_enabled = ttl
         self.hooks: list[Hook] = list(hooks)
+        self.iam = iam
+        """Whether each function's AWS calls are authorised against its role (else only recorded)."""
+        self.calls = CallLog()
+        self.calls_path = self.config.project_dir / CALLS_PATH
+        self.aws_proxy: AwsProxy | None = None
         self.journal = Journal()
         self.endpoint: EndpointProcess | None = None
         self.endpoint_url = ""
@@ -158,13 +168,24 @@ class LocalStack:
         """Each function's runtime; its workers start at its first invocation (a handler that does
         not import fails its invocations with the init error, as on Lambda, not the start)."""
         workspace = _started(self.workspace)
+        self.aws_proxy = AwsProxy(
+            self._function_endpoint_url or self.endpoint_url,
+            self.dynamodb_url,
+            self.region,
+            self.calls,
+            self.iam,
+        ).start()
+        roles = Roles(self.config, self._resources().resolve)
         for function in selected:
+            role = roles.of(function)
+            if not role.known:
+                self.journal.record("iam.unknown", function=function.key, why=role.why_unknown)
             environment = {
                 k: _env_text(v) for k, v in self._resources().resolve(function.environment).items()
             }
             self.runtimes[function.key] = FunctionRuntime(
                 function,
-                workspace.launch(function, environment, self._function_aws_environment(function)),
+                workspace.launch(function, environment, self._function_aws_environment(function, role)),
                 self.region,
                 hooks=self.hooks,
                 write=_started(self.log).write,
@@ -172,11 +193,14 @@ class LocalStack:
                 system_log_level=workspace.logging(function).get("systemLogLevel"),
             )
 
-    def _function_aws_environment(self, function: FunctionConfig) -> dict[str, str]:
-        """The endpoints and credentials a function's workers get."""
-        return aws_environment(
-            self._function_endpoint_url or self.endpoint_url, self.region, self.dynamodb_url
-        )
+    def _function_aws_environment(self, function: FunctionConfig, role: Role) -> dict[str, str]:
+        """The endpoints (the stack's proxy, for every service) and the credentials a function's
+        workers get: an access key the proxy knows as the function's."""
+        proxy = _started(self.aws_proxy)
+        return {
+            **aws_environment(proxy.url, self.region, proxy.url),
+            **proxy.credentials(function.key, function.name, role),
+        }
 
     def _start_endpoints(self) -> None:
         """moto (unless ``endpoint_url`` is given) and the DynamoDB, started side by side; the
@@ -270,6 +294,10 @@ class LocalStack:
         self._stop_deliveries()
         for runtime in self.runtimes.values():
             runtime.close()
+        if self.aws_proxy is not None:
+            self.aws_proxy.stop()
+            if self.log_path is not None:
+                self.calls.write(self.calls_path)
         if self.workspace is not None:
             self.workspace.remove()
         if self.log is not None:
