@@ -190,7 +190,7 @@ class Roles:
         for policy in properties.get("Policies") or []:
             found.statements += self._statements(mapping(policy).get("PolicyDocument"))
         self._managed(found, properties.get("ManagedPolicyArns") or [])
-        for resource_id, attached in self.config.resources.items():
+        for attached in self.config.resources.values():
             attached_props = mapping(attached.get("Properties"))
             roles = [target(r) or r for r in attached_props.get("Roles") or []]
             if attached.get("Type") in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy") and logical in roles:
