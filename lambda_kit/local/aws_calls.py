@@ -55,6 +55,22 @@ class Call:
     resource: str  # "arn:aws:dynamodb:us-east-1:123456789012:table/stats", or "*"
 
 
+DYNAMODB_LOCAL_ARN = "arn:aws:dynamodb:ddblocal:000000000000:"
+"""How DynamoDB Local begins its ARNs (its own region and account, whatever the request's)."""
+
+
+def canonical(value: Any, region: str, account: str = ACCOUNT) -> Any:
+    """``value`` with DynamoDB Local's ARNs (in strings, lists, mappings) as AWS would spell them
+    in ``region`` and ``account``: what a role's statements and the calls are compared in."""
+    if isinstance(value, str):
+        return value.replace(DYNAMODB_LOCAL_ARN, f"arn:aws:dynamodb:{region}:{account}:")
+    if isinstance(value, list):
+        return [canonical(item, region, account) for item in value]
+    if isinstance(value, dict):
+        return {key: canonical(item, region, account) for key, item in value.items()}
+    return value
+
+
 def table_arn(name: str, region: str, account: str = ACCOUNT) -> str:
     return f"arn:aws:dynamodb:{region}:{account}:table/{name}"
 
@@ -120,7 +136,7 @@ def iam_calls(
 ) -> list[tuple[str, str]]:
     """(IAM action, resource ARN) pairs one call of ``operation`` with ``params`` needs."""
     if prefix == "dynamodb":
-        return _dynamodb(operation, params, region, account)
+        return [(a, canonical(r, region, account)) for a, r in _dynamodb(operation, params, region, account)]
     action = f"{prefix}:{AUTHORISED_AS.get(prefix, {}).get(operation, operation)}"
     resource = RESOURCE_OF[prefix](params, region, account) if prefix in RESOURCE_OF else None
     return [(action, resource or "*")]

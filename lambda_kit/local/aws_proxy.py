@@ -76,6 +76,7 @@ class AwsCall:
     headers: list[tuple[str, str]]
     body: bytes
     pairs: list[tuple[str, str]] = field(default_factory=list)  # (IAM action, resource)
+    upstream: str = ""  # where the proxy forwards it
 
 
 CallHook = Callable[[AwsCall, Callable[[], Response]], Response]
@@ -177,7 +178,9 @@ class AwsProxy:
             pairs = [s3_action(method, target)]
         else:
             pairs = iam_calls(service, operation, params, region) if operation else [(f"{service}:*", "*")]
-        call = AwsCall(caller.key, service, operation, method, target, headers, body, pairs)
+        call = AwsCall(
+            caller.key, service, operation, method, target, headers, body, pairs, upstream.geturl()
+        )
         denied = self._authorise(caller, pairs)
         if denied is not None:
             return _denial(protocol, service, denied)

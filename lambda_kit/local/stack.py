@@ -35,7 +35,7 @@ from .._data import dig, mapping
 from ..serverless_config import ConfigError
 from .async_invoker import AsyncInvoker
 from .aws_calls import DEFAULT_PATH as CALLS_PATH
-from .aws_calls import CallLog
+from .aws_calls import CallLog, canonical
 from .aws_proxy import AwsProxy
 from .clients import Clients, remember_user_agents
 from .config import EventSource, FunctionConfig, ServiceConfig, load_service
@@ -175,7 +175,8 @@ class LocalStack:
             self.calls,
             self.iam,
         ).start()
-        roles = Roles(self.config, self._resources().resolve)
+        resources = self._resources()
+        roles = Roles(self.config, lambda value: canonical(resources.resolve(value), self.region))
         for function in selected:
             role = roles.of(function)
             if not role.known:
