@@ -273,10 +273,10 @@ def test_the_functions_run_from_the_zip_on_the_runtimes_python(scaffold, name, t
 CALLS = """
 import json, urllib.request
 from lambda_kit.local import LocalStack
-from lambda_kit.local.aws_calls import CallRecorder, resource_ids
+from lambda_kit.local.aws_calls import resource_ids
 
 ORDER = json.dumps({"id": "o-1", "item": "book", "quantity": 2}).encode()
-with CallRecorder() as recorder, LocalStack("serverless.yml", log_path=None, hooks=[recorder]) as stack:
+with LocalStack("serverless.yml", log_path=None) as stack:
     headers = {"Content-Type": "application/json"}
     post = urllib.request.Request(stack.api_url + "/orders", data=ORDER, headers=headers)
     urllib.request.urlopen(post, timeout=10).read()
@@ -286,13 +286,13 @@ with CallRecorder() as recorder, LocalStack("serverless.yml", log_path=None, hoo
     assert stack.wait_drained(60)
     if "dynamodb" in open("serverless.yml").read().lower():
         urllib.request.urlopen(stack.api_url + "/items/book", timeout=10).read()
-    print(json.dumps({"calls": recorder.by_function(), "ids": resource_ids(stack.resources, stack.region)}))
+    print(json.dumps({"calls": stack.calls.by_function(), "ids": resource_ids(stack.resources, stack.region)}))
 """
 
 
 @pytest.mark.parametrize("name", SERVICES)
 def test_each_role_grants_what_its_function_calls_and_nothing_else(scaffold, name):
-    """The calls each function makes on the local stack (lambda_kit.local.aws_calls), as IAM
+    """The calls each function makes on the local stack (recorded by its AWS proxy), as IAM
     actions on resources, against its role in the packaged template (tests/_iam.py): every call is
     granted, and every grant is used by a call, by Lambda's side of the wiring, or named by the
     comment above its statement."""

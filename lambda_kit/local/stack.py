@@ -49,6 +49,7 @@ from .logfile import DEFAULT_PATH, LogFile
 from .moto_process import EndpointProcess
 from .poller import Journal, Poller, Timing
 from .relay import QueueRelay
+from .reload import Reloader, watched_paths
 from .resources import Resources
 from .runtime import FunctionRuntime, Hook, Result
 from .s3_source import S3EventSource
@@ -82,6 +83,7 @@ class LocalStack:
         ttl: bool = True,
         hooks: Iterable[Hook] = (),
         iam: bool = True,
+        reload: bool = True,
     ) -> None:
         self.config = (
             config if isinstance(config, ServiceConfig) else load_service(config, stage=stage, region=region)
@@ -103,6 +105,10 @@ class LocalStack:
         self.calls = CallLog()
         self.calls_path = self.config.project_dir / CALLS_PATH
         self.aws_proxy: AwsProxy | None = None
+        self.reload = reload
+        """Whether a change to a function's files replaces its warm workers (``reload.py``)."""
+        self.reloader: Reloader | None = None
+        self._launches: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
         self.journal = Journal()
         self.endpoint: EndpointProcess | None = None
         self.endpoint_url = ""
@@ -163,6 +169,8 @@ class LocalStack:
         for delivery in self.deliveries:
             delivery.start()
         self._start_ttl()
+        if self.reload:
+            self._start_reloader()
 
     def _start_functions(self, selected: list[FunctionConfig]) -> None:
         """Each function's runtime; its workers start at its first invocation (a handler that does
@@ -184,15 +192,31 @@ class LocalStack:
             environment = {
                 k: _env_text(v) for k, v in self._resources().resolve(function.environment).items()
             }
+            aws = self._function_aws_environment(function, role)
+            self._launches[function.key] = (environment, aws)
             self.runtimes[function.key] = FunctionRuntime(
                 function,
-                workspace.launch(function, environment, self._function_aws_environment(function, role)),
+                workspace.launch(function, environment, aws),
                 self.region,
                 hooks=self.hooks,
                 write=_started(self.log).write,
                 concurrency=workspace.concurrency(function),
                 system_log_level=workspace.logging(function).get("systemLogLevel"),
             )
+
+    def _start_reloader(self) -> None:
+        workspace = _started(self.workspace)
+        project = self.config.project_dir
+        self.reloader = Reloader(project, watched_paths(project, workspace.files), self._reload).start()
+
+    def _reload(self, changed: set[str]) -> None:
+        """Files changed: the functions whose task roots hold one run from a rebuilt one."""
+        workspace = _started(self.workspace)
+        for key, runtime in self.runtimes.items():
+            if workspace.holds(runtime.function, changed):
+                environment, aws = self._launches[key]
+                runtime.renew(workspace.launch(runtime.function, environment, aws, fresh=True))
+                self.journal.record("function.reloaded", function=key, changed=sorted(changed))
 
     def _function_aws_environment(self, function: FunctionConfig, role: Role) -> dict[str, str]:
         """The endpoints (the stack's proxy, for every service) and the credentials a function's
@@ -292,6 +316,8 @@ class LocalStack:
         if not self._started:
             return
         self._started = False
+        if self.reloader is not None:
+            self.reloader.stop()
         self._stop_deliveries()
         for runtime in self.runtimes.values():
             runtime.close()

@@ -99,8 +99,9 @@ def _project_files(project: Path) -> Iterable[str]:
             yield (relative / name).as_posix()
 
 
-def build(project: Path, artifact: Artifact, into: Path) -> Path:
-    """Copy the artifact's files from ``project`` into a new directory under ``into``; its path."""
+def build(project: Path, artifact: Artifact, into: Path) -> tuple[Path, list[str]]:
+    """Copy the artifact's files from ``project`` into a new directory under ``into``: its path,
+    and the files (relative to ``project``)."""
     files = selected_files(project, artifact.patterns)
     digest = hashlib.sha256()
     for path in files:
@@ -108,7 +109,7 @@ def build(project: Path, artifact: Artifact, into: Path) -> Path:
         digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
     root = into / f"{artifact.name}-{digest.hexdigest()[:12]}"
     if root.is_dir():
-        return root
+        return root, files
     partial = root.with_name(root.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     for path in files:
@@ -117,4 +118,4 @@ def build(project: Path, artifact: Artifact, into: Path) -> Path:
         shutil.copy2(project / path, target)
     partial.mkdir(parents=True, exist_ok=True)  # an artifact may hold no file (patterns left none)
     partial.rename(root)
-    return root
+    return root, files

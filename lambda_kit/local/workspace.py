@@ -36,7 +36,7 @@ from .environments import Launch
 from .poller import Timing
 from .requirements import installed
 from .runtime_libraries import assemble
-from .task_root import Artifact, artifact_of, build
+from .task_root import Artifact, artifact_of, build, selected_files
 
 _stack_ids = itertools.count(1)
 PASSED = ("PATH", "LANG", "HOME")
@@ -56,7 +56,7 @@ class Workspace:
         self.root.mkdir(parents=True, exist_ok=True)
         self.runtime_dir = assemble(self.root / "runtime")
         self.requirements = installed(config)
-        self._roots: dict[Artifact, Path] = {}
+        self._roots: dict[Artifact, tuple[Path, list[str]]] = {}
         self._lock = threading.Lock()
 
     def task_root(self, function: FunctionConfig, fresh: bool = False) -> Path:
@@ -65,7 +65,22 @@ class Workspace:
         with self._lock:
             if fresh or artifact not in self._roots:
                 self._roots[artifact] = build(self.config.project_dir, artifact, self.root / "task")
-            return self._roots[artifact]
+            return self._roots[artifact][0]
+
+    @property
+    def files(self) -> set[str]:
+        """Every file copied into a task root (relative to the project)."""
+        with self._lock:
+            return {file for _, files in self._roots.values() for file in files}
+
+    def holds(self, function: FunctionConfig, changed: set[str]) -> bool:
+        """Whether one of ``changed`` is (or would now be) in the function's task root."""
+        artifact = artifact_of(self.config, function)
+        with self._lock:
+            before = set(self._roots[artifact][1]) if artifact in self._roots else set()
+        return bool(changed & before) or bool(
+            changed & set(selected_files(self.config.project_dir, artifact.patterns))
+        )
 
     def logging(self, function: FunctionConfig) -> dict[str, Any]:
         """The function's logging config (``logs``, else ``provider.logs.lambda``)."""
