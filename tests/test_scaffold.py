@@ -286,7 +286,8 @@ with LocalStack("serverless.yml", log_path=None) as stack:
     assert stack.wait_drained(60)
     if "dynamodb" in open("serverless.yml").read().lower():
         urllib.request.urlopen(stack.api_url + "/items/book", timeout=10).read()
-    print(json.dumps({"calls": stack.calls.by_function(), "ids": resource_ids(stack.resources, stack.region)}))
+    ids = resource_ids(stack.resources, stack.region)
+    print(json.dumps({"calls": stack.calls.by_function(), "ids": ids}))
 """
 
 
