@@ -99,14 +99,19 @@ def state_directory(root: Path) -> Path:
     return root / ".lambda-kit" / "toy-state"
 
 
+def vendor_lambda_kit(root: Path) -> None:
+    """Put lambda_kit in a toy project (a link to this checkout's): its zip holds it, as a service's
+    requirements would put it there (the functions' workers import nothing from the test venv)."""
+    if not (root / "lambda_kit").exists():
+        (root / "lambda_kit").symlink_to(LAMBDA_KIT, target_is_directory=True)
+
+
 def write_project(root: Path, config: str, modules: dict[str, str]) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     (root / "serverless.yml").write_text(textwrap.dedent(config), encoding="utf-8")
     state = TOY_STATE.format(directory=str(state_directory(root)))
     (root / "toy_state.py").write_text(state, encoding="utf-8")
-    # the zip of a toy holds lambda_kit, as a service's requirements would put it there
-    if not (root / "lambda_kit").exists():
-        (root / "lambda_kit").symlink_to(LAMBDA_KIT, target_is_directory=True)
+    vendor_lambda_kit(root)
     for name, code in modules.items():
         (root / f"{name}.py").write_text(textwrap.dedent(code), encoding="utf-8")
     return root / "serverless.yml"

@@ -9,6 +9,7 @@ import json
 import textwrap
 
 import pytest
+from _local_toys import vendor_lambda_kit
 
 from lambda_kit.cli import main
 
@@ -67,6 +68,7 @@ def project(tmp_path, unique_name):
         textwrap.dedent(SERVICE.format(service=unique_name("opts"))), encoding="utf-8"
     )
     (tmp_path / "options_app.py").write_text(textwrap.dedent(APP), encoding="utf-8")
+    vendor_lambda_kit(tmp_path)
     return tmp_path / "serverless.yml"
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-from .. import log, sources, testing
+from .. import sources, testing
 from ..local.config import EventSource, FunctionConfig, ServiceConfig, load_service
 from ..local.terminal import printable, shown_path
 from ..serverless_config import ConfigError, read_text
@@ -260,7 +260,9 @@ def cmd_invoke(args: argparse.Namespace) -> int:
     )
     stack.start()
     try:
-        log.set_sink(lines.append)
+        stack.log.subscribe(
+            lambda line, _: lines.append(json.dumps(line, ensure_ascii=False, separators=(",", ":")))
+        )
         event = _event(
             args.event, payload, options, args.trace_id, _event_source_arn(stack, function, args.event)
         )
@@ -292,7 +294,7 @@ def _print_result(args: argparse.Namespace, function: FunctionConfig, result: An
         )
     )
     if result.error is not None:
-        print(printable(f"  error: {type(result.error).__name__}: {one_line(result.error)}"))
+        print(printable(f"  error: {result.error_type}: {one_line(result.error)}"))
     else:
         print("response:")
         print(
@@ -318,7 +320,7 @@ def _verdict(result: Any, event: dict[str, Any]) -> int:
 def _failure(result: Any, event: dict[str, Any]) -> str | None:
     """What failed in one invocation (an error raised, records reported failed, an HTTP 5xx), or None."""
     if result.error is not None:
-        return f"the function raised {type(result.error).__name__}"
+        return f"the function raised {result.error_type}"
     response = result.response if isinstance(result.response, dict) else {}
     failures = response.get("batchItemFailures")
     status = response.get("statusCode")

@@ -21,9 +21,13 @@ the function changed) retires the warm ones: each is replaced at its function's 
 
 from __future__ import annotations
 
+import fcntl
+import os
 import queue
 import resource
+import struct
 import subprocess
+import termios
 import threading
 import time
 from collections.abc import Callable
@@ -82,6 +86,14 @@ def _status(status: int) -> str:
     return f"signal: {-status}" if status < 0 else f"exit status {status}"
 
 
+def _unread(stream: Any) -> int:
+    """Bytes waiting in a pipe (0 when it is closed)."""
+    try:
+        return struct.unpack("i", fcntl.ioctl(stream.fileno(), termios.FIONREAD, b"\0\0\0\0"))[0]
+    except (OSError, ValueError):
+        return 0
+
+
 class Worker:
     """One execution environment (see the module's docstring)."""
 
@@ -99,6 +111,9 @@ class Worker:
         self.out_of_memory = False
         self.invocations = 0
         self.generation = 0
+        self._output_done = threading.Condition()
+        self._reading = False
+        self._output_closed = False
         self.api = RuntimeApi(self)
         self.started = time.monotonic()
         self.process = subprocess.Popen(
@@ -172,14 +187,25 @@ class Worker:
     # --- the process ------------------------------------------------------------------------------
 
     def _read(self) -> None:
+        """Each line the process prints, to ``output``; then its exit."""
         stream = self.process.stdout
         assert stream is not None
-        for raw in stream:
-            line = raw.decode("utf-8", "replace").rstrip("\n")
-            if "MemoryError" in line:
-                self.out_of_memory = True
-            if line:
-                self._output(line)
+        descriptor = stream.fileno()
+        partial = b""
+        while chunk := os.read(descriptor, 1 << 16):
+            with self._output_done:
+                self._reading = True
+            *lines, partial = (partial + chunk).split(b"\n")
+            for raw in lines:
+                self._line(raw)
+            with self._output_done:
+                self._reading = False
+                self._output_done.notify_all()
+        if partial:
+            self._line(partial)
+        with self._output_done:
+            self._output_closed = True
+            self._output_done.notify_all()
         status = self.process.wait()
         with self._lock:
             self.exit_status = status
@@ -188,6 +214,24 @@ class Worker:
             pending.finish(error=self._exit_error(pending, status))
         self._invocations.put(None)
         self.api.close()
+
+    def _line(self, raw: bytes) -> None:
+        line = raw.decode("utf-8", "replace").rstrip("\r")
+        if "MemoryError" in line:
+            self.out_of_memory = True
+        if line:
+            self._output(line)
+
+    def drain(self, timeout: float = 0.2) -> None:
+        """Wait until what the process printed so far has gone to ``output`` (an invocation's lines
+        are in the pipe before its response is posted; they are in the log once ``run`` returns)."""
+        deadline = time.monotonic() + timeout
+        with self._output_done:
+            while not self._output_closed and (self._reading or _unread(self.process.stdout)):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._output_done.wait(min(left, 0.002))
 
     def _exit_error(self, pending: Pending, status: int) -> dict[str, Any]:
         if self.init_error is not None:
@@ -223,6 +267,7 @@ class Worker:
         else:
             self._invocations.put(pending)
             self._wait(pending)
+            self.drain()
         self.invocations += 1
         with self._lock:
             self.pending = None

@@ -29,6 +29,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from .._data import dig, mapping
@@ -157,7 +158,8 @@ class LocalStack:
         self.log = LogFile(
             self.log_path, echo=self.echo, prefix=f"{self.config.service}-{self.config.stage}-"
         )
-        self.workspace = Workspace(self.config, self.timing)
+        own = [Path(self.log_path)] if self.log_path is not None else []
+        self.workspace = Workspace(self.config, self.timing, own)
         self._start_functions(selected)
         self.destinations = Destinations(self._clients())
         self.invoker = AsyncInvoker(self.destinations, self.timing, self.journal)

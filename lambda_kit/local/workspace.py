@@ -47,9 +47,15 @@ tools find their caches)."""
 class Workspace:
     """One stack's build directory and the launches of its functions."""
 
-    def __init__(self, config: ServiceConfig, timing: Timing) -> None:
+    def __init__(self, config: ServiceConfig, timing: Timing, own_files: list[Path] | None = None) -> None:
         self.config = config
         self.timing = timing
+        self.own_files = [
+            path.resolve().relative_to(config.project_dir.resolve()).as_posix()
+            for path in own_files or []
+            if path.resolve().is_relative_to(config.project_dir.resolve())
+        ]
+        """The stack's own files in the project (its log file): never in a task root."""
         stacks = config.project_dir / ".lambda-kit" / "stacks"
         _remove_abandoned(stacks)
         self.root = stacks / f"{os.getpid()}-{next(_stack_ids)}"
@@ -61,7 +67,7 @@ class Workspace:
 
     def task_root(self, function: FunctionConfig, fresh: bool = False) -> Path:
         """The function's task root, built once per artifact (again when ``fresh``)."""
-        artifact = artifact_of(self.config, function)
+        artifact = self._artifact(function)
         with self._lock:
             if fresh or artifact not in self._roots:
                 self._roots[artifact] = build(self.config.project_dir, artifact, self.root / "task")
@@ -75,12 +81,16 @@ class Workspace:
 
     def holds(self, function: FunctionConfig, changed: set[str]) -> bool:
         """Whether one of ``changed`` is (or would now be) in the function's task root."""
-        artifact = artifact_of(self.config, function)
+        artifact = self._artifact(function)
         with self._lock:
             before = set(self._roots[artifact][1]) if artifact in self._roots else set()
         return bool(changed & before) or bool(
             changed & set(selected_files(self.config.project_dir, artifact.patterns))
         )
+
+    def _artifact(self, function: FunctionConfig) -> Artifact:
+        artifact = artifact_of(self.config, function)
+        return Artifact(artifact.name, (*artifact.patterns, *(f"!{file}" for file in self.own_files)))
 
     def logging(self, function: FunctionConfig) -> dict[str, Any]:
         """The function's logging config (``logs``, else ``provider.logs.lambda``)."""
