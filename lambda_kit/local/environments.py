@@ -247,9 +247,10 @@ class Worker:
                 pass
 
     def close(self) -> None:
-        """Stop the environment (idle or not) and wait for its process."""
-        self._invocations.put(None)
+        """Stop the environment (idle or not) and wait for its process: killed first, so that its
+        runtime never sees its Runtime API go away (and prints no error about it)."""
         self.kill()
+        self._invocations.put(None)
         self._reader.join(5.0)
 
     # --- the stack's side -------------------------------------------------------------------------
