@@ -225,8 +225,9 @@ def test_a_warm_worker_is_reused_and_a_cold_start_reports_its_init_duration(stac
     ]
     assert len(starts) == 1 and starts[0]["record"]["metrics"]["initDurationMs"] > 0
     assert "\tInit Duration: " in starts[0]["message"] and starts[0]["message"].startswith(
-        "REPORT RequestId: "
+        "REPORT Duration: "
     )
+    assert starts[0]["outcome"] == f"success, init {starts[0]['record']['metrics']['initDurationMs']:.2f} ms"
 
 
 def test_a_package_the_zip_lacks_fails_at_init_with_lambdas_error(stack):

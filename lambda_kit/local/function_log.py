@@ -10,8 +10,10 @@ runtime's own text format (``[LEVEL]\\ttime\\trequest id\\tmessage``; an error's
 
 The platform lines are Lambda's JSON log format's (``type`` ``platform.start``,
 ``platform.runtimeDone``, ``platform.report`` with ``record``), plus the fields the timeline reads
-(``timestamp``, ``level``, ``function_name``, ``request_id``, ``message`` with Lambda's text line:
-``REPORT RequestId: ... Duration: 3.02 ms ... Init Duration: 240.51 ms`` on a cold start).
+(``timestamp``, ``level``, ``function_name``, ``request_id``, ``message`` with Lambda's text line
+but its request id, which ``request_id`` holds: ``REPORT Duration: 3.02 ms ... Init Duration:
+240.51 ms`` on a cold start; a REPORT's ``duration_ms``, and its ``outcome``: the status, with the
+init duration on a cold start).
 A function whose ``systemLogLevel`` is WARN or above gets none, as on Lambda.
 """
 
@@ -94,7 +96,9 @@ class PlatformLines:
         self.function_name = function_name
         self.enabled = (system_level or "INFO").upper() not in QUIET_SYSTEM_LEVELS
 
-    def _line(self, kind: str, record: dict[str, Any], message: str, level: str = "INFO") -> None:
+    def _line(
+        self, kind: str, record: dict[str, Any], message: str, level: str = "INFO", **fields: Any
+    ) -> None:
         if not self.enabled:
             return
         now = timestamp(time.time())
@@ -107,6 +111,7 @@ class PlatformLines:
             "function_name": self.function_name,
             "request_id": record["requestId"],
             "message": message,
+            **fields,
         }
         self._write(json.dumps(line))
 
@@ -114,7 +119,7 @@ class PlatformLines:
         self._line(
             "platform.start",
             {"requestId": request_id, "version": "$LATEST"},
-            f"START RequestId: {request_id} Version: $LATEST",
+            "START Version: $LATEST",
         )
 
     def timed_out(self, request_id: str, text: str) -> None:
@@ -122,14 +127,14 @@ class PlatformLines:
         self._line(
             "platform.runtimeDone",
             {"requestId": request_id, "status": "timeout"},
-            f"{request_id} {text}",
+            text,
             level="ERROR",
         )
 
     def end(self, report: Report) -> None:
         status = "timeout" if report.timed_out else ("failure" if report.error_type else "success")
         self._line("platform.runtimeDone", {"requestId": report.request_id, "status": status},
-                   f"END RequestId: {report.request_id}")  # fmt: skip
+                   "END")  # fmt: skip
         metrics: dict[str, Any] = {
             "durationMs": round(report.duration * 1000, 2),
             "billedDurationMs": max(1, math.ceil(report.duration * 1000)),
@@ -137,7 +142,7 @@ class PlatformLines:
             "maxMemoryUsedMB": report.max_memory_mb,
         }
         text = (
-            f"REPORT RequestId: {report.request_id}\tDuration: {metrics['durationMs']:.2f} ms\t"
+            f"REPORT Duration: {metrics['durationMs']:.2f} ms\t"
             f"Billed Duration: {metrics['billedDurationMs']} ms\tMemory Size: {report.memory_mb} MB\t"
             f"Max Memory Used: {report.max_memory_mb} MB"
         )
@@ -148,4 +153,7 @@ class PlatformLines:
         if report.error_type:
             record["errorType"] = report.error_type
             text += f"\tStatus: {status}\tError Type: {report.error_type}"
-        self._line("platform.report", record, text)
+        outcome = (
+            status if report.init_duration is None else f"{status}, init {metrics['initDurationMs']:.2f} ms"
+        )
+        self._line("platform.report", record, text, duration_ms=metrics["durationMs"], outcome=outcome)

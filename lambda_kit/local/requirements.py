@@ -10,9 +10,9 @@ and these wheels are for the local one.
 
 The cache directory (``$LAMBDA_KIT_CACHE``, else ``$XDG_CACHE_HOME/lambda-kit`` or
 ``~/.cache/lambda-kit``) holds one directory per key: the requirements file's bytes, the files it
-names by path (``./vendor/x.whl``), the plugin options above and the interpreter's version and
-platform. An install is made once per key (a file lock serializes concurrent stacks), into a
-temporary directory renamed when complete.
+names by path (``./vendor/x.whl``; of a folder, its sources' sizes and times), the plugin options
+above and the interpreter's version and platform. An install is made once per key (a file lock
+serializes concurrent stacks), into a temporary directory renamed when complete.
 """
 
 from __future__ import annotations
@@ -94,9 +94,25 @@ def _key(path: Path, options: dict[str, Any], project: Path) -> str:
         named = (project / found.group(1)) if found else None
         if named is not None and named.is_file():
             digest.update(named.read_bytes())
+        elif named is not None and named.is_dir():  # a project to build: its sources as they are now
+            for source in _sources(named):
+                stat = source.stat()
+                digest.update(f"{source.relative_to(named)}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
     digest.update(json.dumps(options, sort_keys=True).encode())
     digest.update(f"{sys.version_info[:2]}{platform.machine()}{sys.platform}".encode())
     return digest.hexdigest()[:16]
+
+
+SKIPPED = frozenset({"node_modules", "build", "dist", "__pycache__"})
+
+
+def _sources(root: Path) -> list[Path]:
+    """The Python sources and build files of a project a requirement names by its folder."""
+    found = []
+    for folder, directories, names in os.walk(root, followlinks=True):
+        directories[:] = sorted(d for d in directories if d not in SKIPPED and not d.startswith("."))
+        found += [Path(folder) / n for n in sorted(names) if n.endswith((".py", ".toml", ".cfg", ".tmpl"))]
+    return found
 
 
 def _install(path: Path, options: dict[str, Any], target: Path, python: str, project: Path) -> None:
