@@ -79,7 +79,8 @@ def _strings(value: Any) -> list[str]:
 
 def selected_files(project: Path, patterns: Iterable[str]) -> list[str]:
     """The project's files (relative, ``/``-separated) the patterns keep, in order."""
-    files = list(_project_files(project))
+    patterns = list(patterns)
+    files = list(_project_files(project, patterns))
     kept = dict.fromkeys(files, True)
     for pattern in patterns:
         exclude = pattern.startswith("!")
@@ -89,11 +90,29 @@ def selected_files(project: Path, patterns: Iterable[str]) -> list[str]:
     return [path for path, keep in kept.items() if keep]
 
 
-def _project_files(project: Path) -> Iterable[str]:
+GLOB_CHARACTERS = frozenset("*?[]{}!()@+")
+
+
+def _excluded_whole(folder: str, patterns: list[str]) -> bool:
+    """Whether the patterns leave out every file under the top-level ``folder``: one excludes it
+    whole (``!**``, ``!folder/**``) and none after it could bring a file of it back. Such a folder
+    (a venv, ``.git``) is not walked at all."""
+    for index, pattern in enumerate(patterns):
+        if pattern in ("!**", f"!{folder}/**"):
+            later = [p for p in patterns[index + 1 :] if not p.startswith("!")]
+            head = [p.split("/", 1)[0] for p in later]
+            if not any(h == folder or GLOB_CHARACTERS & set(h) for h in head):
+                return True
+    return False
+
+
+def _project_files(project: Path, patterns: list[str]) -> Iterable[str]:
     for folder, directories, names in os.walk(project, followlinks=True):
         relative = Path(folder).relative_to(project)
         if relative == Path("."):
-            directories[:] = [d for d in directories if d not in NEVER_COPIED]
+            directories[:] = [
+                d for d in directories if d not in NEVER_COPIED and not _excluded_whole(d, patterns)
+            ]
         directories.sort()
         for name in sorted(names):
             yield (relative / name).as_posix()
