@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from ..codec import loads
 from ._wsgi import WsgiServer
 from .aws_calls import Call, CallLog, iam_calls, s3_action
 from .iam_policy import Role
@@ -265,7 +266,7 @@ def _operation(
     amz_target = headers.get("x-amz-target")
     if amz_target:
         try:
-            params = json.loads(body or b"{}")
+            params = loads(body or b"{}")
         except ValueError:
             params = {}
         return amz_target.rpartition(".")[2], params if isinstance(params, dict) else {}, "json"

@@ -14,8 +14,10 @@ for the response or the error. At the deadline the worker is killed and the invo
 ``Runtime.ExitError``, one that ran out of memory ``Runtime.OutOfMemory``. Either way the worker is
 gone and the invocation has its error: nothing waits on a worker that is not there.
 
-A ``WorkerPool`` keeps a function's warm workers: an invocation takes an idle one (warm) or starts
-one (cold) while fewer than ``limit`` run, else waits for one to be free. ``renew()`` (a file of
+A ``WorkerPool`` keeps a function's warm workers: an invocation takes an idle one (warm), or, while
+fewer than ``limit`` run, starts one (cold) when none has come free within ``patience`` (50 ms:
+Lambda starts one at once; here each cold start costs a core a few hundred milliseconds, which a
+busy worker about to finish saves), else waits for one to be free. ``renew()`` (a file of
 the function changed) retires the warm ones: each is replaced at its function's next invocation.
 """
 
@@ -307,9 +309,11 @@ class Worker:
 class WorkerPool:
     """A function's execution environments: warm ones reused, at most ``limit`` at once."""
 
-    def __init__(self, start: Callable[[], Worker], limit: int) -> None:
+    def __init__(self, start: Callable[[], Worker], limit: int, patience: float = 0.05) -> None:
         self._start = start
         self.limit = max(1, limit)
+        self.patience = patience
+        """Seconds an invocation waits for a busy worker to be free before it starts one more."""
         self._idle: list[Worker] = []
         self._running = 0
         self._generation = 0
@@ -319,6 +323,7 @@ class WorkerPool:
 
     def acquire(self) -> tuple[Worker, bool]:
         """A worker for one invocation, and whether it was started for it (a cold start)."""
+        patience = time.monotonic() + self.patience
         with self._condition:
             while True:
                 if self._closed:
@@ -329,11 +334,12 @@ class WorkerPool:
                         self._running += 1
                         return worker, False
                     self._retire(worker)
-                if self._running + len(self._idle) < self.limit:
+                room = self._running < self.limit
+                if room and (self._running == 0 or time.monotonic() >= patience):
                     self._running += 1
                     generation = self._generation
                     break
-                self._condition.wait()
+                self._condition.wait(max(0.0, patience - time.monotonic()) if room else None)
         try:
             worker = self._start()
         except BaseException:

@@ -116,12 +116,20 @@ class Role:
     statements: list[dict[str, Any]] = field(default_factory=list)
     known: bool = True
     why_unknown: str = ""
+    _decisions: dict[tuple[str, str], Decision] = field(default_factory=dict, repr=False)
 
     def principal(self, function_name: str) -> str:
         """The ARN AWS names the function's calls by (its role assumed, the function as session)."""
         return f"arn:aws:sts::{ACCOUNT_ID}:assumed-role/{self.name}/{function_name}"
 
     def decide(self, action: str, resource: str) -> Decision:
+        """IAM's answer for one call (remembered: the statements do not change while a stack runs)."""
+        found = self._decisions.get((action, resource))
+        if found is None:
+            found = self._decisions[(action, resource)] = self._decide(action, resource)
+        return found
+
+    def _decide(self, action: str, resource: str) -> Decision:
         allowed = False
         for statement in self.statements:
             result = _evaluate(statement, action, resource)
