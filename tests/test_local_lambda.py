@@ -255,10 +255,8 @@ def test_a_timeout_kills_the_worker_and_the_message_comes_back_then_goes_to_the_
     wait_for(lambda: stack.queue_count("SlowDLQ") == 1, timeout=60)
     batches = stack.journal.events("sqs.batch", function="sleeper")
     assert len(batches) == 2  # maxReceiveCount 2: two tries, then SQS moved it to the DLQ
-    assert all(
-        "Sandbox.Timedout" in b["reason"] and "Task timed out after 1.00 seconds" in b["reason"]
-        for b in batches
-    )
+    reasons = [b["reason"] for b in batches]
+    assert all("Sandbox.Timedout" in r and "Task timed out after 1.00 seconds" in r for r in reasons), reasons
     pids = module_of(stack, "sleeper").pids
     assert len(pids) == 2 and pids[0] != pids[1]  # the first worker was killed at its deadline
     wait_for(lambda: not any(w.alive for w in stack.runtime("sleeper").pool.workers))

@@ -113,6 +113,7 @@ class Worker:
         self.out_of_memory = False
         self.invocations = 0
         self.generation = 0
+        self._killed = False
         self._output_done = threading.Condition()
         self._reading = False
         self._output_closed = False
@@ -139,7 +140,8 @@ class Worker:
 
     @property
     def alive(self) -> bool:
-        return self.exit_status is None and self.process.poll() is None
+        """Whether it can take another invocation (not killed, not exited)."""
+        return not self._killed and self.exit_status is None and self.process.poll() is None
 
     def _limit_memory(self) -> None:
         """The function's memory size as the process's limit on its data (heap and private maps)."""
@@ -242,6 +244,7 @@ class Worker:
         return runtime_error(kind, pending.request_id, _exit_text(status))
 
     def kill(self) -> None:
+        self._killed = True  # at once: the process may take a moment to be gone
         if self.process.poll() is None:
             try:
                 self.process.kill()
