@@ -15,10 +15,12 @@ for the response or the error. At the deadline the worker is killed and the invo
 gone and the invocation has its error: nothing waits on a worker that is not there.
 
 A ``WorkerPool`` keeps a function's warm workers: an invocation takes an idle one (warm), or, while
-fewer than ``limit`` run, starts one (cold) when none has come free within ``patience`` (50 ms:
-Lambda starts one at once; here each cold start costs a core a few hundred milliseconds, which a
-busy worker about to finish saves), else waits for one to be free. ``renew()`` (a file of
-the function changed) retires the warm ones: each is replaced at its function's next invocation.
+fewer than ``limit`` run, starts one (cold) when none has come free within its patience (50 ms, or
+twice the time invocations have been holding a worker), one cold start at a time; else it waits
+for one to be free. Lambda starts environments at once, as many as the invocations need; here each
+cold start costs a core a few hundred milliseconds, which a busy worker about to finish saves.
+``renew()`` (a file of the function changed) retires the warm ones: each is replaced at its
+function's next invocation.
 """
 
 from __future__ import annotations
@@ -113,6 +115,8 @@ class Worker:
         self.out_of_memory = False
         self.invocations = 0
         self.generation = 0
+        self.taken_at = 0.0  # when the pool last handed it out
+        self.starting = False  # its first invocation (its INIT) has not ended
         self._killed = False
         self._output_done = threading.Condition()
         self._reading = False
@@ -316,9 +320,14 @@ class WorkerPool:
         self._start = start
         self.limit = max(1, limit)
         self.patience = patience
-        """Seconds an invocation waits for a busy worker to be free before it starts one more."""
+        """Seconds an invocation waits for a busy worker to be free before it starts one more (at
+        least twice the ``typical`` time a worker is held: on a machine too busy for invocations to
+        be quick, more processes would only make them slower)."""
+        self.typical = 0.0
+        """How long an invocation holds its worker, recently (a moving average, seconds)."""
         self._idle: list[Worker] = []
         self._running = 0
+        self._starting = 0  # workers started whose first invocation has not ended
         self._generation = 0
         self._condition = threading.Condition()
         self._closed = False
@@ -326,7 +335,7 @@ class WorkerPool:
 
     def acquire(self) -> tuple[Worker, bool]:
         """A worker for one invocation, and whether it was started for it (a cold start)."""
-        patience = time.monotonic() + self.patience
+        patience = time.monotonic() + max(self.patience, 2 * self.typical)
         with self._condition:
             while True:
                 if self._closed:
@@ -335,11 +344,13 @@ class WorkerPool:
                     worker = self._idle.pop()
                     if worker.alive and worker.generation == self._generation:
                         self._running += 1
+                        worker.taken_at = time.monotonic()
                         return worker, False
                     self._retire(worker)
-                room = self._running < self.limit
+                room = self._running < self.limit and not self._starting
                 if room and (self._running == 0 or time.monotonic() >= patience):
                     self._running += 1
+                    self._starting += 1
                     generation = self._generation
                     break
                 self._condition.wait(max(0.0, patience - time.monotonic()) if room else None)
@@ -348,21 +359,29 @@ class WorkerPool:
         except BaseException:
             with self._condition:
                 self._running -= 1
-                self._condition.notify()
+                self._starting -= 1
+                self._condition.notify_all()
             raise
         worker.generation = generation
+        worker.starting = True
         with self._condition:
             self.workers.append(worker)
+        worker.taken_at = time.monotonic()
         return worker, True
 
     def release(self, worker: Worker) -> None:
         with self._condition:
+            if worker.starting:  # its first invocation, INIT included: the next cold start may begin
+                worker.starting = False
+                self._starting -= 1
+            else:
+                self.typical += (time.monotonic() - worker.taken_at - self.typical) / 8
             self._running -= 1
             if worker.alive and worker.generation == self._generation and not self._closed:
                 self._idle.append(worker)
             else:
                 self._retire(worker)
-            self._condition.notify()
+            self._condition.notify_all()
 
     def _retire(self, worker: Worker) -> None:
         threading.Thread(target=worker.close, name=f"retire worker {worker.pid}", daemon=True).start()
