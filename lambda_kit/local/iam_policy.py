@@ -198,11 +198,17 @@ class Roles:
         for policy in properties.get("Policies") or []:
             found.statements += self._statements(mapping(policy).get("PolicyDocument"))
         self._managed(found, properties.get("ManagedPolicyArns") or [])
-        for attached in self.config.resources.values():
-            attached_props = mapping(attached.get("Properties"))
-            roles = [target(r) or r for r in attached_props.get("Roles") or []]
-            if attached.get("Type") in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy") and logical in roles:
-                found.statements += self._statements(attached_props.get("PolicyDocument"))
+        found.statements += self._attached(str(logical))
+        return found
+
+    def _attached(self, role: str) -> list[dict[str, Any]]:
+        """The statements of the ``AWS::IAM::Policy`` / ``ManagedPolicy`` resources naming ``role``."""
+        found = []
+        for resource in self.config.resources.values():
+            properties = mapping(resource.get("Properties"))
+            roles = [target(r) or r for r in properties.get("Roles") or []]
+            if resource.get("Type") in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy") and role in roles:
+                found += self._statements(properties.get("PolicyDocument"))
         return found
 
     def _managed(self, role: Role, arns: list[Any]) -> None:
