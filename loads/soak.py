@@ -446,6 +446,7 @@ class SoakResult:
     log_lines: int = 0
     log_lines_bad: int = 0
     log_lines_without_trace: int = 0
+    untraced: list[str] = field(default_factory=list)  # the first few such lines, for the summary
     error_lines: int = 0
     dynamodb_calls: dict[str, int] = field(default_factory=dict)
     faults: dict[str, int] = field(default_factory=dict)
@@ -915,8 +916,8 @@ def _read_log(result: SoakResult) -> None:
             if not isinstance(line, dict):
                 result.log_lines_bad += 1
                 continue
-            if str(line.get("type", "")).startswith("platform."):
-                continue  # Lambda's own START / END / REPORT lines: no function's
+            if str(line.get("type", "")).startswith("platform.") or line.get("origin") == "runtime":
+                continue  # Lambda's own lines (START / END / REPORT, the runtime's report of an error)
             trace_id = line.get("trace_id")
             traced = isinstance(trace_id, str) and trace_id
             batch = (
@@ -924,6 +925,8 @@ def _read_log(result: SoakResult) -> None:
             )  # a batch's commit: each record's
             if not (traced or batch):
                 result.log_lines_without_trace += 1
+                if len(result.untraced) < 3:
+                    result.untraced.append(text.strip()[:300])
             if line.get("level") == "ERROR":
                 result.error_lines += 1
                 if trace_id in wanted:
@@ -1049,7 +1052,8 @@ def _judge(result: SoakResult) -> None:
             "every log line JSON with a trace id",
             result.log_lines > 0 and result.log_lines_bad == 0 and result.log_lines_without_trace == 0,
             f"{result.log_lines} lines, {result.log_lines_bad} not JSON, "
-            f"{result.log_lines_without_trace} without trace id",
+            f"{result.log_lines_without_trace} without trace id"
+            + "".join(f"; e.g. {line}" for line in result.untraced[:1]),
         )
     )
     checks.append(

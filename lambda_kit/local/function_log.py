@@ -6,7 +6,9 @@ file as it is, with the function's name added where it has none (the file holds 
 lines; CloudWatch Logs would tell them apart by log group). A text line becomes a JSON line: the
 runtime's own text format (``[LEVEL]\\ttime\\trequest id\\tmessage``; an error's lines joined by
 ``\\r``, ``[ERROR] Type: message``) is read into ``level``, ``request_id``, ``message`` (and
-``error_type``); any other text (a ``print``) is the ``message``, with the request that was running.
+``error_type``), with ``origin`` ``runtime`` (the runtime's report of an error the handler raised is
+such a line, as on Lambda); any other text (a ``print``) is the ``message``, with the request that
+was running and ``origin`` ``print``.
 
 The platform lines are Lambda's JSON log format's (``type`` ``platform.start``,
 ``platform.runtimeDone``, ``platform.report`` with ``record``), plus the fields the timeline reads
@@ -57,8 +59,9 @@ def _text_line(line: str, function_name: str, request_id: str | None) -> dict[st
         found["request_id"] = request_id
     matched = _TEXT_LINE.fullmatch(line)
     if matched is None:
-        return {**found, "message": line}
+        return {**found, "message": line, "origin": "print"}
     level, rest = matched.groups()
+    found["origin"] = "runtime"
     head, _, trace = rest.partition("\r")
     fields = head.split("\t")
     if len(fields) == 3:  # the runtime's text format: time, request id, message
