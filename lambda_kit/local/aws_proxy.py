@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import http.client
 import json
+import socket
 import threading
 import uuid
 from collections.abc import Callable, Iterable
@@ -223,6 +224,8 @@ class AwsProxy:
             connection = self._local.connections.get(address)
             if connection is None:
                 connection = http.client.HTTPConnection(*address, timeout=UPSTREAM_TIMEOUT)
+                connection.connect()
+                connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # no delayed-ACK waits
                 self._local.connections[address] = connection
             try:
                 connection.putrequest(method, target, skip_host=True, skip_accept_encoding=True)
