@@ -8,8 +8,8 @@ With a fixed seed it plans ``events`` deliveries of valid view events and inject
   four times: re-POSTed soon after (same wave), re-POSTed or sent through the clickstream Kinesis
   stream after the first wave was counted (far apart in time), or sent twice back to back
   straight to the views queue in one ``SendMessageBatch`` (same batch of the counter);
-- **DynamoDB faults** on ``fault_rate`` of the functions' DynamoDB calls, injected in their
-  boto3 clients by a ``before-send`` hook on boto3's default session (the stack's own clients,
+- **DynamoDB faults** on ``fault_rate`` of the functions' DynamoDB calls, injected by a call hook
+  of the stack's AWS proxy, which the functions' workers call through (the stack's own clients,
   pollers included, are not touched): ``ThrottlingException``,
   ``ProvisionedThroughputExceededException``, ``TransactionConflict`` (a
   ``TransactionCanceledException`` with that reason; ``TransactionConflictException`` on single
@@ -38,7 +38,7 @@ distinct articles; every crossed milestone recorded once; every log line JSON wi
 batch's commit line: the trace ids of its records).
 
 Everything is bounded by ``timeout`` and talks to loopback only (the embedded moto server and the
-local API; any other host is refused in the functions' clients).
+local API; a call the proxy would forward to any other host is refused).
 """
 
 from __future__ import annotations
@@ -204,15 +204,7 @@ def make_plan(options: SoakOptions) -> Plan:
     return Plan(unique, first, second, duplicates, poisons)
 
 
-# --- DynamoDB faults in the functions' clients ------------------------------------------------
-
-
-class _Body:
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-
-    def stream(self, **_: Any) -> Any:
-        yield self._data
+# --- DynamoDB faults in the functions' calls ------------------------------------------------
 
 
 FAULT_KINDS = (
@@ -227,20 +219,17 @@ WRITE_OPERATIONS = frozenset({"TransactWriteItems", "PutItem", "UpdateItem", "De
 
 
 class ClientFaults:
-    """botocore ``before-send`` hooks on boto3's default session, which the functions' clients
-    are made from (the stack's own clients use their own session): DynamoDB faults on a share of
-    calls, and a guard refusing any request to a host that is not loopback.
-
-    Install before the functions create their clients (clients copy the session's hooks when
-    they are made); ``uninstall`` removes the hooks and disables the copies.
-    """
+    """A call hook of the stack's AWS proxy (``LocalStack.aws_proxy.hooks``), which every call of
+    the functions' workers goes through (the stack's own clients, pollers included, do not):
+    DynamoDB faults on a share of calls, and a guard refusing any call the proxy would forward to a
+    host that is not loopback."""
 
     def __init__(self, rate: float, seed: int) -> None:
         self.rate = rate
         self._rng = random.Random(seed ^ 0x5EED)
         self._cycle = itertools.cycle(FAULT_KINDS)
         self._lock = threading.Lock()
-        self.enabled = False
+        self.enabled = True
         self.calls: Tally[str] = Tally()
         self.injected: Tally[str] = Tally()
         self.applied_before_500 = 0
@@ -249,50 +238,28 @@ class ClientFaults:
         )
         self._refused_body: Any = None  # the refused write's body: its resends are not owed the fault
         self.refused: list[str] = []
-        self._session: Any = None
-        self._ids = (f"lambda-kit-soak-faults-{id(self)}", f"lambda-kit-soak-loopback-{id(self)}")
-
-    def install(self) -> ClientFaults:
-        import boto3
-
-        if boto3.DEFAULT_SESSION is None:
-            boto3.setup_default_session()
-        self._session = boto3.DEFAULT_SESSION
-        events = self._session.events
-        events.register("before-send.dynamodb", self._dynamodb, unique_id=self._ids[0])
-        events.register("before-send", self._loopback_only, unique_id=self._ids[1])
-        self.enabled = True
-        return self
-
-    def uninstall(self) -> None:
-        self.enabled = False
-        if self._session is not None:
-            self._session.events.unregister("before-send.dynamodb", unique_id=self._ids[0])
-            self._session.events.unregister("before-send", unique_id=self._ids[1])
-            self._session = None
 
     @property
     def total(self) -> int:
         return sum(self.injected.values())
 
-    def _loopback_only(self, request: Any, **_: Any) -> None:
-        if not self.enabled:
-            return None
-        host = urlsplit(request.url).hostname or ""
+    def __call__(self, call: Any, proceed: Callable[[], Any]) -> Any:
+        host = urlsplit(call.upstream).hostname or ""
         if host not in LOOPBACK:
             with self._lock:
                 self.refused.append(host)
-            raise ConnectionRefusedError(f"the soak only talks to loopback; refused a request to {host}")
-        return None
+            refusal = f"the soak refused a call to {host}"
+            return _error(400, "com.amazon.coral.service#RequestRefused", refusal)
+        if not self.enabled or call.service != "dynamodb":
+            return proceed()
+        return self._dynamodb(call, proceed)
 
-    def _dynamodb(self, request: Any, event_name: str = "", **_: Any) -> Any:
-        if not self.enabled:
-            return None
-        operation = event_name.rsplit(".", 1)[-1]
+    def _draw(self, operation: str, body: bytes) -> str | None:
+        """The fault this call gets (None: none)."""
         with self._lock:
             self.calls[operation] += 1
             write = operation in WRITE_OPERATIONS
-            if self._after_write_owed and write and request.body != self._refused_body:
+            if self._after_write_owed and write and body != self._refused_body:
                 kind = (
                     AFTER_WRITE  # owed: a read drew it, or the write it fell on was refused (not its resend)
                 )
@@ -308,88 +275,71 @@ class ClientFaults:
                     self._after_write_owed = True
             if kind != AFTER_WRITE:
                 self.injected[kind] += 1
+        return kind
+
+    def _dynamodb(self, call: Any, proceed: Callable[[], Any]) -> Any:
+        operation = call.operation
+        kind = self._draw(operation, call.body)
+        if kind is None:
+            return proceed()
         if kind == "ThrottlingException":
             return _error(
-                request,
                 400,
                 "com.amazon.coral.availability#ThrottlingException",
                 "Rate of requests exceeds the allowed throughput.",
             )
         if kind == "ProvisionedThroughputExceededException":
             return _error(
-                request,
                 400,
                 "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
                 "The level of configured provisioned throughput for the table was exceeded.",
             )
         if kind == "TransactionConflict":
-            if operation != "TransactWriteItems":
-                return _error(
-                    request,
-                    400,
-                    "com.amazonaws.dynamodb.v20120810#TransactionConflictException",
-                    "Transaction is ongoing for the item",
-                )
-            actions = len(json.loads(request.body or b"{}").get("TransactItems") or [None])
-            reasons = [{"Code": "None"} for _ in range(actions)]
-            reasons[self._rng.randrange(actions)] = {
-                "Code": "TransactionConflict",
-                "Message": "Transaction is ongoing for the item",
-            }
-            codes = ", ".join(r["Code"] for r in reasons)
-            return _error(
-                request,
-                400,
-                "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
-                f"Transaction cancelled, please refer cancellation reasons for specific reasons [{codes}]",
-                CancellationReasons=reasons,
-            )
+            return self._conflict(operation, call.body)
         if kind == AFTER_WRITE:
-            applied = _forward(request) == 200
+            applied = proceed().status == 200
             with self._lock:
                 # a write DynamoDB refused (a duplicate's condition, a conflict) lost no response:
                 # it counts as a 500 not carried out, and the next other write is owed the fault
                 self.injected[AFTER_WRITE if applied else NOT_CARRIED_OUT] += 1
                 self.applied_before_500 += applied
                 if not applied:
-                    self._after_write_owed, self._refused_body = True, request.body
+                    self._after_write_owed, self._refused_body = True, call.body
+        return _error(500, "com.amazonaws.dynamodb.v20120810#InternalServerError", "Internal server error")
+
+    def _conflict(self, operation: str, body: bytes) -> Any:
+        if operation != "TransactWriteItems":
+            return _error(
+                400,
+                "com.amazonaws.dynamodb.v20120810#TransactionConflictException",
+                "Transaction is ongoing for the item",
+            )
+        actions = len(json.loads(body or b"{}").get("TransactItems") or [None])
+        with self._lock:
+            reasons = [{"Code": "None"} for _ in range(actions)]
+            reasons[self._rng.randrange(actions)] = {
+                "Code": "TransactionConflict",
+                "Message": "Transaction is ongoing for the item",
+            }
+        codes = ", ".join(r["Code"] for r in reasons)
         return _error(
-            request, 500, "com.amazonaws.dynamodb.v20120810#InternalServerError", "Internal server error"
+            400,
+            "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+            f"Transaction cancelled, please refer cancellation reasons for specific reasons [{codes}]",
+            CancellationReasons=reasons,
         )
 
 
-def _error(request: Any, status: int, error_type: str, message: str, **extra: Any) -> Any:
-    from botocore.awsrequest import AWSResponse
+def _error(status: int, error_type: str, message: str, **extra: Any) -> Any:
+    from lambda_kit.local.aws_proxy import Response
 
     body = json.dumps({"__type": error_type, "message": message, **extra}).encode()
-    headers = {
-        "Content-Type": "application/x-amz-json-1.0",
-        "Content-Length": str(len(body)),
-        "x-amzn-RequestId": "soak-injected",
-    }
-    return AWSResponse(request.url, status, headers, _Body(body))
-
-
-def _forward(request: Any) -> int:
-    """Send ``request`` to its (loopback) endpoint and return the status; the response is dropped."""
-    parts = urlsplit(request.url)
-    if parts.hostname not in LOOPBACK:
-        raise ConnectionRefusedError(
-            f"the soak only talks to loopback; refused a request to {parts.hostname}"
-        )
-    connection = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=60)
-    try:
-        body = request.body
-        if isinstance(body, str):
-            body = body.encode()
-        connection.request(
-            request.method, parts.path or "/", body=body, headers=dict(request.headers.items())
-        )
-        response = connection.getresponse()
-        response.read()
-        return response.status
-    finally:
-        connection.close()
+    headers = [
+        ("Content-Type", "application/x-amz-json-1.0"),
+        ("Content-Length", str(len(body))),
+        ("x-amzn-RequestId", "soak-injected"),
+    ]
+    return Response(status, headers, body)
 
 
 # --- crashes after commit ---------------------------------------------------------------------
@@ -496,6 +446,7 @@ class SoakResult:
     log_lines: int = 0
     log_lines_bad: int = 0
     log_lines_without_trace: int = 0
+    untraced: list[str] = field(default_factory=list)  # the first few such lines, for the summary
     error_lines: int = 0
     dynamodb_calls: dict[str, int] = field(default_factory=dict)
     faults: dict[str, int] = field(default_factory=dict)
@@ -591,7 +542,7 @@ class _Deadline:
 
 def run_soak(options: SoakOptions | None = None, out: TextIO | None = None) -> SoakResult:
     """Run the soak; never raises for a failed check (see ``SoakResult.checks``)."""
-    from lambda_kit.local.aws_calls import CallRecorder, resource_ids
+    from lambda_kit.local.aws_calls import resource_ids
     from lambda_kit.local.stack import LocalStack
 
     options = options or SoakOptions()
@@ -604,9 +555,7 @@ def run_soak(options: SoakOptions | None = None, out: TextIO | None = None) -> S
     result.duplicates = dict(plan.duplicates)
     result.poison_injected = len(plan.poisons)
 
-    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("AWS_ENDPOINT_URL_")}
-    faults = ClientFaults(options.fault_rate, options.seed).install()
-    recorder = CallRecorder().install()
+    faults = ClientFaults(options.fault_rate, options.seed)
     crashes = CrashAfterCommit(options.crash_rate, options.seed)
     stack = LocalStack(
         options.config,
@@ -617,10 +566,11 @@ def run_soak(options: SoakOptions | None = None, out: TextIO | None = None) -> S
         log_path=options.log_path,
         timing=Timing(),
         ttl=False,  # nothing expires within a soak; the sweep would scan the whole table every 2 s
-        hooks=[recorder, crashes],
+        hooks=[crashes],
     )
     try:
         stack.start()
+        stack.aws_proxy.hooks.append(faults)  # the functions' calls, not the stack's own
         _say(
             out,
             f"lambda-kit soak · {result.sent} view events ({result.unique} unique) + "
@@ -666,15 +616,12 @@ def run_soak(options: SoakOptions | None = None, out: TextIO | None = None) -> S
         result.phases["checks"] = time.monotonic() - phase
     finally:
         stack.stop()
-        faults.uninstall()
-        recorder.uninstall()
-        os.environ.update(saved)
     result.dynamodb_calls = dict(faults.calls)
     result.faults = {kind: faults.injected.get(kind, 0) for kind in FAULT_KINDS}
     result.writes_applied_before_500 = faults.applied_before_500
     result.crashes = dict(crashes.crashes)
     result.refused_hosts = sorted(set(faults.refused))
-    result.aws_calls = recorder.by_function()
+    result.aws_calls = stack.calls.by_function()
     result.log_path = str(options.log_path) if options.log_path is not None else None
     _read_log(result)
     result.seconds = time.monotonic() - started
@@ -969,6 +916,8 @@ def _read_log(result: SoakResult) -> None:
             if not isinstance(line, dict):
                 result.log_lines_bad += 1
                 continue
+            if str(line.get("type", "")).startswith("platform.") or line.get("origin") == "runtime":
+                continue  # Lambda's own lines (START / END / REPORT, the runtime's report of an error)
             trace_id = line.get("trace_id")
             traced = isinstance(trace_id, str) and trace_id
             batch = (
@@ -976,6 +925,8 @@ def _read_log(result: SoakResult) -> None:
             )  # a batch's commit: each record's
             if not (traced or batch):
                 result.log_lines_without_trace += 1
+                if len(result.untraced) < 3:
+                    result.untraced.append(text.strip()[:300])
             if line.get("level") == "ERROR":
                 result.error_lines += 1
                 if trace_id in wanted:
@@ -1101,7 +1052,8 @@ def _judge(result: SoakResult) -> None:
             "every log line JSON with a trace id",
             result.log_lines > 0 and result.log_lines_bad == 0 and result.log_lines_without_trace == 0,
             f"{result.log_lines} lines, {result.log_lines_bad} not JSON, "
-            f"{result.log_lines_without_trace} without trace id",
+            f"{result.log_lines_without_trace} without trace id"
+            + "".join(f"; e.g. {line}" for line in result.untraced[:1]),
         )
     )
     checks.append(

@@ -39,6 +39,7 @@ SLOW_MODULES = {
     "test_local_e2e",
     "test_local_eventbridge",
     "test_local_gateway",
+    "test_local_lambda",
     "test_local_load",
     "test_local_s3",
     "test_local_sns",

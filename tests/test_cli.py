@@ -7,6 +7,7 @@ import socket
 import textwrap
 
 import pytest
+from _local_toys import vendor_lambda_kit
 
 from lambda_kit.cli import main
 
@@ -59,6 +60,7 @@ def project(tmp_path, unique_name):
         textwrap.dedent(TOY.format(service=unique_name("cli"))), encoding="utf-8"
     )
     (tmp_path / "cli_worker.py").write_text(textwrap.dedent(WORKER), encoding="utf-8")
+    vendor_lambda_kit(tmp_path)
     return tmp_path / "serverless.yml"
 
 
@@ -252,8 +254,11 @@ def test_missing_and_invalid_serverless_yml(tmp_path, capsys):
     assert "not valid YAML" in _one_error_line(capsys)
     broken = tmp_path / "broken.yml"
     broken.write_text("service: s\nfunctions:\n  f:\n    handler: missing_module.handler\n", encoding="utf-8")
-    assert main(["invoke", "f", "--event", "sqs", "-c", str(broken)]) == 2
-    assert "no module 'missing_module'" in _one_error_line(capsys)
+    # a handler that does not import fails its invocation with the init error, as on Lambda
+    assert main(["invoke", "f", "--event", "sqs", "-c", str(broken)]) == 1
+    captured = capsys.readouterr()
+    assert "error: Runtime.ImportModuleError: Unable to import module 'missing_module'" in captured.out
+    assert "FAILED: the function raised Runtime.ImportModuleError" in captured.err
 
 
 def test_port_in_use(project, capsys):
@@ -277,6 +282,7 @@ def test_run_needs_the_services_own_load(tmp_path, aws_endpoint, unique_name, ca
         f"service: {unique_name('norun')}\nfunctions:\n  f:\n    handler: plain.handler\n", encoding="utf-8"
     )
     (tmp_path / "plain.py").write_text("def handler(event, context):\n    return event\n", encoding="utf-8")
+    vendor_lambda_kit(tmp_path)
     assert main(["run", "-c", str(config), "--logs", str(tmp_path / "logs.jsonl")]) == 2
     line = _one_error_line(capsys)
     assert (
@@ -350,6 +356,7 @@ def test_invoke_an_api_function_sends_its_front_doors_shape(
         textwrap.dedent(FRONT_DOORS.format(service=unique_name("doors"))), encoding="utf-8"
     )
     (tmp_path / "doors.py").write_text(textwrap.dedent(DOORS), encoding="utf-8")
+    vendor_lambda_kit(tmp_path)
     assert main(["invoke", function, "--event", "api", "-c", str(tmp_path / "serverless.yml")]) == 0
     out = capsys.readouterr().out
     response = json.loads(out[out.index("response:\n") + len("response:\n") : out.index("log lines")])

@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from _local_toys import vendor_lambda_kit
 
 from lambda_kit.cli import main
 from lambda_kit.cli._help import TOPICS
@@ -66,6 +67,7 @@ def project(tmp_path, unique_name):
         textwrap.dedent(SERVICE.format(service=unique_name("routes"))), encoding="utf-8"
     )
     (tmp_path / "routes_app.py").write_text(textwrap.dedent(APP), encoding="utf-8")
+    vendor_lambda_kit(tmp_path)
     return tmp_path / "serverless.yml"
 
 

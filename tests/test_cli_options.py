@@ -9,6 +9,7 @@ import json
 import textwrap
 
 import pytest
+from _local_toys import vendor_lambda_kit
 
 from lambda_kit.cli import main
 
@@ -67,6 +68,7 @@ def project(tmp_path, unique_name):
         textwrap.dedent(SERVICE.format(service=unique_name("opts"))), encoding="utf-8"
     )
     (tmp_path / "options_app.py").write_text(textwrap.dedent(APP), encoding="utf-8")
+    vendor_lambda_kit(tmp_path)
     return tmp_path / "serverless.yml"
 
 
@@ -243,3 +245,11 @@ def test_check_without_a_file_is_one_line(tmp_path, capsys):
     assert main(["check", "-c", str(tmp_path / "missing.yml")]) == 2
     [line] = capsys.readouterr().err.splitlines()
     assert "missing.yml not found" in line
+
+
+def test_no_iam_turns_the_authorisation_off_for_local_and_run():
+    from lambda_kit.cli import build_parser
+
+    for command in ("local", "run"):
+        assert build_parser().parse_args([command]).iam is True
+        assert build_parser().parse_args([command, "--no-iam"]).iam is False

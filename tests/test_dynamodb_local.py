@@ -174,7 +174,8 @@ resources:
 
 WATCHER = """
 from lambda_kit import stream_handler, current_record
-seen = []
+from toy_state import recorded
+seen = recorded(__name__, "seen")
 
 @stream_handler
 def handler(change, context):

@@ -12,7 +12,7 @@ import pytest
 from _iam import check, justification
 from _local_toys import toy_stack
 
-from lambda_kit.local.aws_calls import CallRecorder, iam_calls, resource_ids
+from lambda_kit.local.aws_calls import iam_calls, recorded_calls, resource_ids
 
 R = "us-east-1"
 A = "123456789012"
@@ -134,19 +134,16 @@ Entries=[{"Id": "1", "MessageBody": "a"}])
 """
 
 
-def test_the_recorder_sees_each_functions_calls_and_only_theirs(tmp_path, aws_endpoint, unique_name):
+def test_the_stack_records_each_functions_calls_and_only_theirs(tmp_path, aws_endpoint, unique_name):
     service = unique_name("iam")
-    recorder = CallRecorder()
-    with (
-        recorder,
-        toy_stack(
-            tmp_path, SERVICE.format(service=service), {"iam_app": APP}, aws_endpoint.url, hooks=[recorder]
-        ) as stack,
-    ):
+    with toy_stack(
+        tmp_path, SERVICE.format(service=service), {"iam_app": APP}, aws_endpoint.url, iam=False
+    ) as stack:
         assert stack.invoke("writer", {}).response == "ok"
         boto3.client("sqs", region_name=R).get_queue_url(QueueName=f"{service}-jobs")  # not a function's call
         ids = resource_ids(stack.resources, stack.region)
-    assert recorder.by_function() == {
+        calls = stack.calls.by_function()
+    assert calls == {
         "writer": {
             "sqs:SendMessage": {f"arn:aws:sqs:{R}:{A}:{service}-jobs": 1},
             "dynamodb:PutItem": {f"arn:aws:dynamodb:{R}:{A}:table/{service}-items": 1},
@@ -157,16 +154,13 @@ def test_the_recorder_sees_each_functions_calls_and_only_theirs(tmp_path, aws_en
         f"arn:aws:sqs:{R}:{A}:{service}-jobs": "Jobs.Arn",
         f"arn:aws:dynamodb:{R}:{A}:table/{service}-items": "Items.Arn",
     }
-    # uninstalled: later calls are not recorded
-    with toy_stack(
-        tmp_path / "again",
-        SERVICE.format(service=service + "b"),
-        {"iam_app": APP},
-        aws_endpoint.url,
-        hooks=[recorder],
-    ) as stack:
-        stack.invoke("writer", {})
-    assert sum(recorder.calls.values()) == 3
+    # written when the stack stopped, for `lambda-kit check`: the framework's role grants none of them
+    recorded = recorded_calls(stack.calls_path)
+    assert {(c.action, c.calls, c.allowed) for c in recorded} == {
+        ("sqs:SendMessage", 1, False),
+        ("dynamodb:PutItem", 1, False),
+        ("dynamodb:UpdateItem", 1, False),
+    }
 
 
 # --- the check against a template ---------------------------------------------------------------
@@ -313,3 +307,130 @@ def test_a_comment_belongs_to_the_statement_right_below_it():
     assert justification(text, "WorkerRole", "sns:Publish") is None
     assert justification(text, "OtherRole", "dynamodb:BatchGetItem") is None
     assert justification(textwrap.dedent(text), "NoRole", "sns:Publish") is None
+
+
+# --- each function's role, as the local stack reads and evaluates it -----------------------------------
+
+ROLES = """
+service: roles
+provider:
+  name: aws
+  iam:
+    role:
+      statements:
+        - Effect: Allow
+          Action: sqs:SendMessage
+          Resource: arn:aws:sqs:us-east-1:123456789012:shared
+functions:
+  framework:
+    handler: app.handler
+  custom:
+    handler: app.handler
+    role: CustomRole
+  managed:
+    handler: app.handler
+    role: ManagedRole
+  outside:
+    handler: app.handler
+    role: arn:aws:iam::123456789012:role/made-elsewhere
+  own:
+    handler: app.handler
+    iamRoleStatementsInherit: true
+    iamRoleStatements:
+      - Effect: Allow
+        Action: sns:Publish
+        Resource: "*"
+resources:
+  Resources:
+    CustomRole:
+      Type: AWS::IAM::Role
+      Properties:
+        RoleName: the-custom-role
+        Policies:
+          - PolicyName: p
+            PolicyDocument:
+              Statement:
+                - Effect: Allow
+                  Action: dynamodb:*
+                  Resource: arn:aws:dynamodb:us-east-1:123456789012:table/*
+                  Condition: {StringEquals: {"aws:RequestedRegion": eu-west-1}}
+                - Effect: Deny
+                  Action: dynamodb:DeleteItem
+                  Resource: "*"
+                - Effect: Allow
+                  NotAction: [iam:*, dynamodb:*]
+                  NotResource: arn:aws:sqs:us-east-1:123456789012:secret
+    ExtraPolicy:
+      Type: AWS::IAM::Policy
+      Properties:
+        Roles: [!Ref CustomRole]
+        PolicyDocument:
+          Statement:
+            - Effect: Allow
+              Action: kinesis:PutRecord
+              Resource: arn:aws:kinesis:us-east-1:123456789012:stream/s
+    ManagedRole:
+      Type: AWS::IAM::Role
+      Properties:
+        ManagedPolicyArns:
+          - arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole
+          - arn:aws:iam::123456789012:policy/someone-elses
+"""
+
+TABLE = "arn:aws:dynamodb:us-east-1:123456789012:table/t"
+
+
+@pytest.fixture
+def roles(tmp_path):
+    from lambda_kit.local.config import load_service
+    from lambda_kit.local.iam_policy import Roles
+
+    (tmp_path / "serverless.yml").write_text(ROLES, encoding="utf-8")
+    config = load_service(tmp_path / "serverless.yml")
+    return {
+        key: Roles(config, lambda value: value).of(function) for key, function in config.functions.items()
+    }
+
+
+def test_the_frameworks_role_has_the_providers_statements_and_the_log_ones(roles):
+    role = roles["framework"]
+    assert role.name == "roles-dev-us-east-1-lambdaRole" and role.known
+    assert role.decide("sqs:SendMessage", "arn:aws:sqs:us-east-1:123456789012:shared").allowed
+    assert not role.decide("sqs:SendMessage", "arn:aws:sqs:us-east-1:123456789012:other").allowed
+    group = "arn:aws:logs:us-east-1:123456789012:log-group:/aws/lambda/roles-dev-framework"
+    assert role.decide("logs:PutLogEvents", f"{group}:stream:x").allowed
+    assert not role.decide(
+        "logs:PutLogEvents", "arn:aws:logs:us-east-1:123456789012:log-group:/other:s:x"
+    ).allowed
+    assert role.principal("roles-dev-framework") == (
+        "arn:aws:sts::123456789012:assumed-role/roles-dev-us-east-1-lambdaRole/roles-dev-framework"
+    )
+
+
+def test_a_role_resource_its_attached_policies_deny_wildcards_and_not_elements(roles):
+    role = roles["custom"]
+    assert role.name == "the-custom-role"
+    assert role.decide("dynamodb:PutItem", TABLE).allowed  # its Condition is not evaluated
+    assert role.decide("DynamoDB:putitem", TABLE).allowed  # actions match regardless of case
+    denied = role.decide("dynamodb:DeleteItem", TABLE)
+    assert (denied.allowed, denied.explicit) == (False, True)  # an explicit Deny wins
+    assert role.decide("kinesis:PutRecord", "arn:aws:kinesis:us-east-1:123456789012:stream/s").allowed
+    assert role.decide("sns:Publish", "arn:aws:sns:us-east-1:123456789012:news").allowed  # NotAction
+    assert not role.decide("sqs:SendMessage", "arn:aws:sqs:us-east-1:123456789012:secret").allowed
+    assert not role.decide("iam:PassRole", "*").allowed
+    implicit = role.decide("iam:GetRole", "x")
+    assert (implicit.allowed, implicit.explicit) == (False, False)
+
+
+def test_managed_policies_aws_defines_are_read_and_others_make_the_role_unknown(roles):
+    assert roles["managed"].decide("logs:CreateLogStream", "arn:aws:logs:us-east-1:123456789012:x").allowed
+    assert not roles["managed"].known and "someone-elses" in roles["managed"].why_unknown
+    assert not roles["outside"].known and "not declared" in roles["outside"].why_unknown
+
+
+def test_per_function_statements_with_the_providers_inherited(roles):
+    role = roles["own"]
+    assert role.decide("sns:Publish", "arn:aws:sns:us-east-1:123456789012:news").allowed
+    assert role.decide("sqs:SendMessage", "arn:aws:sqs:us-east-1:123456789012:shared").allowed
+    # a call whose resource the stack cannot tell: allowed when the action is allowed somewhere
+    assert role.decide("sqs:SendMessage", "*").allowed and not role.decide("sqs:DeleteQueue", "*").allowed

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests._local_process import start_local
+from tests._local_toys import vendor_lambda_kit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -100,6 +101,7 @@ def handler(request, context):
 def test_local_serves_until_interrupted(tmp_path):
     (tmp_path / "serverless.yml").write_text(textwrap.dedent(SERVICE), encoding="utf-8")
     (tmp_path / "served_echo.py").write_text(textwrap.dedent(ECHO), encoding="utf-8")
+    vendor_lambda_kit(tmp_path)  # the zip holds what the handler imports (the workers see no PYTHONPATH)
     env = _env()
     env["PYTHONPATH"] = str(ROOT)
     process, url = start_local(tmp_path, env)

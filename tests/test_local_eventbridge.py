@@ -43,7 +43,8 @@ resources:
 
 RULES = """
 from lambda_kit import eventbridge_handler, current_record, current_trace_id
-calls = []
+from toy_state import recorded
+calls = recorded(__name__, "calls")
 
 @eventbridge_handler
 def handler(detail, context):
@@ -104,7 +105,8 @@ def test_a_failing_event_is_retried_then_kept_by_the_on_failure_destination(
 
 
 PLAIN = """
-calls = []
+from toy_state import recorded
+calls = recorded(__name__, "calls")
 
 def handler(event, context):
     calls.append(event)

@@ -48,7 +48,8 @@ functions:
 API = """
 import base64
 from lambda_kit import api_handler
-events = []
+from toy_state import recorded
+events = recorded(__name__, "events")
 
 @api_handler
 def decorated(request, context):
@@ -88,7 +89,8 @@ ECHO = """
 import base64
 import json
 
-events = []
+from toy_state import recorded
+events = recorded(__name__, "events")
 
 def handler(event, context):
     events.append(event)

@@ -64,7 +64,8 @@ resources:
 
 HANDLER = """
 from lambda_kit import s3_handler, current_record
-calls = []
+from toy_state import recorded
+calls = recorded(__name__, "calls")
 
 @s3_handler
 def handler(obj, context):

@@ -34,7 +34,8 @@ resources:
 
 LISTENER = """
 from lambda_kit import sns_handler, current_trace_id
-calls = []
+from toy_state import recorded
+calls = recorded(__name__, "calls")
 
 @sns_handler
 def handler(message, context):

@@ -42,8 +42,9 @@ resources:
 
 DECORATED = """
 from lambda_kit import sqs_handler, current_record
-seen = []   # (n, receive count)
-batches = []
+from toy_state import recorded
+seen = recorded(__name__, "seen")   # (n, receive count)
+batches = recorded(__name__, "batches")
 
 @sqs_handler
 def _each(message, context):
@@ -107,7 +108,8 @@ def test_redrive_happens_after_max_receive_count(tmp_path, aws_endpoint, unique_
 
 
 WHOLE_BATCH = """
-calls = []
+from toy_state import recorded
+calls = recorded(__name__, "calls")
 
 def handler(event, context):
     ids = sorted(r["body"] for r in event["Records"])

@@ -55,9 +55,10 @@ resources:
 
 RECORDER = """
 from lambda_kit import stream_handler, current_record
-seen = []      # every delivery, in order: (event_name, PK)
+from toy_state import recorded
+seen = recorded(__name__, "seen")      # every delivery, in order: (event_name, PK)
 failed_once = set()
-raw = []
+raw = recorded(__name__, "raw")
 
 @stream_handler
 def handler(change, context):
@@ -139,7 +140,8 @@ def test_retries_exhausted_go_to_the_on_failure_destination_and_the_shard_moves_
 
 
 PLAIN_RAISER = """
-batches = []
+from toy_state import recorded
+batches = recorded(__name__, "batches")
 
 def handler(event, context):
     keys = [r["dynamodb"]["Keys"]["PK"]["S"] for r in event["Records"]]
@@ -262,7 +264,8 @@ resources:
 
 KINESIS_READER = """
 from lambda_kit import stream_handler
-seen = []
+from toy_state import recorded
+seen = recorded(__name__, "seen")
 
 @stream_handler
 def handler(payload, context):

@@ -273,10 +273,10 @@ def test_the_functions_run_from_the_zip_on_the_runtimes_python(scaffold, name, t
 CALLS = """
 import json, urllib.request
 from lambda_kit.local import LocalStack
-from lambda_kit.local.aws_calls import CallRecorder, resource_ids
+from lambda_kit.local.aws_calls import resource_ids
 
 ORDER = json.dumps({"id": "o-1", "item": "book", "quantity": 2}).encode()
-with CallRecorder() as recorder, LocalStack("serverless.yml", log_path=None, hooks=[recorder]) as stack:
+with LocalStack("serverless.yml", log_path=None) as stack:
     headers = {"Content-Type": "application/json"}
     post = urllib.request.Request(stack.api_url + "/orders", data=ORDER, headers=headers)
     urllib.request.urlopen(post, timeout=10).read()
@@ -286,13 +286,14 @@ with CallRecorder() as recorder, LocalStack("serverless.yml", log_path=None, hoo
     assert stack.wait_drained(60)
     if "dynamodb" in open("serverless.yml").read().lower():
         urllib.request.urlopen(stack.api_url + "/items/book", timeout=10).read()
-    print(json.dumps({"calls": recorder.by_function(), "ids": resource_ids(stack.resources, stack.region)}))
+    ids = resource_ids(stack.resources, stack.region)
+    print(json.dumps({"calls": stack.calls.by_function(), "ids": ids}))
 """
 
 
 @pytest.mark.parametrize("name", SERVICES)
 def test_each_role_grants_what_its_function_calls_and_nothing_else(scaffold, name):
-    """The calls each function makes on the local stack (lambda_kit.local.aws_calls), as IAM
+    """The calls each function makes on the local stack (recorded by its AWS proxy), as IAM
     actions on resources, against its role in the packaged template (tests/_iam.py): every call is
     granted, and every grant is used by a call, by Lambda's side of the wiring, or named by the
     comment above its statement."""
@@ -359,3 +360,54 @@ def test_lambda_kit_local_serves_the_default_service(scaffold):
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+# --- the mistakes the local stack catches as Lambda would ---------------------------------------------
+
+NEEDS_PYDANTIC = '''
+import pydantic
+
+from lambda_kit import sqs_handler
+
+
+@sqs_handler
+def handler(message, context):
+    return pydantic.VERSION
+'''
+SEND_STATEMENT = """                - Effect: Allow
+                  Action: sqs:SendMessage
+                  Resource: !GetAtt OrdersQueue.Arn
+"""
+
+
+def test_a_missing_requirement_and_a_denied_call_fail_locally_as_on_lambda(scaffold, tmp_path):
+    """The default service from the wheel, with two mistakes: a handler importing a package its
+    requirements do not list (the venv has it), and the api's role without its sqs:SendMessage."""
+    directory = tmp_path / "orders"
+    shutil.copytree(
+        _directory(scaffold, "orders"), directory, symlinks=True, ignore=shutil.ignore_patterns(".lambda-kit")
+    )
+    (directory / "handlers" / "needs_pydantic.py").write_text(NEEDS_PYDANTIC, encoding="utf-8")
+    config = (directory / "serverless.yml").read_text(encoding="utf-8")
+    assert SEND_STATEMENT in config and "\nfunctions:\n" in config
+    config = config.replace(SEND_STATEMENT, "").replace(
+        "\nfunctions:\n", "\nfunctions:\n  needs_pydantic:\n    handler: handlers/needs_pydantic.handler\n", 1
+    )
+    (directory / "serverless.yml").write_text(config, encoding="utf-8")
+    python = str(Path(scaffold["bin"]) / "python")
+    has_pydantic = run([python, "-c", "import pydantic"], directory, scaffold["env"])
+    assert has_pydantic.returncode == 0  # the venv has it (moto brings it): only the zip lacks it
+    lambda_kit = str(Path(scaffold["bin"]) / "lambda-kit")
+
+    imported = run([lambda_kit, "invoke", "needs_pydantic", "--event", "sqs"], directory, scaffold["env"])
+    assert imported.returncode == 1, imported.stdout + imported.stderr
+    assert (
+        "error: Runtime.ImportModuleError: Unable to import module 'handlers/needs_pydantic': "
+        "No module named 'pydantic'"
+    ) in imported.stdout
+
+    body = json.dumps({"id": "o-1", "item": "book", "quantity": 2})
+    denied = run([lambda_kit, "invoke", "api", "--event", "api", "--body", body], directory, scaffold["env"])
+    assert denied.returncode == 1, denied.stdout + denied.stderr  # the API answered 500
+    assert "An error occurred (AccessDenied) when calling the SendMessage operation" in denied.stdout
+    assert "/orders-dev-api is not authorized to perform: sqs:SendMessage on resource: " in denied.stdout

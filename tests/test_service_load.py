@@ -7,6 +7,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from _local_toys import vendor_lambda_kit
 
 from lambda_kit.cli import main
 
@@ -70,6 +71,7 @@ def _project(tmp_path, unique_name, custom: str = "", load: str | None = LOAD):
         textwrap.dedent(SERVICE.format(service=unique_name("load"), custom=custom)), encoding="utf-8"
     )
     (tmp_path / "echo_app.py").write_text(textwrap.dedent(APP), encoding="utf-8")
+    vendor_lambda_kit(tmp_path)
     if load is not None:
         (tmp_path / "echo_load.py").write_text(textwrap.dedent(load), encoding="utf-8")
     return str(tmp_path / "serverless.yml")

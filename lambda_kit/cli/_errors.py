@@ -24,7 +24,8 @@ STACK_ERRORS = frozenset(
         "lambda_kit.local.filters.FilterError",
         "lambda_kit.local.gateway.PortInUse",
         "lambda_kit.local.moto_process.EndpointUnavailable",
-        "lambda_kit.local.runtime.HandlerImportError",
+        "lambda_kit.local.requirements.RequirementsError",
+        "lambda_kit.local.runtime_libraries.RuntimeUnavailable",
     }
 )
 """The local stack's user errors, by name: importing their modules would load the stack."""

@@ -305,7 +305,7 @@ def _on_own_stack(
     answer = lambda_api.Invoked(
         result.request_id,
         result.response,
-        None if error is None else type(error).__name__,
+        result.error_type,
         "" if error is None else one_line(error),
         result.duration,
     )

@@ -160,6 +160,13 @@ def _stack_options(parser: argparse.ArgumentParser, port: int) -> None:
     parser.add_argument(
         "--echo", action="store_true", help="also print each log line (short form) on the terminal"
     )
+    parser.add_argument(
+        "--no-iam",
+        dest="iam",
+        action="store_false",
+        help="let every AWS call of the functions through, whatever their roles allow (they are still "
+        "recorded: `lambda-kit check` lists the ones the roles would deny)",
+    )
 
 
 LOAD_EPILOG = (

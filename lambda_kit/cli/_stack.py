@@ -93,7 +93,12 @@ def _start_stack(args: argparse.Namespace, out: TextIO, **options: Any) -> tuple
         )
     _say(out, f"lambda-kit · {config.service} (stage {config.stage}) from {shown_path(config.path)}")
     stack = LocalStack(
-        config, api_port=args.port, log_path=args.logs, echo=sys.stderr if args.echo else False, **options
+        config,
+        api_port=args.port,
+        log_path=args.logs,
+        echo=sys.stderr if args.echo else False,
+        iam=getattr(args, "iam", True),
+        **options,
     )
     stack.start()
     try:
@@ -142,12 +147,14 @@ def _banner(stack: Any, api: Any, args: argparse.Namespace, out: TextIO) -> None
 
 
 def _notes(stack: Any, out: TextIO) -> None:
-    """What the stack noted at start: variables functions set differently, events not emulated."""
-    for event in stack.journal.events("env.conflict"):
+    """What the stack noted at start: roles it cannot read, events not emulated."""
+    if not stack.iam:
+        _say(out, "  IAM            off (--no-iam): every AWS call of the functions is let through")
+    for event in stack.journal.events("iam.unknown"):
         _say(
             out,
-            f"  warning: {event['variable']} differs between functions ({' vs '.join(event['values'])}); "
-            f"in-process they share one environment, {event['function']}'s value is used",
+            f"  note: {event['function']}: its AWS calls are not authorised locally ({event['why']}); "
+            "they are recorded",
         )
     for event in stack.journal.events("event.unsupported"):
         _say(

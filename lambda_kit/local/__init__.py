@@ -8,8 +8,14 @@ Depends on the rest of lambda_kit; nothing in the core depends on it. Modules:
   ``endpoint`` (moto's server, patched), ``moto_process`` (it in a process of its own, the
   stack's), ``dynamodb_local`` (AWS's DynamoDB Local, the DynamoDB where Java can run it),
   ``clients``;
-- ``runtime`` (a function in-process, its context, timeouts, invocation hooks), ``aws_calls``
-  (the AWS calls each function makes, as the IAM actions and resources they need);
+- ``runtime`` (a function as Lambda runs it: invocations, hooks, results), ``environments``
+  (its worker processes under AWS's runtime interface client), ``runtime_api`` (Lambda's Runtime
+  API, one per worker), ``workspace`` (what a worker runs from and with: ``task_root`` from the
+  package patterns, ``requirements`` from a cache, ``runtime_libraries``, its environment),
+  ``function_log`` (the workers' lines and Lambda's START / END / REPORT), ``reload`` (a changed
+  file replaces the warm workers); ``aws_proxy`` (every AWS call of the functions, authorised
+  against their roles: ``iam_policy``), ``aws_calls`` (the calls as the IAM actions and resources
+  they need, recorded: ``recorded_calls``);
 - event sources: ``sqs_source``, ``stream_source`` (Kinesis + DynamoDB Streams),
   ``sns_source`` (SNS), ``eventbridge_source`` and ``s3_source`` (fed through an internal queue:
   ``relay``), ``async_invoker`` (Lambda's asynchronous invocation), ``ttl`` (TTL emulation),

@@ -1,32 +1,33 @@
 """The AWS calls each function makes on the local stack, as IAM authorises them.
 
-``CallRecorder`` is both a stack invocation hook (so it knows which function is running) and a
-botocore ``before-parameter-build`` handler on boto3's default session, which the functions'
-clients are made from. The stack's own clients (pollers, destinations: Lambda's side of the
-wiring) have a session of their own and are not recorded. Install it before the functions make
-their clients (a client copies its session's handlers when it is made).
-
-Each API call becomes one ``Call(function, action, resource)`` per IAM action and resource it
-needs: the action is the service's IAM prefix and the operation, except where IAM authorises the
-operation as others (a DynamoDB transaction as the item actions inside it, an SQS batch as its
-one-message action); the resource is the ARN of the table, index, queue, topic or stream the
-request names (``*`` when it names none).
+The stack's proxy (``aws_proxy.py``) sees every call of every function's workers; each becomes one
+``Call(function, action, resource)`` per IAM action and resource it needs (``iam_calls``): the
+action is the service's IAM prefix and the operation, except where IAM authorises the operation as
+others (a DynamoDB transaction as the item actions inside it, an SQS batch as its one-message
+action, an S3 request as moto's map of methods and paths says); the resource is the ARN of the
+table, index, queue, topic, stream, event bus or bucket the request names (``*`` when it names
+none). ``CallLog`` counts them, allowed and denied, and writes them where a later ``lambda-kit
+check`` reads them: ``recorded_calls(path)``.
 """
 
 from __future__ import annotations
 
-import contextvars
+import json
+import os
 import threading
 from collections import Counter as Tally
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
-import boto3
+from moto.s3.responses import ACTION_MAP
 
-from .._data import dig
-from .runtime import Invocation
 from .variables import ACCOUNT_ID as ACCOUNT
+
+DEFAULT_PATH = Path(".lambda-kit") / "aws-calls.json"
+"""Where the stack writes the calls of its last run, relative to serverless.yml's folder."""
 
 # Operations IAM authorises as another action of the same service.
 AUTHORISED_AS = {
@@ -52,6 +53,22 @@ class Call:
     function: str  # the function's key under `functions:`
     action: str  # "dynamodb:PutItem"
     resource: str  # "arn:aws:dynamodb:us-east-1:123456789012:table/stats", or "*"
+
+
+DYNAMODB_LOCAL_ARN = "arn:aws:dynamodb:ddblocal:000000000000:"
+"""How DynamoDB Local begins its ARNs (its own region and account, whatever the request's)."""
+
+
+def canonical(value: Any, region: str, account: str = ACCOUNT) -> Any:
+    """``value`` with DynamoDB Local's ARNs (in strings, lists, mappings) as AWS would spell them
+    in ``region`` and ``account``: what a role's statements and the calls are compared in."""
+    if isinstance(value, str):
+        return value.replace(DYNAMODB_LOCAL_ARN, f"arn:aws:dynamodb:{region}:{account}:")
+    if isinstance(value, list):
+        return [canonical(item, region, account) for item in value]
+    if isinstance(value, dict):
+        return {key: canonical(item, region, account) for key, item in value.items()}
+    return value
 
 
 def table_arn(name: str, region: str, account: str = ACCOUNT) -> str:
@@ -86,10 +103,30 @@ def _stream_resource(params: dict[str, Any], region: str, account: str) -> str |
     return None
 
 
+def _topic_by_name(params: dict[str, Any], region: str, account: str) -> str | None:
+    """An SNS call naming its topic by ARN, or (CreateTopic) by name."""
+    found = _topic_resource(params, region, account)
+    if found is None and isinstance(params.get("Name"), str):
+        return f"arn:aws:sns:{region}:{account}:{params['Name']}"
+    return found
+
+
+def _event_bus_resource(params: dict[str, Any], region: str, account: str) -> str | None:
+    """The event bus of a PutEvents (its entries'), or one a call names."""
+    entries = params.get("Entries")
+    names = (
+        [e.get("EventBusName") for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+    )
+    name = next((n for n in names if isinstance(n, str)), None) or params.get("EventBusName") or "default"
+    text = str(name)
+    return text if text.startswith("arn:") else f"arn:aws:events:{region}:{account}:event-bus/{text}"
+
+
 RESOURCE_OF: dict[str, Callable[[dict[str, Any], str, str], str | None]] = {
     "sqs": _queue_resource,
-    "sns": _topic_resource,
+    "sns": _topic_by_name,
     "kinesis": _stream_resource,
+    "events": _event_bus_resource,
 }
 """The ARN a call of each service names (its queue, topic or stream), or None."""
 
@@ -99,7 +136,7 @@ def iam_calls(
 ) -> list[tuple[str, str]]:
     """(IAM action, resource ARN) pairs one call of ``operation`` with ``params`` needs."""
     if prefix == "dynamodb":
-        return _dynamodb(operation, params, region, account)
+        return [(a, canonical(r, region, account)) for a, r in _dynamodb(operation, params, region, account)]
     action = f"{prefix}:{AUTHORISED_AS.get(prefix, {}).get(operation, operation)}"
     resource = RESOURCE_OF[prefix](params, region, account) if prefix in RESOURCE_OF else None
     return [(action, resource or "*")]
@@ -147,65 +184,86 @@ def resource_ids(resources: Any, region: str, account: str = ACCOUNT) -> dict[st
     return ids
 
 
-class CallRecorder:
-    """Records ``Call``s: pass it to ``LocalStack(hooks=[...])`` and ``install()`` it before the
-    stack starts; ``calls`` counts each (function, action, resource) seen."""
+def s3_action(method: str, target: str) -> tuple[str, str]:
+    """(IAM action, resource) of an S3 request (path style: ``/bucket/key?query``), by moto's map."""
+    parts = urlsplit(target)
+    bucket, _, key = unquote(parts.path).lstrip("/").partition("/")
+    kind = "KEY" if key else ("BUCKET" if bucket else "")
+    if not kind:
+        return "s3:ListAllMyBuckets", "*"
+    actions = ACTION_MAP[kind].get(method, {})
+    query = {name.partition("=")[0] for name in parts.query.split("&") if name}
+    action = next((a for q, a in actions.items() if q in query and q != "DEFAULT"), actions.get("DEFAULT"))
+    resource = f"arn:aws:s3:::{bucket}/{key}" if key else f"arn:aws:s3:::{bucket}"
+    return f"s3:{action or method.title()}", resource
 
-    def __init__(self, account: str = ACCOUNT) -> None:
-        self.account = account
+
+@dataclass(frozen=True)
+class RecordedCall:
+    """One (function, action, resource) a run saw: how often, and whether the role allowed it."""
+
+    function: str
+    action: str
+    resource: str
+    calls: int
+    allowed: bool
+
+
+class CallLog:
+    """The calls the functions made (``record``), counted; thread-safe."""
+
+    def __init__(self) -> None:
         self.calls: Tally[Call] = Tally()
-        self._function: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-            f"lambda_kit_recorded_function_{id(self)}", default=None
-        )
+        self.denied: Tally[Call] = Tally()
         self._lock = threading.Lock()
-        self._session: Any = None
-        self._id = f"lambda-kit-call-recorder-{id(self)}"
+        self.on_denied: Callable[[Call], None] | None = None
+        """Told of each call the role denies (or would deny, without IAM enforced), as it comes:
+        the stack keeps them for ``lambda-kit check`` (``lambda_kit.local.denied_calls``)."""
 
-    def __call__(self, invocation: Invocation, proceed: Callable[[], Any]) -> Any:
-        token = self._function.set(invocation.function.key)
-        try:
-            return proceed()
-        finally:
-            self._function.reset(token)
-
-    def install(self) -> CallRecorder:
-        if boto3.DEFAULT_SESSION is None:
-            boto3.setup_default_session()
-        self._session = boto3.DEFAULT_SESSION
-        self._session.events.register("before-parameter-build", self._record, unique_id=self._id)
-        return self
-
-    def uninstall(self) -> None:
-        if self._session is not None:
-            self._session.events.unregister("before-parameter-build", unique_id=self._id)
-            self._session = None
-
-    def __enter__(self) -> CallRecorder:
-        return self.install()
-
-    def __exit__(self, *_: object) -> None:
-        self.uninstall()
+    def record(self, call: Call, allowed: bool) -> None:
+        with self._lock:
+            self.calls[call] += 1
+            if not allowed:
+                self.denied[call] += 1
+        if not allowed and self.on_denied is not None:
+            self.on_denied(call)
 
     def by_function(self) -> dict[str, dict[str, dict[str, int]]]:
         """{function: {action: {resource: calls}}}."""
         found: dict[str, dict[str, dict[str, int]]] = {}
-        for call, count in sorted(self.calls.items()):
+        with self._lock:
+            counted = sorted(self.calls.items())
+        for call, count in counted:
             found.setdefault(call.function, {}).setdefault(call.action, {})[call.resource] = count
         return found
 
-    def __iter__(self) -> Iterator[Call]:
-        return iter(sorted(self.calls))
-
-    def _record(
-        self, params: dict[str, Any], model: Any, context: dict[str, Any] | None = None, **_: Any
-    ) -> None:
-        function = self._function.get()
-        if function is None:
-            return
-        service = model.service_model
-        prefix = service.signing_name or service.endpoint_prefix
-        region = str(dig(context, "client_region") or "us-east-1")
-        pairs = iam_calls(prefix, model.name, params, region, self.account)
+    def recorded(self) -> list[RecordedCall]:
         with self._lock:
-            for action, resource in pairs:
-                self.calls[Call(function, action, resource)] += 1
+            return [
+                RecordedCall(call.function, call.action, call.resource, count, call not in self.denied)
+                for call, count in sorted(self.calls.items())
+            ]
+
+    def __iter__(self) -> Iterator[Call]:
+        with self._lock:
+            return iter(sorted(self.calls))
+
+    def write(self, path: str | os.PathLike[str]) -> None:
+        """The calls as one JSON document (what ``recorded_calls`` reads), written whole."""
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f".{target.name}.{os.getpid()}")
+        partial.write_text(json.dumps([vars(call) for call in self.recorded()], indent=1), encoding="utf-8")
+        partial.replace(target)
+
+
+def recorded_calls(path: str | os.PathLike[str] = DEFAULT_PATH) -> list[RecordedCall]:
+    """The AWS calls of the last local run whose file is ``path`` (``LocalStack.calls_path``; by
+    default ``.lambda-kit/aws-calls.json`` under the current directory): each function's (action,
+    resource), how often it was called and whether its role allowed it (``allowed`` is False for
+    the calls the role would deny, whether or not the run enforced IAM). [] when there is no file."""
+    try:
+        entries = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [RecordedCall(**entry) for entry in entries if isinstance(entry, dict)]

@@ -84,6 +84,8 @@ class ServiceConfig:
     custom: dict[str, Any] = field(default_factory=dict)  # the file's `custom:` section
     extensions: dict[str, dict[str, Any]] = field(default_factory=dict)  # `resources.extensions`
     problems: list[str] = field(default_factory=list)  # what the local stack cannot run, one line each
+    package: dict[str, Any] = field(default_factory=dict)  # the file's `package:` section
+    plugins: list[str] = field(default_factory=list)  # the plugins it names
 
     @property
     def project_dir(self) -> Path:
@@ -191,6 +193,8 @@ class _Reader:
             custom=dict(mapping(document.get("custom"))),
             extensions={k: v for k, v in sections.get("extensions", {}).items() if isinstance(v, dict)},
             problems=self.problems,
+            package=dict(mapping(document.get("package"))),
+            plugins=_plugins(document.get("plugins")),
         )
 
     def functions(self, value: Any, provider: dict[str, Any], service: str) -> dict[str, FunctionConfig]:
@@ -274,6 +278,12 @@ class _Reader:
         return {
             str(logical): resource for logical, resource in declared.items() if isinstance(resource, dict)
         }
+
+
+def _plugins(value: Any) -> list[str]:
+    """The plugins named (``plugins: [a, b]`` or ``plugins: {modules: [a, b]}``)."""
+    names = value.get("modules") if isinstance(value, dict) else value
+    return [str(name) for name in names] if isinstance(names, list) else []
 
 
 def _url_event(url: Any, index: int) -> list[EventSource]:

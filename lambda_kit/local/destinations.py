@@ -66,8 +66,13 @@ class Destinations:
 
 
 def function_error(error: BaseException | None) -> dict[str, Any]:
+    """The error as Lambda puts it in a record's ``responsePayload``: as the runtime reported it for
+    the function's own (``FunctionError``), else (a hook's exception) from the exception."""
     if error is None:
         return {}
+    payload = getattr(error, "payload", None)
+    if isinstance(payload, dict):
+        return payload
     return {
         "errorMessage": str(error),
         "errorType": type(error).__name__,

@@ -133,9 +133,9 @@ class LambdaApi:
         if result.error is not None:
             error = {
                 "errorMessage": str(result.error),
-                "errorType": type(result.error).__name__,
+                "errorType": result.error_type,
                 "requestId": result.request_id,
-                "stackTrace": [],
+                "stackTrace": getattr(result.error, "stack_trace", []),
             }
             return 200, [*headers, ("X-Amz-Function-Error", "Unhandled")], json.dumps(error).encode()
         return 200, headers, json.dumps(result.response, default=str).encode()

@@ -38,6 +38,10 @@ class Timing:
     and adds more while the queue backs up; a local stack under load is always backed up."""
     async_concurrency: int = 4
     """Concurrent asynchronous (SNS) invocations across the stack."""
+    function_concurrency: int = 8
+    """Execution environments (worker processes) per function at most, unless its
+    ``reservedConcurrency`` says; an invocation beyond them waits for one to be free. Lambda scales
+    a function to the account's concurrency (1,000 by default) and throttles beyond it."""
 
 
 class Journal:

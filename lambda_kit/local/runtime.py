@@ -1,41 +1,61 @@
-"""Running a function in-process, the way Lambda's Python runtime would.
+"""A function as Lambda runs it: invocations handed to its execution environments.
 
-The handler module is imported from the project directory (which goes first on ``sys.path``, as
-Lambda's task root does). Each invocation gets its own context (function name, a fresh
-``aws_request_id``, remaining time counting down from the configured timeout). An invocation
-that runs past its timeout counts as failed with ``Task timed out`` (Lambda would have stopped
-it; here the thread cannot be killed, so it finishes, but its result is discarded).
+``FunctionRuntime.invoke`` is the stack's side of one invocation: a fresh request id and context,
+the invocation hooks, then the event to a worker of the function's pool (``environments.py``:
+processes under AWS's runtime interface client, from the function's task root, with only its own
+environment), the platform's START / END / REPORT lines (``function_log.py``), and a ``Result``.
 
-Limitation: all functions share one process, so they share ``os.environ``: the stack sets the
-provider's environment plus every function's variables at start. Functions that give the same
-variable different values cannot both be right in-process (the stack warns about it).
+What Lambda reports, the result reports: the function's own error (``errorType`` and
+``errorMessage`` as the runtime posted them), an initialization error (``Runtime.ImportModuleError``,
+``Runtime.HandlerNotFound``: the invocation fails with it, the next one starts a new environment),
+``Sandbox.Timedout`` (``Task timed out after N.NN seconds``: the worker was killed at the deadline),
+``Runtime.ExitError`` and ``Runtime.OutOfMemory`` (the worker is gone). A result's ``error`` is
+then a ``FunctionError`` carrying them.
 
-Invocation hooks (``FunctionRuntime.hooks``, shared with the stack) wrap every invocation:
-``hook(invocation, proceed)`` may raise before ``proceed()`` (a crash before the handler), after
-it (a crash after the work committed), or change the event — the fault soak uses them.
+Invocation hooks (``FunctionRuntime.hooks``, shared with the stack) wrap every invocation on the
+stack's side: ``hook(invocation, proceed)`` may raise before ``proceed()`` (a crash before the
+handler), after it (a crash after the work committed), or change the event — the fault soak uses
+them. ``proceed()`` returns the function's response or raises its ``FunctionError``.
 """
 
 from __future__ import annotations
 
-import importlib
-import sys
-import threading
+import json
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ..testing import LambdaContext
 from .config import FunctionConfig
+from .environments import Launch, Pending, Worker, WorkerPool
+from .function_log import PlatformLines, Report, function_line
 
 
-class HandlerImportError(Exception):
-    """The handler path does not import; the message is one line."""
+class FunctionError(Exception):
+    """An invocation's error as Lambda reports it: ``error_type`` (``ValueError``,
+    ``Runtime.ImportModuleError``, ``Sandbox.Timedout`` ...), the message, the runtime's stack trace."""
 
+    def __init__(self, error_type: str, message: str, stack_trace: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+        self.message = message
+        self.stack_trace = list(stack_trace or [])
 
-class InvocationTimeout(Exception):
-    pass
+    @classmethod
+    def of(cls, payload: dict[str, Any]) -> FunctionError:
+        trace = payload.get("stackTrace")
+        return cls(
+            str(payload.get("errorType") or "Error"),
+            str(payload.get("errorMessage") or ""),
+            [str(line) for line in trace] if isinstance(trace, list) else None,
+        )
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        """The error as Lambda returns it to a synchronous caller."""
+        return {"errorMessage": self.message, "errorType": self.error_type, "stackTrace": self.stack_trace}
 
 
 @dataclass
@@ -62,24 +82,44 @@ class Result:
         return self.error is None
 
     @property
+    def error_type(self) -> str | None:
+        """Lambda's ``errorType`` of the error (a hook's own exception: its class name)."""
+        if self.error is None:
+            return None
+        return self.error.error_type if isinstance(self.error, FunctionError) else type(self.error).__name__
+
+    @property
     def error_text(self) -> str | None:
         """``Type: message`` of the error, as the journal notes it (None on success)."""
-        return None if self.error is None else f"{type(self.error).__name__}: {self.error}"
+        return None if self.error is None else f"{self.error_type}: {self.error}"
 
 
 Hook = Callable[[Invocation, Callable[[], Any]], Any]
 
-_import_lock = threading.RLock()
+
+def trace_header() -> str:
+    """A fresh X-Ray trace header, as Lambda gives every invocation (not sampled)."""
+    root = f"1-{int(time.time()):08x}-{secrets.token_hex(12)}"
+    return f"Root={root};Parent={secrets.token_hex(8)};Sampled=0"
 
 
 @dataclass
 class FunctionRuntime:
     function: FunctionConfig
-    project_dir: Path
+    launch: Launch
     region: str = "us-east-1"
     hooks: list[Hook] = field(default_factory=list)
-    on_result: Callable[[Invocation, Result], None] | None = None
-    _handler: Callable[..., Any] | None = None
+    write: Callable[[str], None] = print
+    """Where the function's lines go (the stack's log file)."""
+    concurrency: int = 8
+    """At most this many execution environments at once (reservedConcurrency when it is set)."""
+    system_log_level: str | None = None
+    pool: WorkerPool = field(init=False)
+    platform: PlatformLines = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.pool = WorkerPool(self._start_worker, self.concurrency)
+        self.platform = PlatformLines(self.write, self.function.name, self.system_log_level)
 
     @property
     def name(self) -> str:
@@ -89,33 +129,34 @@ class FunctionRuntime:
     def arn(self) -> str:
         return f"arn:aws:lambda:{self.region}:123456789012:function:{self.function.name}"
 
-    def handler(self) -> Callable[..., Any]:
-        if self._handler is None:
-            self._handler = load_handler(self.function, self.project_dir)
-        return self._handler
-
     def context(self) -> LambdaContext:
-        context = LambdaContext(self.function.name, self.function.timeout, self.function.memory)
+        context = LambdaContext(self.function.name, self.function.timeout or 3, self.function.memory or 128)
         context.invoked_function_arn = self.arn
         context.log_group_name = f"/aws/lambda/{self.function.name}"
         return context
 
-    def invoke(self, event: Any, source: str = "direct", attempt: int = 1) -> Result:
-        handler = self.handler()
+    def invoke(
+        self, event: Any, source: str = "direct", attempt: int = 1, trace: str | None = None
+    ) -> Result:
         context = self.context()
         invocation = Invocation(self.function, event, context, source, attempt)
-        proceed = self._through_hooks(invocation, lambda: handler(invocation.event, invocation.context))
+        proceed = self._through_hooks(invocation, lambda: self._call(invocation, trace or trace_header()))
         result = Result(request_id=context.aws_request_id, started=time.time())
         started = time.perf_counter()
         try:
             result.response = proceed()
-        except Exception as exc:  # the function's error, as Lambda reports it
+        except Exception as exc:  # the function's error (or a hook's), as Lambda reports it
             result.error = exc
         result.duration = time.perf_counter() - started
-        self._time_out(result)
-        if self.on_result is not None:
-            self.on_result(invocation, result)
         return result
+
+    def renew(self, launch: Launch) -> None:
+        """Run from ``launch`` from now on (a rebuilt task root): warm workers are replaced."""
+        self.launch = launch
+        self.pool.renew()
+
+    def close(self) -> None:
+        self.pool.close()
 
     def _through_hooks(self, invocation: Invocation, call: Callable[[], Any]) -> Callable[[], Any]:
         """``call`` wrapped in the hooks, the first hook outermost."""
@@ -124,69 +165,61 @@ class FunctionRuntime:
             proceed = _bind(hook, invocation, proceed)
         return proceed
 
-    def _time_out(self, result: Result) -> None:
-        """A run past the function's timeout failed, whatever it returned (Lambda would have stopped it)."""
-        if result.error is None and result.duration > self.function.timeout:
-            result.error = InvocationTimeout(f"Task timed out after {self.function.timeout:.2f} seconds")
-            result.response = None
+    def _start_worker(self) -> Worker:
+        worker: Worker | None = None
+
+        def output(line: str) -> None:
+            pending = worker.pending if worker is not None else None
+            self.write(function_line(line, self.function.name, pending.request_id if pending else None))
+
+        worker = Worker(self.launch, output)
+        return worker
+
+    def _call(self, invocation: Invocation, trace: str) -> Any:
+        """One invocation on a worker: the response, or its ``FunctionError`` raised."""
+        if self.concurrency == 0:
+            raise FunctionError("TooManyRequestsException", "Rate Exceeded.")
+        request_id = invocation.context.aws_request_id
+        pending = Pending(request_id, json.dumps(invocation.event).encode(), self._headers(request_id, trace),
+                          float(self.function.timeout or 3))  # fmt: skip
+        worker, cold = self.pool.acquire()
+        try:
+            self.platform.start(request_id)
+            worker.run(pending)
+            self._report(worker, pending, cold)
+        finally:
+            self.pool.release(worker)
+        if pending.error is not None:
+            raise FunctionError.of(pending.error)
+        return json.loads(pending.response) if pending.response else None
+
+    def _headers(self, request_id: str, trace: str) -> dict[str, str]:
+        return {
+            "Lambda-Runtime-Aws-Request-Id": request_id,
+            "Lambda-Runtime-Invoked-Function-Arn": self.arn,
+            "Lambda-Runtime-Trace-Id": trace,
+        }
+
+    def _report(self, worker: Worker, pending: Pending, cold: bool) -> None:
+        error_type = (pending.error or {}).get("errorType")
+        timed_out = error_type == "Sandbox.Timedout"
+        if timed_out:
+            self.platform.timed_out(
+                pending.request_id, str(pending.error["errorMessage"]).rpartition("Error: ")[2]
+            )
+        ran = time.monotonic() - pending.taken_at if pending.taken_at else 0.0
+        self.platform.end(
+            Report(
+                request_id=pending.request_id,
+                duration=ran,
+                memory_mb=int(self.function.memory or 128),
+                max_memory_mb=worker.peak_memory_mb(),
+                init_duration=worker.init_duration if cold else None,
+                error_type=error_type,
+                timed_out=timed_out,
+            )
+        )
 
 
 def _bind(hook: Hook, invocation: Invocation, proceed: Callable[[], Any]) -> Callable[[], Any]:
     return lambda: hook(invocation, proceed)
-
-
-def load_handler(function: FunctionConfig, project_dir: Path) -> Callable[..., Any]:
-    """Import ``function.handler`` from ``project_dir``; ``HandlerImportError`` with one line if not."""
-    root = str(project_dir)
-    with _import_lock:
-        if root not in sys.path:
-            sys.path.insert(0, root)
-        _forget_foreign(function.module, root)
-        module = _import(function, root)
-    handler = getattr(module, function.attribute, None)
-    if not callable(handler):
-        raise HandlerImportError(
-            f"{function.key}: module {function.module!r} has no function {function.attribute!r}"
-        )
-    return handler
-
-
-def _import(function: FunctionConfig, root: str) -> Any:
-    name = function.module
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name and name.startswith(exc.name):
-            raise HandlerImportError(
-                f"{function.key}: handler {function.handler!r}: no module {name!r} under {root}"
-            ) from None
-        raise HandlerImportError(
-            f"{function.key}: handler {function.handler!r} does not import: {exc}"
-        ) from None
-    except Exception as exc:
-        raise HandlerImportError(
-            f"{function.key}: handler {function.handler!r} does not import: {type(exc).__name__}: {exc}"
-        ) from None
-
-
-def _forget_foreign(module_name: str, root: str) -> None:
-    """Drop an already-imported module of that name that lives in another project directory
-    (tests start stacks for several toy projects in one process)."""
-    parts = module_name.split(".")
-    for depth in range(len(parts), 0, -1):
-        name = ".".join(parts[:depth])
-        if _is_foreign(sys.modules.get(name), root):
-            _drop(name)
-    importlib.invalidate_caches()
-
-
-def _drop(package: str) -> None:
-    """Forget the module ``package`` and its submodules."""
-    for name in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
-        del sys.modules[name]
-
-
-def _is_foreign(module: Any, root: str) -> bool:
-    """Whether ``module`` was loaded from outside ``root``."""
-    location = getattr(module, "__file__", None) or next(iter(getattr(module, "__path__", None) or []), None)
-    return bool(location) and not str(Path(location).resolve()).startswith(str(Path(root).resolve()))

@@ -29,12 +29,16 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, TypeVar
 
-from .. import log as lambda_log
 from .._data import dig, mapping
 from ..serverless_config import ConfigError
 from .async_invoker import AsyncInvoker
+from .aws_calls import DEFAULT_PATH as CALLS_PATH
+from .aws_calls import CallLog, canonical
+from .denied_calls import DeniedCalls
+from .aws_proxy import AwsProxy
 from .clients import Clients, remember_user_agents
 from .config import EventSource, FunctionConfig, ServiceConfig, load_service
 from .destinations import Destinations, target_arn
@@ -42,10 +46,12 @@ from .dynamodb_local import DynamoDBLocal, DynamoDBLocalUnavailable, find_instal
 from .endpoint import aws_environment
 from .eventbridge_source import EventBridgeEventSource
 from .gateway import HttpGateway, Route, routes_for
+from .iam_policy import Role, Roles
 from .logfile import DEFAULT_PATH, LogFile
 from .moto_process import EndpointProcess
 from .poller import Journal, Poller, Timing
 from .relay import QueueRelay
+from .reload import Reloader, watched_paths
 from .resources import Resources
 from .runtime import FunctionRuntime, Hook, Result
 from .s3_source import S3EventSource
@@ -53,6 +59,7 @@ from .sns_source import SnsEventSource
 from .sqs_source import SqsEventSource
 from .stream_source import StreamEventSource, TtlDeletions
 from .ttl import TtlSweeper
+from .workspace import Workspace
 
 _UNSET: Any = object()
 Delivered = TypeVar("Delivered")
@@ -77,6 +84,8 @@ class LocalStack:
         event_sources: bool = True,
         ttl: bool = True,
         hooks: Iterable[Hook] = (),
+        iam: bool = True,
+        reload: bool = True,
     ) -> None:
         self.config = (
             config if isinstance(config, ServiceConfig) else load_service(config, stage=stage, region=region)
@@ -93,6 +102,15 @@ class LocalStack:
         self.event_sources = event_sources
         self.ttl_enabled = ttl
         self.hooks: list[Hook] = list(hooks)
+        self.iam = iam
+        """Whether each function's AWS calls are authorised against its role (else only recorded)."""
+        self.calls = CallLog()
+        self.calls_path = self.config.project_dir / CALLS_PATH
+        self.aws_proxy: AwsProxy | None = None
+        self.reload = reload
+        """Whether a change to a function's files replaces its warm workers (``reload.py``)."""
+        self.reloader: Reloader | None = None
+        self._launches: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
         self.journal = Journal()
         self.endpoint: EndpointProcess | None = None
         self.endpoint_url = ""
@@ -111,6 +129,7 @@ class LocalStack:
         self.ttl_deletions = TtlDeletions()
         self.ttl: TtlSweeper | None = None
         self.log: LogFile | None = None
+        self.workspace: Workspace | None = None
         self._saved_env: dict[str, str | None] = {}
         self._started = False
 
@@ -137,12 +156,15 @@ class LocalStack:
         self.resources.create_all()
         selected = [f for f in self.config.functions.values() if self.only is None or f.key in self.only]
         self._resolve_destinations()
-        self._set_function_environment(selected)
         self.log = LogFile(
             self.log_path, echo=self.echo, prefix=f"{self.config.service}-{self.config.stage}-"
         )
-        lambda_log.set_sink(self.log.write)
-        self._import_functions(selected)
+        own = [Path(self.log_path)] if self.log_path is not None else []
+        if self.log_path is not None:  # a run kept: check reads its denied calls
+            denied = DeniedCalls(self.config.path)
+            self.calls.on_denied = lambda call: denied.record(call.function, call.action, call.resource)
+        self.workspace = Workspace(self.config, self.timing, own)
+        self._start_functions(selected)
         self.destinations = Destinations(self._clients())
         self.invoker = AsyncInvoker(self.destinations, self.timing, self.journal)
         for runtime in self.runtimes.values():
@@ -153,12 +175,63 @@ class LocalStack:
         for delivery in self.deliveries:
             delivery.start()
         self._start_ttl()
+        if self.reload:
+            self._start_reloader()
 
-    def _import_functions(self, selected: list[FunctionConfig]) -> None:
+    def _start_functions(self, selected: list[FunctionConfig]) -> None:
+        """Each function's runtime; its workers start at its first invocation (a handler that does
+        not import fails its invocations with the init error, as on Lambda, not the start)."""
+        workspace = _started(self.workspace)
+        self.aws_proxy = AwsProxy(
+            self._function_endpoint_url or self.endpoint_url,
+            self.dynamodb_url,
+            self.region,
+            self.calls,
+            self.iam,
+        ).start()
+        resources = self._resources()
+        roles = Roles(self.config, lambda value: canonical(resources.resolve(value), self.region))
         for function in selected:
-            runtime = FunctionRuntime(function, self.config.project_dir, self.region, hooks=self.hooks)
-            runtime.handler()  # import now: a broken handler path fails the start, in one line
-            self.runtimes[function.key] = runtime
+            role = roles.of(function)
+            if not role.known:
+                self.journal.record("iam.unknown", function=function.key, why=role.why_unknown)
+            environment = {
+                k: _env_text(v) for k, v in self._resources().resolve(function.environment).items()
+            }
+            aws = self._function_aws_environment(function, role)
+            self._launches[function.key] = (environment, aws)
+            self.runtimes[function.key] = FunctionRuntime(
+                function,
+                workspace.launch(function, environment, aws),
+                self.region,
+                hooks=self.hooks,
+                write=_started(self.log).write,
+                concurrency=workspace.concurrency(function),
+                system_log_level=workspace.logging(function).get("systemLogLevel"),
+            )
+
+    def _start_reloader(self) -> None:
+        workspace = _started(self.workspace)
+        project = self.config.project_dir
+        self.reloader = Reloader(project, watched_paths(project, workspace.files), self._reload).start()
+
+    def _reload(self, changed: set[str]) -> None:
+        """Files changed: the functions whose task roots hold one run from a rebuilt one."""
+        workspace = _started(self.workspace)
+        for key, runtime in self.runtimes.items():
+            if workspace.holds(runtime.function, changed):
+                environment, aws = self._launches[key]
+                runtime.renew(workspace.launch(runtime.function, environment, aws, fresh=True))
+                self.journal.record("function.reloaded", function=key, changed=sorted(changed))
+
+    def _function_aws_environment(self, function: FunctionConfig, role: Role) -> dict[str, str]:
+        """The endpoints (the stack's proxy, for every service) and the credentials a function's
+        workers get: an access key the proxy knows as the function's."""
+        proxy = _started(self.aws_proxy)
+        return {
+            **aws_environment(proxy.url, self.region, proxy.url),
+            **proxy.credentials(function.key, function.name, role),
+        }
 
     def _start_endpoints(self) -> None:
         """moto (unless ``endpoint_url`` is given) and the DynamoDB, started side by side; the
@@ -175,9 +248,8 @@ class LocalStack:
         self.dynamodb_url = dynamodb_url or self.endpoint_url
         remember_user_agents()
         self.clients = Clients(self.endpoint_url, self.region, self.dynamodb_url)
-        self._set_env(
-            aws_environment(self._function_endpoint_url or self.endpoint_url, self.region, self.dynamodb_url)
-        )
+        # this process's boto3 (the service's load, tests, hooks): the endpoints themselves
+        self._set_env(aws_environment(self.endpoint_url, self.region, self.dynamodb_url))
 
     def _resolve_destinations(self) -> None:
         """Function-level destinations (asynchronous invocations) name resources with intrinsics."""
@@ -186,20 +258,6 @@ class LocalStack:
             for key in ("destinations", "onError"):
                 if function.raw.get(key) is not None:
                     function.raw = {**function.raw, key: resources.resolve(function.raw[key])}
-
-    def _set_function_environment(self, selected: list[FunctionConfig]) -> None:
-        """The functions' environment, in this process's (they share it: a variable two functions
-        set differently is journaled, the later one's value used)."""
-        environment: dict[str, str] = {}
-        for function in selected:
-            for key, value in self._resources().resolve(function.environment).items():
-                text = _env_text(value)
-                if environment.get(key, text) != text:
-                    self.journal.record(
-                        "env.conflict", variable=key, function=function.key, values=[environment[key], text]
-                    )
-                environment[key] = text
-        self._set_env(environment)
 
     def _wire(self, runtime: FunctionRuntime, event: EventSource) -> None:
         """Deliver one event of a function as its source says (``Source.delivery``), or note that it
@@ -264,8 +322,17 @@ class LocalStack:
         if not self._started:
             return
         self._started = False
+        if self.reloader is not None:
+            self.reloader.stop()
         self._stop_deliveries()
-        lambda_log.set_sink(None)
+        for runtime in self.runtimes.values():
+            runtime.close()
+        if self.aws_proxy is not None:
+            self.aws_proxy.stop()
+            if self.log_path is not None:
+                self.calls.write(self.calls_path)
+        if self.workspace is not None:
+            self.workspace.remove()
         if self.log is not None:
             self.log.close()
         for process in (self.endpoint, self.dynamodb_local):
