@@ -37,10 +37,10 @@ from ..serverless_config import ConfigError
 from .async_invoker import AsyncInvoker
 from .aws_calls import DEFAULT_PATH as CALLS_PATH
 from .aws_calls import CallLog, canonical
-from .denied_calls import DeniedCalls
 from .aws_proxy import AwsProxy
 from .clients import Clients, remember_user_agents
 from .config import EventSource, FunctionConfig, ServiceConfig, load_service
+from .denied_calls import DeniedCalls
 from .destinations import Destinations, target_arn
 from .dynamodb_local import DynamoDBLocal, DynamoDBLocalUnavailable, find_installation
 from .endpoint import aws_environment
