@@ -898,6 +898,10 @@ def _read_dead_letters(stack: Any, plan: Plan, result: SoakResult) -> None:
     result.poison_error_lines = {trace_id: 0 for trace_id in sorted(expected_ids)}
 
 
+SDK_LOGGERS = ("botocore", "boto3", "urllib3", "s3transfer")
+"""Libraries whose plain ``logging`` lines lambda_kit writes under Lambda's runtime (docs/logging.md)."""
+
+
 def _read_log(result: SoakResult) -> None:
     if result.log_path is None:
         return
@@ -918,6 +922,8 @@ def _read_log(result: SoakResult) -> None:
                 continue
             if str(line.get("type", "")).startswith("platform.") or line.get("origin") == "runtime":
                 continue  # Lambda's own lines (START / END / REPORT, the runtime's report of an error)
+            if str(line.get("logger", "")).split(".")[0] in SDK_LOGGERS and "trace_id" not in line:
+                continue  # the AWS SDK's own line outside a record (a client made at a batch's commit)
             trace_id = line.get("trace_id")
             traced = isinstance(trace_id, str) and trace_id
             batch = (

@@ -85,3 +85,20 @@ def test_start_end_and_report_with_the_init_duration_of_a_cold_start():
     quiet: list[str] = []
     PlatformLines(quiet.append, "f", "WARN").start("r-2")
     assert quiet == []  # systemLogLevel WARN: no platform lines, as on Lambda
+
+
+def test_the_runtimes_json_error_report_is_the_runtimes_line():
+    """Under ``AWS_LAMBDA_LOG_FORMAT=JSON`` the runtime reports a raised error as a JSON line of its
+    own: marked as the runtime's (it carries no trace id: it is no record's line)."""
+    report = {
+        "timestamp": "2026-12-01T23:03:14Z",
+        "level": "ERROR",
+        "errorMessage": "boom",
+        "errorType": "ValueError",
+        "requestId": "r-9",
+        "stackTrace": ["  File x"],
+    }
+    line = json.loads(function_line(json.dumps(report), "shop-dev-api", "r-9"))
+    assert (line["origin"], line["request_id"], line["function_name"]) == ("runtime", "r-9", "shop-dev-api")
+    own = json.loads(function_line('{"level": "INFO", "message": "hi"}', "shop-dev-api", "r-9"))
+    assert "origin" not in own

@@ -23,12 +23,19 @@ from lambda_kit import testing
 from lambda_kit.cli import main
 from lambda_kit.local import running
 from tests._local_process import start_local
+from tests._local_toys import vendor_lambda_kit
 
 SERVICE = """
 service: shelf
 provider:
   name: aws
   runtime: python3.12
+  iam:
+    role:
+      statements:
+        - Effect: Allow
+          Action: [dynamodb:PutItem, dynamodb:Scan]
+          Resource: {"Fn::GetAtt": [Shelf, Arn]}
 functions:
   api:
     handler: shelf_api.handler
@@ -68,6 +75,7 @@ def handler(request, context):
 def write(root: Path) -> Path:
     (root / "serverless.yml").write_text(textwrap.dedent(SERVICE), encoding="utf-8")
     (root / "shelf_api.py").write_text(textwrap.dedent(API), encoding="utf-8")
+    vendor_lambda_kit(root)  # the zip holds lambda_kit, as a service's does
     return root / "serverless.yml"
 
 
@@ -132,7 +140,7 @@ def test_invoke_uses_the_running_local_stack_then_one_of_its_own(tmp_path, aws_e
             )
             == 0
         )
-        assert "2 log lines" in capsys.readouterr().out
+        assert "5 log lines" in capsys.readouterr().out
 
         _the_sdk_invokes_it(found.lambda_api)
     finally:

@@ -126,6 +126,7 @@ def test_local_restarts_at_once_on_the_port_it_just_served(tmp_path, stop):
     waitress binds it with SO_REUSEADDR, and so does the check that the port is free."""
     (tmp_path / "serverless.yml").write_text(textwrap.dedent(SERVICE), encoding="utf-8")
     (tmp_path / "served_echo.py").write_text(textwrap.dedent(ECHO), encoding="utf-8")
+    vendor_lambda_kit(tmp_path)
     env = _env()
     env["PYTHONPATH"] = str(ROOT)
     process, url = start_local(tmp_path, env)

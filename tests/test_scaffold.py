@@ -407,7 +407,9 @@ def test_a_missing_requirement_and_a_denied_call_fail_locally_as_on_lambda(scaff
     ) in imported.stdout
 
     body = json.dumps({"id": "o-1", "item": "book", "quantity": 2})
-    denied = run([lambda_kit, "invoke", "api", "--event", "api", "--body", body], directory, scaffold["env"])
+    invoke = [lambda_kit, "invoke", "api", "--event", "api", "--method", "POST", "--path", "/orders"]
+    invoke += ["--body", body]
+    denied = run(invoke, directory, scaffold["env"])
     assert denied.returncode == 1, denied.stdout + denied.stderr  # the API answered 500
     assert "An error occurred (AccessDenied) when calling the SendMessage operation" in denied.stdout
     assert "/orders-dev-api is not authorized to perform: sqs:SendMessage on resource: " in denied.stdout

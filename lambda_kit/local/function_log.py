@@ -2,7 +2,8 @@
 processes print, and Lambda's platform lines around each invocation.
 
 A JSON line a function writes (lambda_kit's, Powertools', the runtime's JSON format) goes to the
-file as it is, with the function's name added where it has none (the file holds every function's
+file as it is, with the function's name added where it has none (and ``origin`` ``runtime`` on the
+runtime's report of an error in its JSON format: ``errorType``, ``requestId``, no ``message``) (the file holds every function's
 lines; CloudWatch Logs would tell them apart by log group). A text line becomes a JSON line: the
 runtime's own text format (``[LEVEL]\\ttime\\trequest id\\tmessage``; an error's lines joined by
 ``\\r``, ``[ERROR] Type: message``) is read into ``level``, ``request_id``, ``message`` (and
@@ -47,6 +48,9 @@ def function_line(line: str, function_name: str, request_id: str | None) -> str:
             parsed = None
         if isinstance(parsed, dict):
             parsed.setdefault("function_name", function_name)
+            if "errorType" in parsed and "requestId" in parsed and "message" not in parsed:
+                parsed.setdefault("origin", "runtime")  # the runtime's report of an error, JSON format
+                parsed.setdefault("request_id", parsed["requestId"])
             if request_id and "requestId" not in parsed:
                 parsed.setdefault("request_id", request_id)
             return json.dumps(parsed, ensure_ascii=False, default=str)
