@@ -4,8 +4,8 @@ processes print, and Lambda's platform lines around each invocation.
 A JSON line a function writes (lambda_kit's, Powertools', the runtime's JSON format) goes to the
 file as it is, with the function's name added where it has none (the file holds every function's
 lines; CloudWatch Logs would tell them apart by log group), and ``origin`` ``runtime`` on the
-runtime's report of an error in its JSON format (``errorType``, ``requestId``, no ``message``). A text line becomes a JSON line: the
-runtime's own text format (``[LEVEL]\\ttime\\trequest id\\tmessage``; an error's lines joined by
+runtime's report of an error in its JSON format (``errorType``, ``requestId``, no ``message``).
+A text line becomes a JSON line: the runtime's own text format (``[LEVEL]\\ttime\\trequest id\\tmessage``; an error's lines joined by
 ``\\r``, ``[ERROR] Type: message``) is read into ``level``, ``request_id``, ``message`` (and
 ``error_type``), with ``origin`` ``runtime`` (the runtime's report of an error the handler raised is
 such a line, as on Lambda); any other text (a ``print``) is the ``message``, with the request that
