@@ -1,23 +1,23 @@
-"""What a function's execution environments write to the stack's log file: the lines their
-processes print, and Lambda's platform lines around each invocation.
+"""What a function's execution environments write to the stack's log file: the lines their processes
+print, and Lambda's platform lines around each invocation.
 
 A JSON line a function writes (lambda_kit's, Powertools', the runtime's JSON format) goes to the
 file as it is, with the function's name added where it has none (the file holds every function's
 lines; CloudWatch Logs would tell them apart by log group), and ``origin`` ``runtime`` on the
-runtime's report of an error in its JSON format (``errorType``, ``requestId``, no ``message``).
-A text line becomes a JSON line: the runtime's own text format (``[LEVEL]\\ttime\\trequest id\\tmessage``; an error's lines joined by
-``\\r``, ``[ERROR] Type: message``) is read into ``level``, ``request_id``, ``message`` (and
-``error_type``), with ``origin`` ``runtime`` (the runtime's report of an error the handler raised is
-such a line, as on Lambda); any other text (a ``print``) is the ``message``, with the request that
-was running and ``origin`` ``print``.
+runtime's report of an error in its JSON format (``errorType``, ``requestId``, no ``message``). A
+text line becomes a JSON line: the runtime's own text format (``[LEVEL]\\ttime\\trequest
+id\\tmessage``; an error's lines joined by ``\\r``, ``[ERROR] Type: message``) is read into
+``level``, ``request_id``, ``message`` (and ``error_type``), with ``origin`` ``runtime`` (the
+runtime's report of an error the handler raised is such a line, as on Lambda); any other text (a
+``print``) is the ``message``, with the request that was running and ``origin`` ``print``.
 
 The platform lines are Lambda's JSON log format's (``type`` ``platform.start``,
 ``platform.runtimeDone``, ``platform.report`` with ``record``), plus the fields the timeline reads
 (``timestamp``, ``level``, ``function_name``, ``request_id``, ``message`` with Lambda's text line
-but its request id, which ``request_id`` holds: ``REPORT Duration: 3.02 ms ... Init Duration:
-240.51 ms`` on a cold start; a REPORT's ``duration_ms``, and its ``outcome``: the status, with the
-init duration on a cold start).
-A function whose ``systemLogLevel`` is WARN or above gets none, as on Lambda.
+but its request id, which ``request_id`` holds: ``REPORT Duration: 3.02 ms ... Init Duration: 240.51
+ms`` on a cold start; a REPORT's ``duration_ms``, and its ``outcome``: the status, with the init
+duration on a cold start). A function whose ``systemLogLevel`` is WARN or above gets none, as on
+Lambda.
 """
 
 from __future__ import annotations
