@@ -215,6 +215,8 @@ class RecordPath:
                 },
             )
         self.outcome.processed += 1
+        if self.adapter.keeps_results:
+            self.outcome.results.append((record, result))
 
     def span_outcome(self, error: BaseException | None) -> str | None:
         return None  # the span says ok or failed by its error

@@ -101,6 +101,11 @@ class Source:
     traits apply (an S3 notification in an SQS message is reported like any SQS message), and
     ``describe`` names this source first: it is the more specific."""
 
+    keeps_results: ClassVar[bool] = False
+    """Its response carries each record's result (Firehose's transformed data, S3 Batch Operations'
+    result string): the outcome keeps what the function returned for each processed record
+    (``Outcome.results``)."""
+
     stop_at_first_failure: bool = False
     requeueing: bool = False
 
