@@ -290,7 +290,9 @@ def test_an_async_function_runs_under_each_decorator_and_is_refused_the_others_e
         return
     handler(example, lambda_context())
     assert len(calls) == 1 and (calls[0] == "T-async" or source in ("api", "s3"))
-    done = [line for line in read_lines(capfd) if line["message"] in ("record processed", "request processed")]
+    done = [
+        line for line in read_lines(capfd) if line["message"] in ("record processed", "request processed")
+    ]
     if source == "authorizer":
         assert [line["decision"] for line in done] == ["allow"]
         return

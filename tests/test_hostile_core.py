@@ -26,10 +26,14 @@ from lambda_kit import sources as registry
 from lambda_kit.testing import cloudwatch_logs_event, event, kinesis_event, lambda_context, sqs_event
 
 REQUEST_SOURCES = ("api", "authorizer", "websocket")  # one request per invocation, answered, never raised
-SOURCES = [name for name in registry.NAMES if name not in REQUEST_SOURCES]  # the batch sources: one record each
+SOURCES = [
+    name for name in registry.NAMES if name not in REQUEST_SOURCES
+]  # the batch sources: one record each
 ANSWERED = {  # the sources whose response answers each record: what a failed record's answer says
     "firehose": lambda response: [record["result"] for record in response["records"]] == ["ProcessingFailed"],
-    "s3_batch": lambda response: [result["resultCode"] for result in response["results"]] == ["PermanentFailure"],
+    "s3_batch": lambda response: (
+        [result["resultCode"] for result in response["results"]] == ["PermanentFailure"]
+    ),
 }
 PAYLOADS = {"s3": "n/1.txt"}  # an S3 event's payload names an object; the others carry {"n": 1}
 

@@ -1,7 +1,7 @@
 """One invocation of ``authorizer_handler``: the request is one record on the record path.
 
 ``AuthorizerPath`` is ``RecordPath`` with the authorizer's steps: the ``request received`` line
-(the token and secret headers masked), ``model=`` validating the event itself (the request's
+(never the token; secret headers masked), ``model=`` validating the event itself (the request's
 ``model``), the function's decision checked and written as its API's answer (``answer.answer``),
 and every failure turned into a deny (``answer.denial``, or the error ``Unauthorized`` a REST or
 WebSocket API answers 401 to) with an ERROR line that says why. An explicit ``Unauthorized`` is a
@@ -68,7 +68,7 @@ class AuthorizerPath(RecordPath):
 
     def received_fields(self, record: Record) -> dict[str, Any]:
         request: AuthorizerRequest = record.payload
-        fields = {
+        return {  # never the token: it is a credential (secret headers are masked by their names)
             "source": "authorizer",
             "shape": request.shape,
             "arn": log.clean(request.arn),
@@ -76,9 +76,6 @@ class AuthorizerPath(RecordPath):
             "path": log.clean(request.path or request.route_key),
             "headers": log.clean(dict(request.headers)),
         }
-        if request.token is not None:
-            fields["token"] = log.clean(request.token)  # a secret key: written masked
-        return fields
 
     def call(self, record: Record) -> Any:
         if record.error is not None:

@@ -24,16 +24,23 @@ from ...trace.propagation import trace_headers
 ENDPOINT_VARIABLE = "AWS_ENDPOINT_URL_APIGATEWAYMANAGEMENTAPI"
 GONE = 410
 
-_clients: dict[tuple[str | None, str | None], Any] = {}
+_clients: dict[tuple[str | None, str | None, str], Any] = {}
 _lock = Lock()
+
+
+def region_of(domain: str) -> str:
+    """The region of an ``execute-api`` domain, else the function's."""
+    parts = domain.split(".")
+    if len(parts) == 5 and parts[1] == "execute-api" and domain.endswith(".amazonaws.com"):
+        return parts[2]
+    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
 
 
 def endpoint_of(domain: str, api_id: str, stage: str) -> str:
     """The ``@connections`` endpoint of a WebSocket API stage (the module's docstring says which)."""
     if domain.endswith(".amazonaws.com"):
         return f"https://{domain}/{stage}"
-    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
-    return f"https://{api_id}.execute-api.{region}.amazonaws.com/{stage}"
+    return f"https://{api_id}.execute-api.{region_of(domain)}.amazonaws.com/{stage}"
 
 
 def payload_bytes(data: Any) -> bytes:
@@ -59,15 +66,17 @@ def _stamp(request: Any, **_: Any) -> None:
         request.headers[name] = value
 
 
-def management_client(endpoint_url: str) -> Any:
+def management_client(endpoint_url: str, region: str) -> Any:
     """The boto3 ``apigatewaymanagementapi`` client of ``endpoint_url`` (the variable's, when set)."""
     override = os.environ.get(ENDPOINT_VARIABLE)
-    key = (override, None if override else endpoint_url)
+    key = (override, None if override else endpoint_url, region)
     with _lock:
         if key not in _clients:
             import boto3  # an optional extra, and ~150 ms to import: only for a post to a client
 
-            client = boto3.client("apigatewaymanagementapi", endpoint_url=None if override else endpoint_url)
+            client = boto3.client(
+                "apigatewaymanagementapi", endpoint_url=None if override else endpoint_url, region_name=region
+            )
             client.meta.events.register("before-sign.apigatewaymanagementapi.*", _stamp)
             _clients[key] = client
         return _clients[key]
@@ -76,12 +85,13 @@ def management_client(endpoint_url: str) -> Any:
 class Connections:
     """The connections of one WebSocket API stage: post to one, read it, close it."""
 
-    def __init__(self, endpoint_url: str) -> None:
+    def __init__(self, endpoint_url: str, region: str) -> None:
         self.endpoint_url = endpoint_url
+        self.region = region
 
     @property
     def client(self) -> Any:
-        return management_client(self.endpoint_url)
+        return management_client(self.endpoint_url, self.region)
 
     def post(self, connection_id: str, data: Any) -> bool:
         """Send ``data`` to a client (bytes as they are, text as UTF-8, anything else as JSON); False

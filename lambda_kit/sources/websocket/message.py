@@ -17,7 +17,7 @@ from ... import codec
 from ..._data import mapping
 from ...errors import HTTPError
 from .._gateway import Headers, multi_valued
-from .connections import Connections, endpoint_of
+from .connections import Connections, endpoint_of, region_of
 
 _UNSET: Any = object()
 
@@ -120,7 +120,9 @@ class WebSocketMessage:
     @property
     def connections(self) -> Connections:
         """This API stage's ``@connections``."""
-        return Connections(endpoint_of(self.domain_name, self.api_id, self.stage))
+        return Connections(
+            endpoint_of(self.domain_name, self.api_id, self.stage), region_of(self.domain_name)
+        )
 
     def reply(self, data: Any) -> bool:
         """Send ``data`` to this message's client (False: its connection is gone)."""
