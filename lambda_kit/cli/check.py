@@ -51,6 +51,7 @@ from ..local.config import EventSource, FunctionConfig, ServiceConfig, read_serv
 from ..local.intrinsics import target
 from ..local.terminal import printable
 from ..serverless_config import ConfigError
+from .check_sources import wiring_findings
 
 RBIF = "ReportBatchItemFailures"
 DEFAULT_VISIBILITY_TIMEOUT = 30  # SQS default, seconds
@@ -945,9 +946,12 @@ def _check(path: str | os.PathLike[str]) -> tuple[list[Finding], int]:
             f"{os.fspath(path)} names no service: add service: <name> (the framework requires it)"
         )
     findings: list[Finding] = []
+    marks: dict[str, dict[str, Any]] = {}  # each imported handler's: how authorizers, Firehose are wired
     for function in config.functions.values():
         handler = _import_handler(function, config, findings)
+        marks.update({function.key: handler.marks} if handler.imported else {})
         _check_function(_Subject(function, handler, config, findings))
+    findings += [Finding(*found) for found in wiring_findings(config, marks)]
     return findings + _log_subscription_findings(config) + _queue_findings(config), len(config.functions)
 
 
