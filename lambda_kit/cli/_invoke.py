@@ -23,6 +23,7 @@ from ..local.config import EventSource, FunctionConfig, ServiceConfig, load_serv
 from ..local.terminal import printable, shown_path
 from ..serverless_config import ConfigError, read_text
 from ._errors import UserError, one_line
+from ._invoke_sources import answered_failure, event_options
 from ._stack import check_endpoint
 from ._trace import check_trace_id
 
@@ -253,6 +254,7 @@ def cmd_invoke(args: argparse.Namespace) -> int:
     config = load_service(args.config, stage=args.stage)
     function = config.function(args.function)
     options = _api_options(args, function) if args.event == "api" else {}
+    options = options or event_options(args.event, config, function)
     check_endpoint()
     lines: list[str] = []
     stack = LocalStack(
@@ -320,6 +322,9 @@ def _failure(result: Any, event: dict[str, Any]) -> str | None:
     if result.error is not None:
         return f"the function raised {type(result.error).__name__}"
     response = result.response if isinstance(result.response, dict) else {}
+    answered = answered_failure(response)  # Firehose records, an S3 Batch Operations task
+    if answered:
+        return answered
     failures = response.get("batchItemFailures")
     status = response.get("statusCode")
     if failures:

@@ -34,11 +34,11 @@ NOT_FUNCTIONS = ("aws_iam", "AWS_IAM")
 def wiring_findings(config: ServiceConfig, marks: dict[str, dict[str, Any]]) -> list[Found]:
     """The findings of the service's authorizers and Firehose processors; ``marks`` is each
     imported function's ``__lambda_kit__`` (``{}``: not a lambda_kit decorator)."""
-    authorizers = list(_authorizers(config))
+    named_by = list(authorizers(config))
     processors = list(_processors(config))
-    found = [*(problem for wiring in authorizers for problem in _authorizer_problems(config, marks, *wiring))]
+    found = [problem for wiring in named_by for problem in _authorizer_problems(config, marks, *wiring)]
     found += [problem for wiring in processors for problem in _processor_problems(config, marks, *wiring)]
-    named = {key for _, _, key, _ in authorizers} | {key for _, key in processors}
+    named = {_function_key(config, name) for _, _, name, _ in named_by} | {key for _, key in processors}
     for key, fn_marks in marks.items():
         decorator = fn_marks.get("decorator")
         if decorator in UNNAMED and key not in named:
@@ -61,7 +61,7 @@ UNNAMED = {
 # --- authorizers ------------------------------------------------------------------------------------
 
 
-def _authorizers(config: ServiceConfig) -> Iterator[tuple[FunctionConfig, EventSource, str, dict[str, Any]]]:
+def authorizers(config: ServiceConfig) -> Iterator[tuple[FunctionConfig, EventSource, str, dict[str, Any]]]:
     """(the route's function, its event, the authorizer function's key or name, the authorizer's
     settings) for each event that names a Lambda authorizer of this service."""
     declared = mapping(mapping(config.provider.get("httpApi")).get("authorizers"))
