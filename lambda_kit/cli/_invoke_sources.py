@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from .._data import mapping
+from ..local.authorizers import named_authorizers
 from ..local.config import FunctionConfig, ServiceConfig
-from .check_sources import authorizers
 
 
 def event_options(kind: str, config: ServiceConfig, function: FunctionConfig) -> dict[str, Any]:
@@ -22,7 +22,7 @@ def event_options(kind: str, config: ServiceConfig, function: FunctionConfig) ->
     an authorizer)."""
     if kind != "authorizer":
         return {}
-    for _, event, name, settings in authorizers(config):
+    for _, event, name, settings in named_authorizers(config):
         if name not in (function.key, function.name):
             continue
         spec = event.spec

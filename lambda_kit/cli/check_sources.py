@@ -22,19 +22,19 @@ from collections.abc import Iterator
 from typing import Any
 
 from .._data import mapping
+from ..local.authorizers import named_authorizers
 from ..local.config import EventSource, FunctionConfig, ServiceConfig
 from ..local.intrinsics import target
 
 Found = tuple[str, str, str]
 DELIVERY_STREAM = "AWS::KinesisFirehose::DeliveryStream"
 FUNCTION_SUFFIX = "LambdaFunction"
-NOT_FUNCTIONS = ("aws_iam", "AWS_IAM")
 
 
 def wiring_findings(config: ServiceConfig, marks: dict[str, dict[str, Any]]) -> list[Found]:
     """The findings of the service's authorizers and Firehose processors; ``marks`` is each
     imported function's ``__lambda_kit__`` (``{}``: not a lambda_kit decorator)."""
-    named_by = list(authorizers(config))
+    named_by = list(named_authorizers(config))
     processors = list(_processors(config))
     found = [problem for wiring in named_by for problem in _authorizer_problems(config, marks, *wiring)]
     found += [problem for wiring in processors for problem in _processor_problems(config, marks, *wiring)]
@@ -59,27 +59,6 @@ UNNAMED = {
 
 
 # --- authorizers ------------------------------------------------------------------------------------
-
-
-def authorizers(config: ServiceConfig) -> Iterator[tuple[FunctionConfig, EventSource, str, dict[str, Any]]]:
-    """(the route's function, its event, the authorizer function's key or name, the authorizer's
-    settings) for each event that names a Lambda authorizer of this service."""
-    declared = mapping(mapping(config.provider.get("httpApi")).get("authorizers"))
-    for function in config.functions.values():
-        for event in function.events:
-            named = event.spec.get("authorizer") if event.kind in ("http", "httpApi", "websocket") else None
-            if named is None:
-                continue
-            settings = dict(mapping(named)) if isinstance(named, dict) else {"name": named}
-            if event.kind == "httpApi":
-                settings = dict(mapping(declared.get(settings.get("name"))))
-                if str(settings.get("type", "")).lower() != "request":
-                    continue  # a JWT authorizer, or one of another API: no function of ours
-                name = settings.get("functionName")
-            else:
-                name = settings.get("name")
-            if isinstance(name, str) and not name.startswith("arn:") and name not in NOT_FUNCTIONS:
-                yield function, event, name, settings
 
 
 def _authorizer_problems(

@@ -35,6 +35,7 @@ from .. import log as lambda_log
 from .._data import dig, mapping
 from ..serverless_config import ConfigError
 from .async_invoker import AsyncInvoker
+from .authorizers import authorizer_for
 from .clients import Clients, remember_user_agents
 from .config import EventSource, FunctionConfig, ServiceConfig, load_service
 from .destinations import Destinations, target_arn
@@ -584,7 +585,10 @@ PAYLOADS = {"httpApi": "2.0", "http": "1.0"}
 def _route(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec: dict[str, Any]) -> Any:
     if event.kind not in PAYLOADS:
         return _not_emulated(stack, runtime, event, spec)
-    stack.routes.extend(routes_for(runtime, [event.spec], payload=PAYLOADS[event.kind]))
+    routes = routes_for(runtime, [event.spec], payload=PAYLOADS[event.kind])
+    for route in routes:  # the Lambda authorizer the event names, in front of its routes
+        route.authorizer = authorizer_for(stack.config, stack.runtimes, event)
+    stack.routes.extend(routes)
     return None
 
 
