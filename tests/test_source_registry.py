@@ -110,5 +110,4 @@ def test_every_source_says_what_its_arns_look_like_and_how_the_local_stack_deliv
         "authorizer",  # served in front of the gateway's routes that name it, not by an event
         "firehose",
         "s3_batch",
-        "websocket",
     }

@@ -54,6 +54,7 @@ from .sns_source import SnsEventSource
 from .sqs_source import SqsEventSource
 from .stream_source import StreamEventSource, TtlDeletions
 from .ttl import TtlSweeper
+from .websocket_gateway import websocket_route
 
 _UNSET: Any = object()
 Delivered = TypeVar("Delivered")
@@ -608,6 +609,7 @@ DELIVERIES: dict[str, Delivery] = {
     "rule": _rule,
     "notification": _relay(S3EventSource),
     "gateway": _route,
+    "websocket": websocket_route,
 }
 """How each ``Source.delivery`` is wired: given the stack, the function's runtime, the event and its
 resolved settings, it returns what to start (None: nothing runs for it)."""

@@ -93,7 +93,8 @@ class Source:
     """How the local stack delivers its events (``lambda_kit.local.stack``): ``"queue"`` (an SQS
     poller), ``"stream"`` (a poller per shard), ``"topic"`` (an SNS subscription, invoked
     asynchronously), ``"rule"`` / ``"notification"`` (EventBridge rules, S3 notifications, relayed
-    through a queue), ``"gateway"`` (the HTTP gateway); empty: not emulated locally."""
+    through a queue), ``"gateway"`` (the HTTP gateway), ``"websocket"`` (the WebSocket gateway); empty:
+    not emulated locally."""
 
     carried_by: ClassVar[tuple[str, ...]] = ()
     """The ``serverless.yml`` event keys of other sources whose events can carry this source's

@@ -30,6 +30,7 @@ class WebSocketSource(Source):
     decorator = "websocket_handler"
     serverless_events = ("websocket",)
     arn_service = "execute-api"
+    delivery = "websocket"
 
     @classmethod
     def recognizes(cls, event: Any) -> bool:
