@@ -32,6 +32,20 @@ _EXPORTS = {
     # CloudWatch Logs subscriptions, tumbling windows
     "cloudwatch_logs_handler": "decorators",
     "current_window": "sources.window",
+    # Lambda authorizers, WebSocket APIs, Firehose transformation, S3 Batch Operations
+    "authorizer_handler": "decorators",
+    "Allow": "sources.authorizer.answer",
+    "Deny": "sources.authorizer.answer",
+    "Unauthorized": "sources.authorizer.answer",
+    "websocket_handler": "decorators",
+    "WebSocketRouter": "sources.websocket.router",
+    "firehose_handler": "decorators",
+    "DROP": "sources.firehose",
+    "Transformed": "sources.firehose",
+    "s3_batch_handler": "decorators",
+    "S3BatchTask": "sources.s3_batch",
+    "TemporaryFailure": "sources.s3_batch",
+    "PermanentFailure": "sources.s3_batch",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -70,3 +84,15 @@ if TYPE_CHECKING:
 if TYPE_CHECKING:  # CloudWatch Logs subscriptions, tumbling windows
     from .decorators import cloudwatch_logs_handler  # noqa: F401
     from .sources.window import current_window  # noqa: F401
+
+if TYPE_CHECKING:  # Lambda authorizers, WebSocket APIs, Firehose transformation, S3 Batch Operations
+    from .decorators import (  # noqa: F401
+        authorizer_handler,
+        firehose_handler,
+        s3_batch_handler,
+        websocket_handler,
+    )
+    from .sources.authorizer.answer import Allow, Deny, Unauthorized  # noqa: F401
+    from .sources.firehose import DROP, Transformed  # noqa: F401
+    from .sources.s3_batch import PermanentFailure, S3BatchTask, TemporaryFailure  # noqa: F401
+    from .sources.websocket.router import WebSocketRouter  # noqa: F401

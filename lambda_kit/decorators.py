@@ -298,12 +298,123 @@ def api_handler(
     checked = Options("api_handler", **options)
     adapters = [cast("type[ApiSource]", get("api"))()]
 
+    def run(function: Any, event: Any, context: Any) -> Any:
+        return run_request(adapters, function, checked, trace_header, max_body, event, context)
+
+    return request_decorator(fn, checked, adapters, run, trace_header=trace_header)
+
+
+def request_decorator(
+    fn: Any, options: Options, adapters: Sequence[Source], run: Callable[[Any, Any, Any], Any], **marks: Any
+) -> Any:
+    """A decorator of a source with one request per invocation (HTTP, authorizers, WebSocket
+    routes): ``run(function, event, context)`` is the invocation; ``marks``, the source's own
+    options, for ``check``. A coroutine function's coroutine is awaited on the path."""
+
     def decorate(function: F) -> F:
-        is_async("api_handler", function)  # refuses generator functions; a coroutine is awaited on the path
+        is_async(options.decorator, function)  # refuses generator functions
 
         def handler(event: Any, context: LambdaContext | None = None) -> Any:
-            return run_request(adapters, function, checked, trace_header, max_body, event, context)
+            return run(function, event, context)
 
-        return marked(handler, function, checked, adapters, trace_header=trace_header)  # type: ignore[no-any-return]
+        return marked(handler, function, options, adapters, **marks)  # type: ignore[no-any-return]
 
     return decorate if fn is None else decorate(fn)
+
+
+def authorizer_handler(
+    fn: F | None = None,
+    /,
+    *,
+    simple_responses: bool = False,
+    trace_header: str = "X-Trace-Id",
+    **options: Unpack[HandlerOptions],
+) -> Any:
+    """Call ``fn(request, context)`` once per authorization request of an API Gateway Lambda
+    authorizer (REST ``TOKEN`` or ``REQUEST``, WebSocket ``$connect``, HTTP API payload 1.0 or
+    2.0); ``request`` is an ``AuthorizerRequest``.
+
+    ``fn`` returns ``Allow(principal_id, context=..., resources=...)`` or ``True``, ``Deny()`` or
+    ``False``, or the answer as a dict (checked), or raises ``Unauthorized`` (401 on a REST or
+    WebSocket API). Anything else — an exception, ``None``, a malformed policy, a ``context``
+    value that is not a string, number or boolean — is a deny with an ERROR line, never an allow.
+    ``simple_responses=True`` answers an HTTP API 2.0 request with ``{"isAuthorized": ...}`` (the
+    authorizer's ``enableSimpleResponses``); otherwise every answer is an IAM policy. The trace id
+    comes from ``trace_header``, then a tracer's context in the request's headers. With
+    ``model``, ``request.model`` is the event validated into it (a mismatch denies).
+    """
+    from .sources.authorizer.path import run_authorization  # loaded only for an authorizer_handler
+
+    checked = Options("authorizer_handler", **options)
+    adapters = [get("authorizer")()]
+
+    def run(function: Any, event: Any, context: Any) -> Any:
+        return run_authorization(adapters, function, checked, trace_header, simple_responses, event, context)
+
+    return request_decorator(
+        fn, checked, adapters, run, trace_header=trace_header, simple_responses=simple_responses
+    )
+
+
+def websocket_handler(
+    fn: F | None = None, /, *, trace_header: str = "X-Trace-Id", **options: Unpack[HandlerOptions]
+) -> Any:
+    """Call ``fn(message, context)`` once per event of an API Gateway WebSocket API route
+    (``$connect``, ``$disconnect``, ``$default``, custom route keys); ``message`` is a
+    ``WebSocketMessage`` (``message.reply(data)``, ``message.send(connection_id, data)``:
+    ``post_to_connection`` through a client carrying the trace id). ``fn`` may be a
+    ``WebSocketRouter`` (one function per route key) or ``async def``.
+
+    What ``fn`` returns is the route's integration response (``None``: 200; a dict with
+    ``statusCode`` as it is; anything else a 200 body). ``HTTPError(status, message)`` answers that
+    status (on ``$connect``: the connection is refused); any other exception a 500 without its
+    text. With ``model``, ``message.model`` is the JSON body validated into it (422 when it does
+    not fit).
+    """
+    from .sources.websocket.path import run_route  # loaded only for a websocket_handler
+
+    checked = Options("websocket_handler", **options)
+    adapters = [get("websocket")()]
+
+    def run(function: Any, event: Any, context: Any) -> Any:
+        return run_route(adapters, function, checked, trace_header, event, context)
+
+    return request_decorator(fn, checked, adapters, run, trace_header=trace_header)
+
+
+def firehose_handler(fn: F | None = None, /, *, json: bool = True, **options: Unpack[BatchOptions]) -> Any:
+    """Call ``fn(data, context)`` once per record of an Amazon Data Firehose transformation (the
+    data JSON-decoded, or with ``json=False`` the bytes) and answer Firehose with every record.
+
+    ``fn`` returns the transformed data (bytes, text, or a value sent as JSON),
+    ``Transformed(data, partition_keys={...})`` for dynamic partitioning, or ``DROP`` to drop the
+    record. A record that raises (or returns ``None``) is ``ProcessingFailed`` and the others go
+    through; a response over Lambda's 6 MB sends its last records back ``ProcessingFailed``, each
+    with an ERROR line. With ``model``, ``fn`` receives the data validated into it.
+    ``max_concurrency`` (an ``async def`` only): up to that many records at once.
+    """
+    firehose = get("firehose")(json=json)
+    checked = Options("firehose_handler", json=json, **options)
+    return batch_decorator(fn, checked, [firehose], wrap=firehose.wrap)
+
+
+def s3_batch_handler(
+    fn: F | None = None,
+    /,
+    *,
+    treat_missing_keys_as: str = "PermanentFailure",
+    **options: Unpack[HandlerOptions],
+) -> Any:
+    """Call ``fn(task, context)`` for the task of an S3 Batch Operations ``LambdaInvoke`` job
+    (schema 1.0 or 2.0); ``task`` is an ``S3BatchTask`` (``bucket``, ``key`` URL-decoded,
+    ``version_id``, ``user_arguments`` ...). What ``fn`` returns is the task's ``resultString``
+    (``Succeeded``). Raising ``TemporaryFailure``, or an error AWS documents as retryable
+    (throttling, ``RequestTimeout``, 503 ...), answers ``TemporaryFailure`` (S3 redrives the task);
+    any other exception ``PermanentFailure``. ``treat_missing_keys_as`` goes back in the response.
+    With ``model``, ``fn`` receives the task's fields validated into it.
+    """
+    s3_batch = get("s3_batch")(treat_missing_keys_as=treat_missing_keys_as)
+    checked = Options("s3_batch_handler", **options)
+    return batch_decorator(
+        fn, checked, [s3_batch], wrap=s3_batch.wrap, treat_missing_keys_as=treat_missing_keys_as
+    )

@@ -89,13 +89,16 @@ class Record:
 
 
 class Outcome:
-    """What became of a batch: failures (with their exceptions), records not reached, counts."""
+    """What became of a batch: failures (with their exceptions), records not reached, counts; and,
+    for a source that answers with each record's result (``Source.keeps_results``: Firehose's
+    transformed data), each processed record with what the function returned."""
 
-    __slots__ = ("failures", "skipped", "processed", "retried", "unstarted")
+    __slots__ = ("failures", "skipped", "processed", "retried", "unstarted", "results")
 
     def __init__(self) -> None:
         self.failures: list[tuple[Record, BaseException]] = []
         self.skipped: list[Record] = []
+        self.results: list[tuple[Record, Any]] = []
         self.processed = 0
         self.retried = 0
         self.unstarted = 0  # of the failures, those not started for lack of time

@@ -96,3 +96,14 @@ def of_level(lines: list[dict[str, Any]], level: str) -> list[dict[str, Any]]:
 
 DECORATORS = {source.decorator: getattr(lambda_kit, source.decorator) for source in registry.all_sources()}
 """Every decorator by name, from the registry: each source names the decorator that takes it."""
+
+
+def refused(decorator: str, event: Any) -> str:
+    """What ``decorator`` says refusing ``event`` (its ``UnsupportedEvent``, as text); fails when it
+    takes it."""
+    with captured():
+        try:
+            DECORATORS[decorator](lambda payload, context: None)(event, None)
+        except lambda_kit.UnsupportedEvent as error:
+            return str(error)
+    raise AssertionError(f"{decorator} took {str(event)[:200]}")

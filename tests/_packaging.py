@@ -160,3 +160,29 @@ def packaged(copy_dir: Path) -> dict[str, Any]:
         "artifact": copy_dir / ARTIFACT.name,
         "run": stamp,
     }
+
+
+def package_service(directory: Path) -> dict[str, Any]:
+    """`serverless package --stage dev` (osls, offline, dummy credentials) of the small service in
+    ``directory``: the CloudFormation template it makes."""
+    serverless = ROOT / "node_modules" / ".bin" / "serverless"
+    env = {key: value for key, value in os.environ.items() if not key.startswith("AWS_")}
+    env.update(
+        SLS_TELEMETRY_DISABLED="1",
+        AWS_ACCESS_KEY_ID="offline",
+        AWS_SECRET_ACCESS_KEY="offline",
+        AWS_REGION="us-east-1",
+    )
+    done = subprocess.run(
+        [str(serverless), "package", "--stage", "dev"],
+        cwd=directory,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    template: dict[str, Any] = json.loads(
+        (directory / ".serverless" / "cloudformation-template-update-stack.json").read_text()
+    )
+    return template

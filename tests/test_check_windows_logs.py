@@ -5,13 +5,12 @@ clean service packaged by the real `serverless package`, which makes the resourc
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 import test_check
 import yaml
+from _packaging import package_service
 from test_check import RBIF, findings, getatt, queue, run, variant
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -271,26 +270,7 @@ def test_serverless_package_makes_the_window_and_the_subscription_check_reads(se
     path = service(config, HANDLERS)
     status, lines = run(path, capsys)
     assert findings(lines) == [] and status == 0
-    serverless = ROOT / "node_modules" / ".bin" / "serverless"
-    env = {key: value for key, value in os.environ.items() if not key.startswith("AWS_")}
-    env.update(
-        SLS_TELEMETRY_DISABLED="1",
-        AWS_ACCESS_KEY_ID="offline",
-        AWS_SECRET_ACCESS_KEY="offline",
-        AWS_REGION="us-east-1",
-    )
-    done = subprocess.run(
-        [str(serverless), "package", "--stage", "dev"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    template = json.loads(
-        (tmp_path / ".serverless" / "cloudformation-template-update-stack.json").read_text()
-    )
+    template = package_service(tmp_path)
     resources = template["Resources"].values()
     [mapping] = [r["Properties"] for r in resources if r["Type"] == "AWS::Lambda::EventSourceMapping"]
     assert mapping["TumblingWindowInSeconds"] == 120 and mapping["FunctionResponseTypes"] == [RBIF]

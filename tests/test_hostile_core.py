@@ -25,7 +25,16 @@ from lambda_kit import (
 from lambda_kit import sources as registry
 from lambda_kit.testing import cloudwatch_logs_event, event, kinesis_event, lambda_context, sqs_event
 
-SOURCES = [name for name in registry.NAMES if name != "api"]  # the batch sources: one record each here
+REQUEST_SOURCES = ("api", "authorizer", "websocket")  # one request per invocation, answered, never raised
+SOURCES = [
+    name for name in registry.NAMES if name not in REQUEST_SOURCES
+]  # the batch sources: one record each
+ANSWERED = {  # the sources whose response answers each record: what a failed record's answer says
+    "firehose": lambda response: [record["result"] for record in response["records"]] == ["ProcessingFailed"],
+    "s3_batch": lambda response: (
+        [result["resultCode"] for result in response["results"]] == ["PermanentFailure"]
+    ),
+}
 PAYLOADS = {"s3": "n/1.txt"}  # an S3 event's payload names an object; the others carry {"n": 1}
 
 
@@ -57,6 +66,8 @@ def run(
 def failed_alone(source: str, response: Any, raised: BaseException | None) -> bool:
     """Whether the one record failed the way its source retries: reported, or raised."""
     source_class = registry.get(source)
+    if source in ANSWERED:
+        return raised is None and ANSWERED[source](response)
     if source_class.reports_batch_failures and source != "kafka":
         return raised is None and len(response["batchItemFailures"]) == 1
     return raised is not None
@@ -92,8 +103,15 @@ class Opaque:
 )
 @pytest.mark.parametrize("source", SOURCES)
 def test_a_result_that_cannot_be_read_is_logged_as_text_and_the_record_is_processed(source, result):
-    """Issue 28.1: a return value whose ``items()`` raises crashed the whole batch."""
+    """Issue 28.1: a return value whose ``items()`` raises crashed the whole batch. Where the
+    response carries the result (Firehose's data, S3 Batch Operations' result string), a result that
+    cannot be written fails its record alone instead."""
     response, lines, raised = run(source, lambda payload, context: result)
+    if source in ANSWERED:
+        assert failed_alone(source, response, raised)
+        [error] = [line for line in lines if line["level"] == "ERROR"]
+        assert error["message"] == "record failed" and error["error_type"] in ("TypeError", "RuntimeError")
+        return
     assert raised is None
     assert not [line for line in lines if line["level"] == "ERROR"]
     [processed] = [line for line in lines if line["message"] == "record processed"]

@@ -63,7 +63,8 @@ def test_a_refused_event_a_source_recognizes_names_its_decorator(given, found, f
 def test_the_sources_a_serverless_event_key_delivers_or_carries():
     assert [source.name for source in registry.for_serverless_event("stream")] == ["kinesis", "dynamodb"]
     assert [source.name for source in registry.for_serverless_event("sqs")] == ["sqs"]
-    assert registry.for_serverless_event("websocket") == []
+    assert [source.name for source in registry.for_serverless_event("websocket")] == ["websocket"]
+    assert registry.for_serverless_event("authorizer") == []  # an http/httpApi event's setting: no event
     assert [source.name for source in registry.carried_by("sns")] == ["s3"]
     assert registry.carried_by("stream") == []
 
@@ -106,4 +107,7 @@ def test_every_source_says_what_its_arns_look_like_and_how_the_local_stack_deliv
     assert {source.name for source in registry.all_sources() if not source.delivery} == {
         "kafka",
         "cloudwatch_logs",
+        "authorizer",  # served in front of the gateway's routes that name it, not by an event
+        "firehose",
+        "s3_batch",
     }

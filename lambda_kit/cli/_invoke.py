@@ -29,6 +29,7 @@ from ..local.config import FunctionConfig, ServiceConfig, load_service
 from ..local.terminal import printable, shown_path
 from ..serverless_config import ConfigError, read_text
 from ._errors import UserError, one_line
+from ._invoke_sources import answered_failure, event_options
 from ._stack import check_endpoint
 from ._trace import check_trace_id
 
@@ -241,6 +242,7 @@ def cmd_invoke(args: argparse.Namespace) -> int:
     config = load_service(args.config, stage=args.stage)
     function = config.function(args.function)
     options = _api_options(args, function) if args.event == "api" else {}
+    options = options or event_options(args.event, config, function)
     found = None if args.new_stack else running.find(config.path, config.stage)
     if found is not None and function.key in found.functions:
         event, result = _on_running_stack(args, config, function, found, _Request(payload, options))
@@ -367,6 +369,9 @@ def _failure(result: lambda_api.Invoked, event: dict[str, Any]) -> str | None:
     if result.error_type is not None:
         return f"the function raised {result.error_type}"
     response = result.response if isinstance(result.response, dict) else {}
+    answered = answered_failure(response)  # Firehose records, an S3 Batch Operations task
+    if answered:
+        return answered
     failures = response.get("batchItemFailures")
     status = response.get("statusCode")
     if failures:

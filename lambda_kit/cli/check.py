@@ -62,6 +62,7 @@ from ..serverless_config import ConfigError
 from ..sources.api.router import Router
 from . import check_requirements, check_routes
 from .check_routes import Declared
+from .check_sources import wiring_findings
 
 RBIF = "ReportBatchItemFailures"
 DEFAULT_VISIBILITY_TIMEOUT = 30  # SQS default, seconds
@@ -1083,10 +1084,13 @@ def _check(path: str | os.PathLike[str]) -> tuple[list[Finding], int]:
     findings: list[Finding] = []
     zip_ = check_requirements.service_zip(config)
     seen: set[str] = set()
+    marks: dict[str, dict[str, Any]] = {}  # each imported handler's: how authorizers, Firehose are wired
     with check_routes.recording_routes() as declared:
         for function in config.functions.values():
             handler = _import_handler(function, config, findings, declared)
+            marks.update({function.key: handler.marks} if handler.imported else {})
             _check_function(_Subject(function, handler, config, findings, zip_, seen))
+    findings += [Finding(*found) for found in wiring_findings(config, marks)]
     service = _log_subscription_findings(config) + _queue_findings(config)
     service += _requirement_problems(zip_) + _duplicate_routes(config) + _denied_calls(config)
     return findings + service, len(config.functions)

@@ -347,6 +347,7 @@ SHORT_FORMS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "sns": _topic,
     "s3": lambda spec: {"bucket": spec},
     "cloudwatchLog": lambda spec: {"logGroup": spec},
+    "websocket": lambda spec: {"route": spec},
 }
 """What a bare value of an event stands for (``sqs: arn``, ``httpApi: 'GET /x'``); an ARN for
 kinds not listed."""

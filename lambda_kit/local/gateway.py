@@ -101,6 +101,7 @@ class Route:
     path: str  # "/views/{id}", "/{proxy+}", "$default"
     runtime: FunctionRuntime
     payload: str = "2.0"  # "2.0": an HTTP API route; "1.0": a REST API route
+    authorizer: Any = None  # a Lambda authorizer in front of it (``authorizers.Authorizer``), or None
     _regex: re.Pattern[str] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -254,7 +255,11 @@ class HttpGateway:
             route, method, path, parts.query, headers, body, params, client_ip, host, self.stage
         )
         build = http_api_event if route.payload == "2.0" else rest_api_event
-        result = route.runtime.invoke(build(request), source="api")
+        event = build(request)
+        refused = None if route.authorizer is None else route.authorizer.admit(request, event)
+        if refused is not None:
+            return refused
+        result = route.runtime.invoke(event, source="api")
         if result.error is not None:
             return _server_error()
         return http_response(result.response)

@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 from .._data import dig, mapping
 from ..serverless_config import ConfigError
 from .async_invoker import AsyncInvoker
+from .authorizers import authorizer_for
 from .aws_calls import DEFAULT_PATH as CALLS_PATH
 from .aws_calls import CallLog, canonical
 from .aws_proxy import AwsProxy
@@ -59,6 +60,7 @@ from .sns_source import SnsEventSource
 from .sqs_source import SqsEventSource
 from .stream_source import StreamEventSource, TtlDeletions
 from .ttl import TtlSweeper
+from .websocket_gateway import websocket_route
 from .workspace import Workspace
 
 _UNSET: Any = object()
@@ -651,7 +653,10 @@ PAYLOADS = {"httpApi": "2.0", "http": "1.0"}
 def _route(stack: LocalStack, runtime: FunctionRuntime, event: EventSource, spec: dict[str, Any]) -> Any:
     if event.kind not in PAYLOADS:
         return _not_emulated(stack, runtime, event, spec)
-    stack.routes.extend(routes_for(runtime, [event.spec], payload=PAYLOADS[event.kind]))
+    routes = routes_for(runtime, [event.spec], payload=PAYLOADS[event.kind])
+    for route in routes:  # the Lambda authorizer the event names, in front of its routes
+        route.authorizer = authorizer_for(stack.config, stack.runtimes, event)
+    stack.routes.extend(routes)
     return None
 
 
@@ -671,6 +676,7 @@ DELIVERIES: dict[str, Delivery] = {
     "rule": _rule,
     "notification": _relay(S3EventSource),
     "gateway": _route,
+    "websocket": websocket_route,
 }
 """How each ``Source.delivery`` is wired: given the stack, the function's runtime, the event and its
 resolved settings, it returns what to start (None: nothing runs for it)."""

@@ -257,6 +257,8 @@ class RecordPath:
             log.emit("INFO", self.processed_message, fields=fields, hold=True)
         record.buffered = None
         self.outcome.processed += 1
+        if self.adapter.keeps_results:
+            self.outcome.results.append((record, result))
 
     def span_outcome(self, error: BaseException | None) -> str | None:
         return None  # the span says ok or failed by its error

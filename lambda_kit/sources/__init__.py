@@ -24,6 +24,10 @@ NAMES: tuple[str, ...] = (
     "eventbridge",
     "s3",
     "cloudwatch_logs",
+    "authorizer",
+    "websocket",
+    "firehose",
+    "s3_batch",
 )
 """Every registered source, by name; each is the module ``lambda_kit.sources.<name>``."""
 

@@ -93,13 +93,19 @@ class Source:
     """How the local stack delivers its events (``lambda_kit.local.stack``): ``"queue"`` (an SQS
     poller), ``"stream"`` (a poller per shard), ``"topic"`` (an SNS subscription, invoked
     asynchronously), ``"rule"`` / ``"notification"`` (EventBridge rules, S3 notifications, relayed
-    through a queue), ``"gateway"`` (the HTTP gateway); empty: not emulated locally."""
+    through a queue), ``"gateway"`` (the HTTP gateway), ``"websocket"`` (the WebSocket gateway); empty:
+    not emulated locally."""
 
     carried_by: ClassVar[tuple[str, ...]] = ()
     """The ``serverless.yml`` event keys of other sources whose events can carry this source's
     (S3 notifications in SQS messages, SNS messages, EventBridge events). There the carrier's
     traits apply (an S3 notification in an SQS message is reported like any SQS message), and
     ``describe`` names this source first: it is the more specific."""
+
+    keeps_results: ClassVar[bool] = False
+    """Its response carries each record's result (Firehose's transformed data, S3 Batch Operations'
+    result string): the outcome keeps what the function returned for each processed record
+    (``Outcome.results``)."""
 
     stop_at_first_failure: bool = False
     requeueing: bool = False

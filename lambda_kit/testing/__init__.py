@@ -53,6 +53,8 @@ from ._events import (
     to_dynamodb,
     tumbling_window,
 )
+from ._events_batch import firehose_event, firehose_record, s3_batch_event
+from ._events_gateway import AUTHORIZER_SHAPES, authorizer_event, websocket_event
 from ._http import API_VERSIONS, api_event
 
 __all__ = [
@@ -62,12 +64,14 @@ __all__ = [
     "create_counter_table",
     "ACCOUNT",
     "API_VERSIONS",
+    "AUTHORIZER_SHAPES",
     "EXAMPLES",
     "Example",
     "LambdaContext",
     "REGION",
     "S3_ENVELOPES",
     "api_event",
+    "authorizer_event",
     "awslogs_data",
     "cloudwatch_logs_event",
     "dynamodb_record",
@@ -75,6 +79,8 @@ __all__ = [
     "event",
     "eventbridge_event",
     "example",
+    "firehose_event",
+    "firehose_record",
     "kafka_event",
     "kafka_record",
     "kinesis_event",
@@ -85,6 +91,7 @@ __all__ = [
     "log_line",
     "log_subscription_message",
     "pipes_batch",
+    "s3_batch_event",
     "s3_event",
     "s3_eventbridge_event",
     "s3_notification",
@@ -97,6 +104,7 @@ __all__ = [
     "sqs_record",
     "to_dynamodb",
     "tumbling_window",
+    "websocket_event",
 ]
 
 

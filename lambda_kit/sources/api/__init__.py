@@ -20,8 +20,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...record import Record
+from .._gateway import request_id
 from ..base import Source
-from .request import Request, request_id, trace_of
+from .request import Request, trace_of
 
 if TYPE_CHECKING:
     from ...loop.invocation import LambdaContext

@@ -10,19 +10,18 @@ it and a leading byte order mark allowed, under every codec). The trace id comes
 from __future__ import annotations
 
 import binascii
-import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ... import codec
 from ...errors import HTTPError, InvalidPayload
-from ...trace import is_valid_id, new_id
-from ...trace.context import TraceContext, has_context, text
-from ..base import as_text, pick_trace
+from ...trace.context import TraceContext
+from .._gateway import Headers, header_trace
+from ..base import as_text
 from .shapes import shape_of
 
 if TYPE_CHECKING:
-    from ...loop.invocation import LambdaContext
+    pass
 
 NOT_JSON: Any = object()
 """What ``parse_json`` returns for text that is not JSON."""
@@ -41,33 +40,6 @@ def parse_json(data: str | bytes) -> Any:
         return codec.loads(data)
     except Exception:
         return NOT_JSON
-
-
-class Headers(dict[str, str]):
-    """Request headers with case-insensitive lookup (keys are stored lower-case). lambda_kit's own
-    lookups name headers in lower case: they use ``dict``'s, which folds no case."""
-
-    def __init__(self, items: Mapping[Any, Any] | Iterable[tuple[Any, Any]] = ()) -> None:
-        super().__init__({str(key).lower(): value for key, value in dict(items).items()})
-
-    @classmethod
-    def of_lowered(cls, found: dict[str, str]) -> Headers:
-        """Headers whose names are lower-case already."""
-        headers = cls.__new__(cls)
-        dict.update(headers, found)
-        return headers
-
-    def __setitem__(self, key: str, value: str) -> None:
-        super().__setitem__(str(key).lower(), value)
-
-    def __getitem__(self, key: str) -> str:
-        return super().__getitem__(key.lower())
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and super().__contains__(key.lower())
-
-    def get(self, key: str, default: object = None) -> Any:  # type: ignore[override]
-        return super().get(key.lower(), default)
 
 
 def _text_dict(value: object) -> dict[str, str]:
@@ -216,25 +188,11 @@ class Request:
         return f"Request({self.method} {self.path}, shape={self.shape!r}, trace_id={self.trace_id!r})"
 
 
-def request_id(event: Any, context: LambdaContext | None) -> str:
-    found = event["requestContext"].get("requestId")
-    if isinstance(found, str) and found:
-        return found
-    return str(getattr(context, "aws_request_id", "") or "")
-
-
 def trace_of(request: Request, trace_header: str) -> tuple[str, Any, TraceContext | None]:
     """(trace id, rejected header value, tracer's context): the ``trace_header``, then a tracer's
     context in the headers (``traceparent``, ``x-datadog-*``, ``X-Amzn-Trace-Id``, and for this
     one request the invocation's ``_X_AMZN_TRACE_ID``), else a new id."""
-    headers = request.headers
-    found = dict.get(headers, trace_header.lower())
-    xray = dict.get(headers, "x-amzn-trace-id") or os.environ.get("_X_AMZN_TRACE_ID")
-    if has_context(headers.keys(), xray):  # the names, lower-case: looked up with no case folding
-        return pick_trace("api", found, new_id(), headers, text, xray)
-    if is_valid_id(found):  # pick_trace's answer without a context, with no new id made for nothing
-        return found, None, None
-    return new_id(), found, None
+    return header_trace("api", request.headers, trace_header)
 
 
 def validated(validate: Callable[[Any], Any], request: Request) -> Any:

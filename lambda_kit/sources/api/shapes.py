@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 from urllib.parse import parse_qsl, unquote_plus
 
 from ..._data import mapping
+from .. import _gateway
 from ..base import as_text
 
 UNKNOWN_PHRASE = "Unknown Status"
@@ -37,41 +38,9 @@ def status_description(status: int) -> str:
 # --- reading requests -----------------------------------------------------------------------------
 
 
-def _lowered(single: Any) -> dict[str, str]:
-    """Single-value headers with lower-case names, as text; ``None`` values left out."""
-    if not single or type(single) is not dict:
-        return {}
-    return {as_text(key).lower(): as_text(value) for key, value in single.items() if value is not None}
-
-
-def _joined(name: str, values: list[Any]) -> str:
-    """One header's values as one: joined with ``", "`` (cookies with ``"; "``)."""
-    if len(values) == 1 and type(values[0]) is str:
-        return values[0]
-    separator = "; " if name == "cookie" else ", "
-    return separator.join([as_text(value) for value in values if value is not None])
-
-
-def _multi_valued(event: dict[str, Any]) -> dict[str, str]:
-    """Payload 1.0 and ALB headers: every value of ``multiValueHeaders`` (where both forms are
-    sent, it wins), then the names only ``headers`` has."""
-    multi = event.get("multiValueHeaders")
-    if not multi or type(multi) is not dict:
-        return _lowered(event.get("headers"))
-    found: dict[str, str] = {}
-    for key, values in multi.items():
-        if type(values) is list and values:
-            name = as_text(key).lower()
-            found[name] = _joined(name, values)
-    for key, value in mapping(event.get("headers")).items():
-        if value is not None:
-            found.setdefault(as_text(key).lower(), as_text(value))
-    return found
-
-
 def _with_cookies(event: dict[str, Any]) -> dict[str, str]:
     """Payload 2.0 headers: ``headers``, and the ``cookies`` list as one ``cookie`` header."""
-    found = _lowered(event.get("headers"))
+    found = _gateway.lowered(event.get("headers"))
     cookies = event.get("cookies")
     if cookies and type(cookies) is list and "cookie" not in found:
         found["cookie"] = "; ".join(str(cookie) for cookie in cookies)
@@ -161,7 +130,7 @@ class Shape:
     name: ClassVar[str] = ""
     """What ``Request.shape`` says: ``"v1"``, ``"v2"``, ``"url"`` or ``"alb"``."""
 
-    headers = staticmethod(_multi_valued)
+    headers = staticmethod(_gateway.multi_valued)
     """The request's headers, one value per lower-case name."""
 
     query_all = staticmethod(_query_v1)
