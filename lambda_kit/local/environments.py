@@ -39,6 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+LIVE = ("AWS_ENDPOINT_URL_APIGATEWAYMANAGEMENTAPI",)
+"""The stack's variables a worker reads when it starts, not when its launch was made: the WebSocket
+gateway's ``@connections`` endpoint, set once the gateway serves, so ``post_to_connection`` reaches it."""
 INIT_LIMIT = 10.0
 """Seconds Lambda gives an on-demand function's INIT phase."""
 MEMORY_ERRORS = ("MemoryError",)
@@ -125,7 +128,11 @@ class Worker:
         self.started = time.monotonic()
         self.process = subprocess.Popen(
             launch.command,
-            env={**launch.env, "AWS_LAMBDA_RUNTIME_API": self.api.address},
+            env={
+                **launch.env,
+                **{key: os.environ[key] for key in LIVE if key in os.environ},
+                "AWS_LAMBDA_RUNTIME_API": self.api.address,
+            },
             cwd=launch.cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

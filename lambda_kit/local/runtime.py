@@ -21,18 +21,16 @@ them. ``proceed()`` returns the function's response or raises its ``FunctionErro
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..testing import LambdaContext
 from .config import FunctionConfig
 from .environments import Launch, Pending, Worker, WorkerPool
 from .function_log import PlatformLines, Report, function_line
-from .workspace import LIVE
 
 
 class FunctionError(Exception):
@@ -174,9 +172,7 @@ class FunctionRuntime:
             pending = worker.pending if worker is not None else None
             self.write(function_line(line, self.function.name, pending.request_id if pending else None))
 
-        live = {key: os.environ[key] for key in LIVE if key in os.environ}
-        launch = replace(self.launch, env={**self.launch.env, **live}) if live else self.launch
-        worker = Worker(launch, output)
+        worker = Worker(self.launch, output)
         return worker
 
     def _call(self, invocation: Invocation, trace: str) -> Any:

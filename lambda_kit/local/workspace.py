@@ -42,10 +42,7 @@ _stack_ids = itertools.count(1)
 PASSED = ("PATH", "LANG", "HOME")
 """The stack's own variables a worker gets (Lambda sets its own PATH and LANG; HOME lets pip-installed
 tools find their caches)."""
-LIVE = ("AWS_ENDPOINT_URL_APIGATEWAYMANAGEMENTAPI",)
-"""Variables read from the stack's process when each worker starts, not when its launch is made:
-the WebSocket gateway's ``@connections`` endpoint, set once the gateway serves, so a function's
-``post_to_connection`` reaches it."""
+
 
 
 class Workspace:
