@@ -18,7 +18,8 @@ class Record:
     stream records by ``eventID``; a KPL user record is named by its aggregate's sequence number).
     ``context`` is the tracer's context the producer sent (W3C, Datadog, X-Ray; see
     ``trace_context``), else None; ``log_keys`` the vendors' correlation keys every log line of
-    the record carries (None without a context).
+    the record carries (None without a context). ``outcome`` is what its ``record processed`` line
+    says: ``"ok"``, or ``"duplicate"`` when an ``@idempotent`` function answered it from its table.
     """
 
     __slots__ = (
@@ -35,6 +36,7 @@ class Record:
         "context",
         "log_keys",
         "line_keys",
+        "outcome",
     )
 
     def __init__(
@@ -65,6 +67,7 @@ class Record:
         self.context = context
         self.log_keys = None
         self.line_keys: dict[str, Any] | None = None
+        self.outcome = "ok"
         if context is not None:
             self.set_context(context)
 

@@ -195,7 +195,7 @@ class RecordPath:
                 self.processed_message,
                 fields={
                     "source": record.source,
-                    "outcome": "ok",
+                    "outcome": record.outcome,
                     "duration_ms": duration,
                     "result": log.clean(result),
                 },

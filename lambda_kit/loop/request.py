@@ -78,6 +78,8 @@ class RequestPath(RecordPath):
     def returned(self, record: Record, result: Any, started: float) -> None:
         self.response, fields = self.adapter.respond(record.payload, result, self.trace_header, started)
         self.status_outcome = "ok"
+        if record.outcome != "ok":  # a duplicate answered from an @idempotent function's table
+            fields["outcome"] = record.outcome
         if self.log_result:
             fields["result"] = log.clean(fields["result"])
             log.emit("INFO", self.processed_message, fields=fields)
