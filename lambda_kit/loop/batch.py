@@ -54,10 +54,10 @@ def run_batch(
             outcome = drive(adapter.records(event), function, context, options, adapter)
             return adapter.response(event, outcome)
     finally:
-        if adapter is not None and metrics.enabled(options.metrics):
-            metrics.count(
-                function_name, adapter.name, outcome.processed, len(outcome.failures), outcome.retried
-            )
+        backends = metrics.enabled(options.metrics)
+        if adapter is not None and backends:
+            metrics.count(function_name, adapter.name, metrics.batch_counts(outcome), backends)
+        metrics.flush()
         log.flush()
         log.leave_invocation(token)
 
@@ -88,6 +88,9 @@ def refuse(options: Options, adapters: Sequence[Any], event: Any) -> NoReturn:
             "event_shape": log.clean(log.outline(event)),
         },
     )
-    if metrics.enabled(options.metrics):
-        metrics.count(log.current_function_name(), "unsupported", 0, 1, 0)
+    backends = metrics.enabled(options.metrics)
+    if backends:
+        metrics.count(
+            log.current_function_name(), "unsupported", metrics.Counts(failed=1, refused=1), backends
+        )
     raise error

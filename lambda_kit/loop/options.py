@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .. import metrics as metrics_backends
 from ..record import Record
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ class Options:
         log_event: bool = True,
         log_result: bool = True,
         logger: Any = None,
-        metrics: bool | None = None,
+        metrics: bool | str | list[str] | None = None,
         commit: Commit | None = None,
         model: Any = None,
         max_concurrency: int = 1,
@@ -63,7 +64,7 @@ class Options:
         self.log_event = log_event
         self.log_result = log_result
         self.logger = logger
-        self.metrics = metrics
+        self.metrics = metrics_backends.checked(decorator, metrics)
         self.commit = commit
         self.model = model
         self.max_concurrency = checked_concurrency(decorator, max_concurrency)

@@ -39,9 +39,12 @@ def run_request(
         run_now(path.run_record(adapter.record(event, context, trace_header), 0))
         return path.response
     finally:
-        if path is not None and metrics.enabled(options.metrics):
+        backends = metrics.enabled(options.metrics)
+        if path is not None and backends:
             failed = path.status_outcome == "server_error"
-            metrics.count(function_name, "api", 0 if failed else 1, 1 if failed else 0, 0)
+            counts = metrics.request_counts(path.response.get("statusCode"), failed)
+            metrics.count(function_name, "api", counts, backends)
+        metrics.flush()
         log.flush()
         log.leave_invocation(token)
 
