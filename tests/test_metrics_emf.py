@@ -65,6 +65,18 @@ def emf_lines(capfd) -> list[dict]:
     ]
 
 
+def fresh_process(script: str) -> subprocess.CompletedProcess:
+    """``script`` run by a fresh interpreter (only ERROR lines besides EMF's)."""
+    return subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "LAMBDA_KIT_LOG_LEVEL": "ERROR"},
+    )
+
+
 def without_timestamp(document: dict) -> dict:
     document = copy.deepcopy(document)
     del document["_aws"]["Timestamp"]
@@ -169,14 +181,7 @@ def test_the_first_invocation_of_a_process_counts_its_cold_start():
         handler(sqs_event({"n": 2}), lambda_context("cold"))
         """
     )
-    run = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "LAMBDA_KIT_LOG_LEVEL": "ERROR"},
-    )
+    run = fresh_process(script)
     first, second = (valid(json.loads(text)) for text in run.stdout.splitlines())
     assert first["ColdStart"] == 1 and "ColdStart" not in second
     assert "ColdStart" in {m["Name"] for m in first["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
@@ -413,14 +418,7 @@ def test_the_decorators_import_no_metrics_backend_until_a_metric_is_written():
         print(json.dumps(loaded()))
         """
     )
-    run = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "LAMBDA_KIT_LOG_LEVEL": "ERROR"},
-    )
+    run = fresh_process(script)
     lines = [json.loads(text) for text in run.stdout.splitlines() if text.startswith("[")]
     assert lines == [[], ["lambda_kit.metrics.emf"], ["lambda_kit.metrics.emf"]]
 
