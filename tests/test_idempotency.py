@@ -28,6 +28,7 @@ from lambda_kit.idempotency import (
     IdempotencyError,
     MissingKey,
     PayloadMismatch,
+    complete_batch,
     current_writes,
     header,
     idempotent,
@@ -608,3 +609,84 @@ def test_importing_idempotency_does_not_import_boto3():
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout == "[]\n"
+
+
+# -- a batch's calls completed together at its commit ------------------------------------------------
+
+
+def placing_at_commit(table, orders, dynamodb, shared_item=False):
+    @sqs_handler(commit=complete_batch)
+    @idempotent(key="order_id", table=table, client=dynamodb, at_commit=True)
+    def place(order, context):
+        writes = current_writes()
+        condition = "attribute_not_exists(PK)" if order.get("once") else None
+        writes.put(orders, {"PK": order["order_id"], "SK": "ORDER"}, condition=condition)
+        if order.get("overtaken"):  # another invocation took the key over while this one ran
+            leave_claim(dynamodb, table, place, order["order_id"], for_ms=60_000)
+        if shared_item:
+            writes.update(
+                orders,
+                {"PK": "CUSTOMER", "SK": "ORDER"},
+                "ADD #n :one",
+                names={"#n": "n"},
+                values={":one": 1},
+            )
+        return order["order_id"]
+
+    return place
+
+
+def test_a_batchs_calls_commit_in_as_few_transactions_as_they_pack_into(table, orders, dynamodb):
+    place = placing_at_commit(table, orders, dynamodb)
+    event = sqs_event(*({"order_id": f"o-{n}"} for n in range(150)))
+    with test_counters.requests_sent(dynamodb, "TransactWriteItems") as sent:
+        assert place(event, lambda_context()) == {"batchItemFailures": []}
+    assert [len(body["TransactItems"]) for body in sent] == [100, 100, 100]  # 150 writes + 150 entries
+    found = dynamodb.scan(TableName=orders, ConsistentRead=True)["Items"]
+    assert len(found) == 150
+    with test_counters.requests_sent(dynamodb, "TransactWriteItems") as sent:
+        assert place(event, lambda_context()) == {"batchItemFailures": []}  # redelivered: duplicates
+    assert sent == []
+
+
+def test_at_commit_a_refused_write_or_a_lost_claim_fails_its_record_alone(table, orders, dynamodb, capfd):
+    place = placing_at_commit(table, orders, dynamodb)
+    dynamodb.put_item(TableName=orders, Item={"PK": {"S": "o-taken"}, "SK": {"S": "ORDER"}})
+    orders_ = (
+        {"order_id": "o-1"},
+        {"order_id": "o-taken", "once": True},
+        {"order_id": "o-3", "overtaken": True},
+    )
+    event = sqs_event(*orders_, {"order_id": "o-4"})
+    ids = [record["messageId"] for record in event["Records"]]
+    failed = [{"itemIdentifier": ids[1]}, {"itemIdentifier": ids[2]}]
+    assert place(event, lambda_context()) == {"batchItemFailures": failed}
+    assert item(dynamodb, orders, "o-1") and item(dynamodb, orders, "o-4")
+    assert item(dynamodb, orders, "o-3") is None  # its claim was lost: none of its writes made
+    warnings = with_message(read_lines(capfd), "idempotent call not completed at commit")
+    assert [(w["trace_id"], w["error_type"]) for w in warnings] == [
+        (ids[1], "IdempotencyError"),
+        (ids[2], "ClaimLost"),
+    ]
+    assert "write 1 of the idempotent call (Put on table" in warnings[0]["error"]
+    owners = sorted(e.get("owner", {}).get("S", "") == "another-invocation" for e in entries(dynamodb, table))
+    assert len(owners) == 3 and owners.count(True) == 1  # o-taken's claim released; o-3 the other's
+
+
+def test_at_commit_calls_writing_one_item_are_sent_apart(table, orders, dynamodb):
+    place = placing_at_commit(table, orders, dynamodb, shared_item=True)
+    event = sqs_event({"order_id": "o-1"}, {"order_id": "o-2"})
+    assert place(event, lambda_context()) == {"batchItemFailures": []}
+    assert item(dynamodb, orders, "CUSTOMER")["n"] == {"N": "2"}
+    assert place(event, lambda_context()) == {"batchItemFailures": []}
+    assert item(dynamodb, orders, "CUSTOMER")["n"] == {"N": "2"}
+
+
+def test_at_commit_needs_a_record(table, orders, dynamodb):
+    @idempotent(key="id", table=table, client=dynamodb, at_commit=True)
+    def call(payload, context):
+        current_writes().put(orders, {"PK": "a", "SK": "ORDER"})
+
+    with pytest.raises(IdempotencyError, match="completes calls in a batch decorator's commit"):
+        call({"id": 1}, None)
+    assert entries(dynamodb, table) == []

@@ -12,6 +12,7 @@
 See docs/idempotency.md.
 """
 
+from lambda_kit.idempotency.batch import complete_batch
 from lambda_kit.idempotency.decorator import idempotent
 from lambda_kit.idempotency.errors import AlreadyInProgress, IdempotencyError, MissingKey, PayloadMismatch
 from lambda_kit.idempotency.keys import IDEMPOTENCY_KEY_HEADER, header
@@ -29,6 +30,7 @@ __all__ = [
     "MissingKey",
     "PayloadMismatch",
     "Writes",
+    "complete_batch",
     "current_writes",
     "header",
     "idempotent",

@@ -21,10 +21,11 @@ from typing import Any, TypeVar
 from .. import log
 from ..counters.retry import Backoff
 from ..trace import current_record
+from .batch import defer
 from .errors import AlreadyInProgress, IdempotencyError, PayloadMismatch
 from .keys import KeySpec, fingerprint, fingerprint_reader, key_digest, key_reader
 from .results import restore, store
-from .table import COMPLETED, Claim, Entry, Table, entry_pk
+from .table import COMPLETED, Claim, Completion, Entry, Table, entry_pk
 from .writes import Writes, close_writes, open_writes
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -83,6 +84,7 @@ class Idempotent:
         name: str | None,
         argument: str | None,
         in_progress_expires_after: timedelta,
+        at_commit: bool,
         client: Any,
         backoff: Backoff | None,
     ) -> None:
@@ -93,6 +95,7 @@ class Idempotent:
         self.argument = argument
         self.position = _position(function, argument)
         self.without_context = _positive("in_progress_expires_after", in_progress_expires_after)
+        self.at_commit = bool(at_commit)
         self.table = Table(_table_name(table), client, backoff, _positive("expires_after", expires_after))
 
     def payload(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -144,7 +147,12 @@ class Idempotent:
         """Store the result: with the call's writes in one transaction, or alone."""
         stored = store(result, self.function_name)
         if writes.actions:
-            self.table.complete_with(claim, stored, writes.actions)
+            completion = Completion(claim, stored, writes.actions)
+            if self.at_commit:
+                defer(self.table, completion)
+                return
+            for _completion, error in self.table.complete_together([completion]):
+                raise error
         elif not self.table.complete(claim, stored):
             log.emit(
                 "WARNING",
@@ -197,6 +205,7 @@ def idempotent(
     name: str | None = None,
     argument: str | None = None,
     in_progress_expires_after: timedelta = NO_CONTEXT_IN_PROGRESS,
+    at_commit: bool = False,
     client: Any = None,
     backoff: Backoff | None = None,
 ) -> Callable[[F], F]:
@@ -210,7 +219,9 @@ def idempotent(
     :class:`PayloadMismatch`. ``name``: the entries' name (default: the function's module and
     qualified name; give one to keep the entries when the function moves). ``argument``: the
     parameter holding the payload (default: the first). ``in_progress_expires_after``: how long a
-    claim lasts when no Lambda context is among the call's arguments. ``client``, ``backoff``: the
+    claim lasts when no Lambda context is among the call's arguments. ``at_commit``: a call's writes
+    and completed entry wait for the batch's commit (``commit=complete_batch``), which sends the
+    whole batch's in as few transactions as they pack into. ``client``, ``backoff``: the
     boto3 DynamoDB client (default: created on first use) and the retry policy.
     """
 
@@ -226,6 +237,7 @@ def idempotent(
             name=name,
             argument=argument,
             in_progress_expires_after=in_progress_expires_after,
+            at_commit=at_commit,
             client=client,
             backoff=backoff,
         )

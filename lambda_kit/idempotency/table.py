@@ -33,6 +33,7 @@ from datetime import timedelta
 from typing import Any
 
 from .. import log
+from ..counters.packing import MAX_ACTIONS
 from ..counters.retry import TRANSIENT_CANCELLATION_REASONS, Backoff, Tries, error_code
 from ..counters.transact import (
     LazyClient,
@@ -55,6 +56,7 @@ COMPLETED = "COMPLETED"
 NAMES = {"#pk": "PK", "#status": "status", "#ttl": "ttl", "#until": "until", "#owner": "owner"}
 CLAIMABLE = "attribute_not_exists(#pk) OR #ttl < :now OR (#status = :in_progress AND #until < :now_ms)"
 OWNED = "#owner = :owner"
+RELEASABLE = "#owner = :owner AND #status = :in_progress"
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,44 +218,61 @@ class Table:
         )
         return found is None
 
-    def complete_with(self, claim: Claim, stored: Stored, actions: list[dict[str, Any]]) -> None:
-        """The call's writes and its completed entry in one transaction; a claim lost or a write
-        refused raises :class:`IdempotencyError` and nothing is written."""
-        entry = {
+    def entry_action(self, completion: Completion) -> dict[str, Any]:
+        """The transaction's action that marks ``completion``'s call completed, if still its claim."""
+        return {
             "Put": {
                 "TableName": self.name,
-                "Item": self.completed_item(claim, stored),
+                "Item": self.completed_item(completion.claim, completion.stored),
                 "ConditionExpression": OWNED,
                 "ExpressionAttributeNames": {"#owner": "owner"},
-                "ExpressionAttributeValues": {":owner": {"S": claim.owner}},
+                "ExpressionAttributeValues": {":owner": {"S": completion.claim.owner}},
             }
         }
-        transaction = [*actions, entry]
-        tries = Tries(self.backoff)
-        while True:
-            cancelled = send(self.client, transaction, tries, self._explain)
-            if cancelled is None:
-                return
-            tries.failed(self._refusal(cancelled, transaction))
 
-    def _refusal(self, cancelled: Exception, transaction: list[dict[str, Any]]) -> Exception:
-        """What a cancelled transaction means: transient (returned, to try again) or raised."""
-        reasons = cancellation_reasons(cancelled)
-        codes = [reason_code(reason) for reason in reasons] + ["None"] * (len(transaction) - len(reasons))
-        if codes[-1] == "ConditionalCheckFailed":
-            raise ClaimLost(
-                "the idempotency entry was claimed by another call after this one's deadline: "
-                "its writes were not made"
-            ) from cancelled
-        for index, code in enumerate(codes[:-1]):
-            if code not in ("None", *TRANSIENT_CANCELLATION_REASONS):
-                action, body = next(iter(transaction[index].items()))
-                message = reasons[index].get("Message", "")
-                raise IdempotencyError(
-                    f"write {index + 1} of the idempotent call ({action} on table {body.get('TableName')!r}) "
-                    f"was refused: {code} {message}".rstrip()
-                ) from cancelled
-        return cancelled
+    def complete_together(self, completions: list[Completion]) -> list[tuple[Completion, IdempotencyError]]:
+        """Each call's writes with its completed entry, as few transactions as they pack into (up to
+        100 actions; a call's actions never split): the calls whose claim was lost or whose write was
+        refused, with why; nothing of theirs is written. What no try gets past is raised."""
+        failed: list[tuple[Completion, IdempotencyError]] = []
+        tries = Tries(self.backoff)
+        pending = list(completions)
+        while pending:
+            taken, pending = pack(pending)
+            actions = [action for completion in taken for action in completion.actions_with(self)]
+            try:
+                cancelled = send(self.client, actions, tries, self._explain)
+            except IdempotencyError:
+                if len(taken) == 1:
+                    raise
+                # one transaction cannot touch an item twice: two calls writing one item go alone
+                for completion in taken:
+                    failed += self.complete_together([completion])
+                continue
+            if cancelled is None:
+                continue
+            refused = self._refused(cancelled, taken)
+            if refused:
+                failed += refused
+                tries.succeeded()  # progress: resend the rest at once
+            else:
+                tries.failed(cancelled)
+            lost = {id(completion) for completion, _ in refused}
+            pending = [completion for completion in taken if id(completion) not in lost] + pending
+        return failed
+
+    def _refused(
+        self, cancelled: Exception, taken: list[Completion]
+    ) -> list[tuple[Completion, IdempotencyError]]:
+        """The calls a cancelled transaction refused, with why (none: the cancellation is transient)."""
+        reasons = iter(cancellation_reasons(cancelled))
+        refused = []
+        for completion in taken:
+            actions = completion.actions_with(self)
+            error = _refusal([next(reasons, {}) for _ in actions], actions)
+            if error is not None:
+                refused.append((completion, error))
+        return refused
 
     # -- release -----------------------------------------------------------------------------------
 
@@ -261,12 +280,13 @@ class Table:
         """Delete the claim of a call that failed, so the next delivery runs at once; if that fails,
         the claim expires at its deadline (one WARNING line says so)."""
         try:
+            # never a completed entry: a completion whose answer was lost may have committed
             self.client.delete_item(
                 TableName=self.name,
                 Key=_key(claim.pk),
-                ConditionExpression=OWNED,
-                ExpressionAttributeNames={"#owner": "owner"},
-                ExpressionAttributeValues={":owner": {"S": claim.owner}},
+                ConditionExpression=RELEASABLE,
+                ExpressionAttributeNames={"#owner": "owner", "#status": "status"},
+                ExpressionAttributeValues={":owner": {"S": claim.owner}, ":in_progress": {"S": IN_PROGRESS}},
             )
         except Exception as error:
             if error_code(error) == "ConditionalCheckFailedException":
@@ -280,3 +300,47 @@ class Table:
 
 class ClaimLost(IdempotencyError):
     """The call outlived its deadline and another call claimed its key: its writes were not made."""
+
+
+@dataclass(eq=False)
+class Completion:
+    """A call that returned: its claim, its result and its writes, to commit together."""
+
+    claim: Claim
+    stored: Stored
+    writes: list[dict[str, Any]]
+    record: Any = None  # the record the call ran for, when it is completed at the batch's commit
+
+    def actions_with(self, table: Table) -> list[dict[str, Any]]:
+        return [*self.writes, table.entry_action(self)]
+
+
+def pack(pending: list[Completion]) -> tuple[list[Completion], list[Completion]]:
+    """The next transaction's calls (whole, up to 100 actions), and the rest."""
+    taken: list[Completion] = []
+    used = 0
+    for at, completion in enumerate(pending):
+        size = len(completion.writes) + 1
+        if taken and used + size > MAX_ACTIONS:
+            return taken, pending[at:]
+        taken.append(completion)
+        used += size
+    return taken, []
+
+
+def _refusal(reasons: list[dict[str, Any]], actions: list[dict[str, Any]]) -> IdempotencyError | None:
+    """Why a call's actions were refused (its entry's condition: the claim lost; a write's), or None."""
+    codes = [reason_code(reason) for reason in reasons]
+    if codes[-1] == "ConditionalCheckFailed":
+        return ClaimLost(
+            "the idempotency entry was claimed by another call after this one's deadline: "
+            "its writes were not made"
+        )
+    for index, code in enumerate(codes):
+        if code not in ("None", *TRANSIENT_CANCELLATION_REASONS):
+            action, body = next(iter(actions[index].items()))
+            return IdempotencyError(
+                f"write {index + 1} of the idempotent call ({action} on table {body.get('TableName')!r}) "
+                f"was refused: {code} {reasons[index].get('Message', '')}".rstrip()
+            )
+    return None
