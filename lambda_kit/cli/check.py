@@ -51,6 +51,7 @@ from ..local.config import EventSource, FunctionConfig, ServiceConfig, read_serv
 from ..local.intrinsics import target
 from ..local.terminal import printable
 from ..serverless_config import ConfigError
+from . import check_idempotency
 
 RBIF = "ReportBatchItemFailures"
 DEFAULT_VISIBILITY_TIMEOUT = 30  # SQS default, seconds
@@ -265,6 +266,7 @@ def _import_handler(function: FunctionConfig, config: ServiceConfig, findings: l
             findings.append(Finding("error", function.key, f"{missing}: fix the handler path {raw!r}"))
             return NOT_IMPORTED
         marks = getattr(fn, "__lambda_kit__", None)
+        findings.extend(Finding(*found) for found in check_idempotency.findings(function, config, module))
         return _Handler(
             marks if isinstance(marks, dict) else {},
             _uses_counters(module),
