@@ -620,7 +620,7 @@ def placing_at_commit(table, orders, dynamodb, shared_item=False):
     def place(order, context):
         writes = current_writes()
         condition = "attribute_not_exists(PK)" if order.get("once") else None
-        writes.put(orders, {"PK": order["order_id"], "SK": "ORDER"}, condition=condition)
+        writes.put(orders, {"PK": order.get("put_as", order["order_id"]), "SK": "ORDER"}, condition=condition)
         if order.get("overtaken"):  # another invocation took the key over while this one ran
             leave_claim(dynamodb, table, place, order["order_id"], for_ms=60_000)
         if shared_item:
@@ -674,12 +674,25 @@ def test_at_commit_a_refused_write_or_a_lost_claim_fails_its_record_alone(table,
 
 
 def test_at_commit_calls_writing_one_item_are_sent_apart(table, orders, dynamodb):
+    """A transaction takes one action per item: calls updating one item (known by its key) go in
+    different transactions; calls putting one item (a put's key is not known) are sent alone after
+    DynamoDB refused them together."""
     place = placing_at_commit(table, orders, dynamodb, shared_item=True)
-    event = sqs_event({"order_id": "o-1"}, {"order_id": "o-2"})
+    event = sqs_event({"order_id": "o-1"}, {"order_id": "o-2"}, {"order_id": "o-3"})
+    with test_counters.requests_sent(dynamodb, "TransactWriteItems") as sent:
+        assert place(event, lambda_context()) == {"batchItemFailures": []}
+    assert len(sent) == 3 and item(dynamodb, orders, "CUSTOMER")["n"] == {"N": "3"}
     assert place(event, lambda_context()) == {"batchItemFailures": []}
-    assert item(dynamodb, orders, "CUSTOMER")["n"] == {"N": "2"}
-    assert place(event, lambda_context()) == {"batchItemFailures": []}
-    assert item(dynamodb, orders, "CUSTOMER")["n"] == {"N": "2"}
+    assert item(dynamodb, orders, "CUSTOMER")["n"] == {"N": "3"}
+
+    same_put = sqs_event({"order_id": "o-9"}, {"order_id": "o-9 "})
+    for record, key in zip(same_put["Records"], ("o-9", "o-9 "), strict=True):
+        record["body"] = json.dumps({"order_id": key, "put_as": "o-9"})
+    putting = placing_at_commit(table, orders, dynamodb)
+    with test_counters.requests_sent(dynamodb, "TransactWriteItems") as sent:
+        assert putting(same_put, lambda_context()) == {"batchItemFailures": []}
+    assert len(sent) == 3  # refused together, then one each
+    assert item(dynamodb, orders, "o-9") is not None
 
 
 def test_at_commit_needs_a_record(table, orders, dynamodb):
@@ -690,3 +703,16 @@ def test_at_commit_needs_a_record(table, orders, dynamodb):
     with pytest.raises(IdempotencyError, match="completes calls in a batch decorator's commit"):
         call({"id": 1}, None)
     assert entries(dynamodb, table) == []
+
+
+def test_at_commit_a_duplicate_in_the_same_batch_is_answered_by_the_waiting_call(
+    table, orders, dynamodb, capfd
+):
+    place = placing_at_commit(table, orders, dynamodb, shared_item=True)
+    read_lines(capfd)
+    assert place(sqs_event({"order_id": "o-1"}, {"order_id": "o-1"}), lambda_context()) == {
+        "batchItemFailures": []
+    }
+    assert item(dynamodb, orders, "CUSTOMER")["n"] == {"N": "1"}
+    processed = with_message(read_lines(capfd), "record processed")
+    assert [(line["outcome"], line["result"]) for line in processed] == [("ok", "o-1"), ("duplicate", "o-1")]

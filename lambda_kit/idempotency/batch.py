@@ -23,6 +23,7 @@ from ..trace import current_record
 from .errors import IdempotencyError
 
 if TYPE_CHECKING:
+    from .results import Stored
     from .table import Completion, Table
 
 _waiting: list[tuple[Table, Completion]] = []
@@ -40,6 +41,14 @@ def defer(table: Table, completion: Completion) -> None:
     completion.record = record
     with _lock:
         _waiting.append((table, completion))
+
+
+def waiting_result(owner: str | None) -> Stored | None:
+    """The result of this invocation's call that holds claim ``owner`` and waits for the commit: a
+    record of the same batch with the same key is its duplicate (if the commit fails that call, its
+    record comes back and runs again)."""
+    with _lock:
+        return next((c.stored for _, c in _waiting if c.claim.owner == owner), None)
 
 
 def complete_batch(results: list[tuple[Any, Any]]) -> list[Any]:

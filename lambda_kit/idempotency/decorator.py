@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from .. import log
 from ..counters.retry import Backoff
 from ..trace import current_record
-from .batch import defer
+from .batch import defer, waiting_result
 from .errors import AlreadyInProgress, IdempotencyError, PayloadMismatch
 from .keys import KeySpec, fingerprint, fingerprint_reader, key_digest, key_reader
 from .results import restore, store
@@ -133,7 +133,8 @@ class Idempotent:
                 f"the idempotency key of this {self.function_name} call was used before with another "
                 "payload: no stored result is given for it"
             )
-        if entry.status != COMPLETED or entry.result is None:
+        stored = entry.result if entry.status == COMPLETED else waiting_result(entry.owner)
+        if stored is None:
             raise AlreadyInProgress(
                 f"another {self.function_name} call with this idempotency key is in progress "
                 f"(until its deadline, {max(0, entry.until_ms - int(time.time() * 1000))} ms from now)"
@@ -141,7 +142,7 @@ class Idempotent:
         record = current_record()
         if record is not None:
             record.outcome = "duplicate"
-        return restore(entry.result)
+        return restore(stored)
 
     def finish(self, claim: Claim, result: Any, writes: Writes) -> None:
         """Store the result: with the call's writes in one transaction, or alone."""

@@ -26,6 +26,7 @@ claim on the same condition, so the next delivery runs at once.
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from dataclasses import dataclass
@@ -77,6 +78,7 @@ class Entry:
     fingerprint: str | None
     until_ms: int
     result: Stored | None
+    owner: str | None = None
 
 
 def entry_pk(name: str, key_digest: str) -> str:
@@ -100,7 +102,8 @@ def _entry(item: dict[str, Any]) -> Entry:
     result = None
     if _text(item, "status") == COMPLETED:
         result = Stored(_text(item, "kind") or "json", _text(item, "result") or "null", _text(item, "type"))
-    return Entry(_text(item, "status") or "", _text(item, "fingerprint"), _number(item, "until"), result)
+    status, fingerprint = _text(item, "status") or "", _text(item, "fingerprint")
+    return Entry(status, fingerprint, _number(item, "until"), result, _text(item, "owner"))
 
 
 def _stamped(item: dict[str, Any], claim: Claim) -> dict[str, Any]:
@@ -245,7 +248,7 @@ class Table:
             except IdempotencyError:
                 if len(taken) == 1:
                     raise
-                # one transaction cannot touch an item twice: two calls writing one item go alone
+                # one transaction takes one action per item: two calls putting one item go alone
                 for completion in taken:
                     failed += self.complete_together([completion])
                 continue
@@ -315,17 +318,33 @@ class Completion:
         return [*self.writes, table.entry_action(self)]
 
 
+def _keyed_items(completion: Completion) -> set[tuple[str, str]]:
+    """The items a call's writes name by key (updates, deletes, condition checks; a put names its
+    item by the table's key schema, which is not known here)."""
+    return {
+        (str(body.get("TableName")), json.dumps(body["Key"], sort_keys=True))
+        for action in completion.writes
+        for body in action.values()
+        if isinstance(body, dict) and "Key" in body
+    }
+
+
 def pack(pending: list[Completion]) -> tuple[list[Completion], list[Completion]]:
-    """The next transaction's calls (whole, up to 100 actions), and the rest."""
+    """The next transaction's calls (whole, up to 100 actions, none writing an item another one
+    of them writes by key: a transaction takes one action per item), and the rest, in order."""
     taken: list[Completion] = []
+    rest: list[Completion] = []
     used = 0
-    for at, completion in enumerate(pending):
-        size = len(completion.writes) + 1
-        if taken and used + size > MAX_ACTIONS:
-            return taken, pending[at:]
+    touched: set[tuple[str, str]] = set()
+    for completion in pending:
+        size, items = len(completion.writes) + 1, _keyed_items(completion)
+        if taken and (used + size > MAX_ACTIONS or items & touched):
+            rest.append(completion)
+            continue
         taken.append(completion)
         used += size
-    return taken, []
+        touched |= items
+    return taken, rest
 
 
 def _refusal(reasons: list[dict[str, Any]], actions: list[dict[str, Any]]) -> IdempotencyError | None:
