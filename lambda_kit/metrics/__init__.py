@@ -24,6 +24,8 @@ from typing import Any
 from .. import log
 from ..errors import GroupHeldBack
 
+__all__ = ["Counts", "add", "flush"]
+
 BACKENDS = ("datadog", "emf")
 Backends = frozenset[str]
 OFF: Backends = frozenset()
