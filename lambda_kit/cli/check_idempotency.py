@@ -103,13 +103,18 @@ def _ttl_findings(function: str, logical: str, properties: dict[str, Any]) -> li
     ]
 
 
+def _provider_statements(provider: dict[str, Any]) -> list[Any]:
+    """The statements of the framework's shared role (``provider.iam.role.statements``, or v2's
+    ``provider.iamRoleStatements``)."""
+    role = mapping(mapping(provider.get("iam")).get("role"))
+    return list(role.get("statements") or provider.get("iamRoleStatements") or [])
+
+
 def _statements(function: FunctionConfig, config: ServiceConfig) -> list[Any] | None:
     """The IAM statements of the function's role; None for a role check cannot see (an ARN)."""
     role = function.setting("role")
     if role is None:
-        provider = config.provider
-        iam = mapping(mapping(mapping(provider.get("iam")).get("role")))
-        return list(iam.get("statements") or provider.get("iamRoleStatements") or [])
+        return _provider_statements(config.provider)
     logical = role if isinstance(role, str) else target(role)
     resource = config.resources.get(logical) if isinstance(logical, str) else None
     if not resource or resource.get("Type") != "AWS::IAM::Role":

@@ -248,9 +248,7 @@ class Table:
             except IdempotencyError:
                 if len(taken) == 1:
                     raise
-                # one transaction takes one action per item: two calls putting one item go alone
-                for completion in taken:
-                    failed += self.complete_together([completion])
+                failed += self._one_by_one(taken)
                 continue
             if cancelled is None:
                 continue
@@ -263,6 +261,11 @@ class Table:
             lost = {id(completion) for completion, _ in refused}
             pending = [completion for completion in taken if id(completion) not in lost] + pending
         return failed
+
+    def _one_by_one(self, taken: list[Completion]) -> list[tuple[Completion, IdempotencyError]]:
+        """Calls DynamoDB refused together (a transaction takes one action per item: two calls
+        putting one item), each in its own transaction."""
+        return [failure for completion in taken for failure in self.complete_together([completion])]
 
     def _refused(
         self, cancelled: Exception, taken: list[Completion]

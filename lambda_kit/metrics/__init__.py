@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from importlib import import_module
 from typing import Any
 
 from .. import log
@@ -101,14 +102,8 @@ def count(function_name: str | None, source: str, counts: Counts, backends: Back
     (one WARNING line says why)."""
     for backend in sorted(backends):
         try:
-            if backend == "datadog":
-                from . import datadog  # loaded on the first send: it imports datadog (~100 ms)
-
-                datadog.count(function_name, source, counts)
-            else:
-                from . import emf  # loaded with the first EMF document
-
-                emf.write_counts(function_name, source, counts)
+            # each backend's module is loaded with its first send (datadog.py imports datadog: ~100 ms)
+            import_module(f"{__name__}.{backend}").write_counts(function_name, source, counts)
         except Exception as exc:  # metrics are best-effort by design
             log.emit("WARNING", "could not send metrics", None, {"error": log.clean(log.safe_str(exc))})
 
@@ -132,9 +127,7 @@ def add(
     the invocation's end (``flush``)."""
     global _batch
     if _batch is None:
-        from .emf import Batch  # loaded with the first metric
-
-        _batch = Batch()
+        _batch = _emf().Batch()
     _batch.add(name, value, unit, dimensions, namespace, resolution)
 
 
@@ -143,8 +136,12 @@ def flush() -> None:
     an invocation ends)."""
     if _batch is None or not _batch.groups:
         return
-    from .emf import write
-
     documents = _batch.documents()
     _batch.clear()
-    write(documents)
+    _emf().write(documents)
+
+
+def _emf() -> Any:
+    from . import emf  # the EMF writer: loaded with the first metric
+
+    return emf

@@ -41,7 +41,7 @@ def _client() -> Any:
         return _statsd
 
 
-def count(function_name: str | None, source: str, counts: Counts) -> None:
+def write_counts(function_name: str | None, source: str, counts: Counts) -> None:
     """Send the three counters of one invocation (a refused event is one failed record)."""
     statsd = _client()
     tags = [f"function:{function_name or 'unknown'}", f"source:{source}"]
