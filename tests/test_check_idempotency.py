@@ -245,3 +245,17 @@ def test_an_imported_helper_is_checked_and_a_table_not_declared_is_a_warning(tmp
         "error: orders: its role does not grant dynamodb:PutItem and dynamodb:DeleteItem on idempotency "
         "table Emails: " + WHY
     ]
+
+
+def test_at_commit_without_a_commit_is_an_error(tmp_path):
+    at_commit = HANDLER.replace(
+        'table=os.environ["IDEMPOTENCY_TABLE"])', 'table=os.environ["IDEMPOTENCY_TABLE"], at_commit=True)'
+    )
+    assert findings(tmp_path, SERVICE, at_commit) == [
+        "error: orders: @idempotent(at_commit=True) under @sqs_handler without commit=: its calls' writes "
+        "wait for the batch's commit, which never runs; give it commit=complete_batch"
+    ]
+    committed = at_commit.replace("@sqs_handler\n", "@sqs_handler(commit=complete_batch)\n").replace(
+        "import idempotent", "import complete_batch, idempotent"
+    )
+    assert findings(tmp_path, SERVICE, committed) == []

@@ -716,3 +716,28 @@ def test_at_commit_a_duplicate_in_the_same_batch_is_answered_by_the_waiting_call
     assert item(dynamodb, orders, "CUSTOMER")["n"] == {"N": "1"}
     processed = with_message(read_lines(capfd), "record processed")
     assert [(line["outcome"], line["result"]) for line in processed] == [("ok", "o-1"), ("duplicate", "o-1")]
+
+
+def test_at_commit_calls_no_commit_completed_are_released_and_said_at_the_next_invocation(
+    table, orders, dynamodb, capfd
+):
+    @sqs_handler  # no commit=complete_batch: the mistake lambda-kit check reports
+    @idempotent(key="order_id", table=table, client=dynamodb, at_commit=True)
+    def place(order, context):
+        current_writes().put(orders, {"PK": order["order_id"], "SK": "ORDER"})
+
+    first = sqs_event({"order_id": "o-1"})
+    place(first, lambda_context())
+    assert [e["status"]["S"] for e in entries(dynamodb, table)] == ["IN_PROGRESS"]
+    read_lines(capfd)
+    place(sqs_event({"order_id": "o-2"}), lambda_context())
+    [error] = with_message(
+        read_lines(capfd),
+        "idempotent calls of an earlier invocation were never completed: their writes were not made",
+    )
+    assert error["calls"] == 1 and error["trace_ids"] == [first["Records"][0]["messageId"]]
+    assert "commit=complete_batch" in error["fix"]
+    assert item(dynamodb, orders, "o-1") is None
+    # o-1's claim released (o-2's waits, as o-1's did): a redelivery of o-1 runs at once
+    assert [e["status"]["S"] for e in entries(dynamodb, table)] == ["IN_PROGRESS"]
+    complete_batch([])  # what waits is released: no other test meets it

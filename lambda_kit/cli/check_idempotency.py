@@ -10,7 +10,9 @@ table name was read from, ``!Ref Table`` or ``${...}`` as written, or by ``Table
   claim) on the table;
 - warning: no TTL on ``ttl``: completed entries are never deleted (their expiry still holds, the
   claim's condition reads ``ttl``), and the table grows;
-- warning: a table that is not among the resources (created elsewhere: nothing to check).
+- warning: a table that is not among the resources (created elsewhere: nothing to check);
+- error: a handler decorated ``@idempotent(at_commit=True)`` under a decorator without
+  ``commit=``: its calls' writes would wait for a commit that never runs.
 
 Findings are ``(level, subject, message)``; ``check.py`` makes them its own.
 """
@@ -188,9 +190,26 @@ def _role_findings(function: FunctionConfig, config: ServiceConfig, logical: str
     ]
 
 
+def _commit_findings(function: FunctionConfig, module: Any) -> list[Found]:
+    handler = getattr(module, function.attribute, None)
+    mark, marks = getattr(handler, MARK, None), getattr(handler, "__lambda_kit__", None)
+    if not (isinstance(mark, dict) and mark.get("at_commit") and isinstance(marks, dict)):
+        return []
+    if marks.get("commit"):
+        return []
+    return [
+        (
+            "error",
+            function.key,
+            f"@idempotent(at_commit=True) under @{marks.get('decorator')} without commit=: its calls' writes "
+            "wait for the batch's commit, which never runs; give it commit=complete_batch",
+        )
+    ]
+
+
 def findings(function: FunctionConfig, config: ServiceConfig, module: Any) -> list[Found]:
     """What is wrong with the idempotency tables ``function``'s handler module uses."""
-    found: list[Found] = []
+    found: list[Found] = _commit_findings(function, module)
     for table in tables_used(module):
         logical = table_resource(table, function, config)
         if logical is None:

@@ -30,17 +30,34 @@ _waiting: list[tuple[Table, Completion]] = []
 _lock = threading.Lock()
 
 
-def defer(table: Table, completion: Completion) -> None:
-    """Keep ``completion`` for the batch's commit (``complete_batch``)."""
+def defer(table: Table, completion: Completion, invocation: str | None) -> None:
+    """Keep ``completion`` for the batch's commit (``complete_batch``). Calls still waiting from
+    another invocation (``invocation``: its request id) were never completed: their claims are
+    released and one ERROR line says so (``lambda-kit check`` reports the usual cause, a decorator
+    without ``commit=complete_batch``)."""
     record = current_record()
     if record is None:
         raise IdempotencyError(
             "@idempotent(at_commit=True) completes calls in a batch decorator's commit: this call runs "
             "for no record (drop at_commit, or decorate the record's function)"
         )
-    completion.record = record
+    completion.record, completion.invocation = record, invocation
     with _lock:
+        stale = [entry for entry in _waiting if entry[1].invocation != invocation]
+        _waiting[:] = [entry for entry in _waiting if entry[1].invocation == invocation]
         _waiting.append((table, completion))
+    for table_, waiting in stale:
+        table_.release(waiting.claim)
+    if stale:
+        log.emit(
+            "ERROR",
+            "idempotent calls of an earlier invocation were never completed: their writes were not made",
+            fields={
+                "calls": len(stale),
+                "fix": "give the batch decorator commit=complete_batch (or call it from your commit)",
+                "trace_ids": [waiting.record.trace_id for _, waiting in stale[:20]],
+            },
+        )
 
 
 def waiting_result(owner: str | None) -> Stored | None:

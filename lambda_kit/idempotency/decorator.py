@@ -57,6 +57,12 @@ def _context_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     return None
 
 
+def _request_id(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    """The invocation's request id, from the Lambda context among the call's arguments."""
+    request_id = getattr(_context_of(args, kwargs), "aws_request_id", None)
+    return request_id if isinstance(request_id, str) else None
+
+
 def _position(function: Any, argument: str | None) -> int:
     """Where the payload is among the positional arguments: the first, or ``argument``'s place."""
     if argument is None:
@@ -144,13 +150,13 @@ class Idempotent:
             record.outcome = "duplicate"
         return restore(stored)
 
-    def finish(self, claim: Claim, result: Any, writes: Writes) -> None:
+    def finish(self, claim: Claim, result: Any, writes: Writes, invocation: str | None = None) -> None:
         """Store the result: with the call's writes in one transaction, or alone."""
         stored = store(result, self.function_name)
         if writes.actions:
             completion = Completion(claim, stored, writes.actions)
             if self.at_commit:
-                defer(self.table, completion)
+                defer(self.table, completion, invocation)
                 return
             for _completion, error in self.table.complete_together([completion]):
                 raise error
@@ -179,7 +185,7 @@ class Idempotent:
             return answer
         with self.running(claim) as writes:
             result = function(*args, **kwargs)
-            self.finish(claim, result, writes)
+            self.finish(claim, result, writes, _request_id(args, kwargs))
         return result
 
     async def run_async(
@@ -193,7 +199,7 @@ class Idempotent:
             return answer
         with self.running(claim) as writes:
             result = await function(*args, **kwargs)
-            await asyncio.to_thread(self.finish, claim, result, writes)
+            await asyncio.to_thread(self.finish, claim, result, writes, _request_id(args, kwargs))
         return result
 
 
@@ -261,5 +267,9 @@ def idempotent(
 def _marked(wrapper: Any, function: Any, config: Idempotent) -> Any:
     """``wrapper`` with ``function``'s metadata, and what ``lambda-kit check`` reads."""
     functools.update_wrapper(wrapper, function)
-    wrapper.__lambda_kit_idempotency__ = {"table": config.table.name, "name": config.name}
+    wrapper.__lambda_kit_idempotency__ = {
+        "table": config.table.name,
+        "name": config.name,
+        "at_commit": config.at_commit,
+    }
     return wrapper

@@ -316,6 +316,7 @@ class Completion:
     stored: Stored
     writes: list[dict[str, Any]]
     record: Any = None  # the record the call ran for, when it is completed at the batch's commit
+    invocation: str | None = None  # the request id of that record's invocation
 
     def actions_with(self, table: Table) -> list[dict[str, Any]]:
         return [*self.writes, table.entry_action(self)]
