@@ -19,6 +19,7 @@ SECTIONS = (
     ("memory", "peak RSS of a 10,000-record batch; growth over warm invocations", True),
     ("async_io", "async def with max_concurrency vs Powertools' AsyncBatchProcessor", True),
     ("cost", "DynamoDB counter costs", False),
+    ("idempotency", "DynamoDB idempotency costs beside Powertools' (the cost section's second part)", False),
     ("local", "end to end on the local stack", False),
     ("windows", "tumbling windows and CloudWatch Logs subscriptions, per record", False),
 )

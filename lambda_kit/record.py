@@ -22,7 +22,9 @@ class Record:
     ``context`` is the tracer's context the producer sent (W3C, Datadog, X-Ray; see
     ``trace_context``), else None; ``log_keys`` the vendors' correlation keys every log line of
     the record carries (None without a context). ``buffered`` holds its lines below WARN while
-    the decorator's ``log_buffer`` keeps them (``lambda_kit.log.line``), else None.
+    the decorator's ``log_buffer`` keeps them (``lambda_kit.log.line``), else None. ``outcome``
+    is what its ``record processed`` line says: ``"ok"``, or ``"duplicate"`` when an
+    ``@idempotent`` function answered it from its table.
     """
 
     __slots__ = (
@@ -42,6 +44,7 @@ class Record:
         "buffered",
         "buffered_size",
         "buffered_dropped",
+        "outcome",
     )
 
     def __init__(
@@ -75,6 +78,7 @@ class Record:
         self.buffered: list[str] | None = None  # its lines below WARN, while they are held
         self.buffered_size = 0
         self.buffered_dropped = 0
+        self.outcome = "ok"
         if context is not None:
             self.set_context(context)
 
@@ -93,7 +97,7 @@ class Outcome:
     for a source that answers with each record's result (``Source.keeps_results``: Firehose's
     transformed data), each processed record with what the function returned."""
 
-    __slots__ = ("failures", "skipped", "processed", "retried", "unstarted", "results")
+    __slots__ = ("failures", "skipped", "processed", "retried", "unstarted", "results", "status")
 
     def __init__(self) -> None:
         self.failures: list[tuple[Record, BaseException]] = []
@@ -102,3 +106,4 @@ class Outcome:
         self.processed = 0
         self.retried = 0
         self.unstarted = 0  # of the failures, those not started for lack of time
+        self.status: int | None = None  # a request's: the HTTP status it was answered with

@@ -860,7 +860,7 @@ def test_metrics_count_an_async_batch_as_the_plain_loop_does(monkeypatch, capfd)
         sqs_event({"fail": False}, {"fail": True}, {"fail": False}, receive_count=2),
         lambda_context("fn-async"),
     )
-    assert sent == [("fn-async", "sqs", 2, 1, 3)]
+    assert sent == [("fn-async", "sqs", metrics.Counts(processed=2, failed=1, retried=3), {"datadog"})]
 
 
 def test_an_async_function_may_call_blocking_code_in_threads(capfd):

@@ -53,6 +53,9 @@ RARE = {
     "lambda_kit.sources.awslogs": {"cloudwatch_logs_handler", "stream_handler"},
     "lambda_kit.loop.concurrent": set(),
     "lambda_kit.loop.event_loop": set(),
+    "lambda_kit.metrics.emf": set(),  # loaded with the first metric written
+    "lambda_kit.metrics.datadog": set(),
+    "lambda_kit.idempotency": set(),
 }
 
 

@@ -246,7 +246,7 @@ def test_refused_events_are_counted_as_failures_not_as_processed(capfd, monkeypa
     handler = sqs_handler(metrics=True)(lambda m, c: None)
     with pytest.raises(UnsupportedEvent):
         handler({"detail-type": "x"}, lambda_context("fn-x"))
-    assert sent == [("fn-x", "unsupported", 0, 1, 0)]
+    assert sent == [("fn-x", "unsupported", metrics.Counts(failed=1, refused=1), {"datadog"})]
 
 
 # --- async and generator functions ----------------------------------------------------------------

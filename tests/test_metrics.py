@@ -214,9 +214,9 @@ def test_a_handler_without_metrics_imports_no_heavy_package():
 def test_without_datadog_the_warning_names_the_extra_and_the_records_are_processed(monkeypatch, capfd):
     """Metrics are best-effort: a missing ``datadog`` package never fails a record, and the one
     WARNING line says which extra installs it."""
-    from lambda_kit import metrics
+    import lambda_kit.metrics.datadog as metrics_datadog
 
-    monkeypatch.setattr(metrics, "_statsd", None)
+    monkeypatch.setattr(metrics_datadog, "_statsd", None)
     monkeypatch.setitem(sys.modules, "datadog", None)  # as if not installed
     monkeypatch.setitem(sys.modules, "datadog.dogstatsd", None)
     monkeypatch.setitem(sys.modules, "datadog.dogstatsd.base", None)

@@ -60,7 +60,7 @@ from ..local.intrinsics import target
 from ..local.terminal import printable
 from ..serverless_config import ConfigError
 from ..sources.api.router import Router
-from . import check_requirements, check_routes
+from . import check_idempotency, check_requirements, check_routes
 from .check_routes import Declared
 from .check_sources import wiring_findings
 
@@ -286,6 +286,7 @@ def _import_handler(
             return NOT_IMPORTED
         marks = getattr(fn, "__lambda_kit__", None)
         wrapped = getattr(fn, "__wrapped__", None)
+        findings.extend(Finding(*found) for found in check_idempotency.findings(function, config, module))
         return _Handler(
             marks if isinstance(marks, dict) else {},
             _uses_counters(module),

@@ -15,9 +15,7 @@ redelivered batch, or of events another invocation is counting at the same time)
 
 from __future__ import annotations
 
-import threading
 import time
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -36,16 +34,15 @@ from lambda_kit.counters.layout import (
     shard_pk,
 )
 from lambda_kit.counters.packing import MAX_ACTIONS, CounterGroup, pack_transaction
-from lambda_kit.counters.retry import (
-    NEEDS_BOTO3,
-    TRANSIENT_CANCELLATION_REASONS,
-    Backoff,
-    Tries,
-    error_code,
-    is_transient,
-    outcome_unknown,
+from lambda_kit.counters.retry import NEEDS_BOTO3, TRANSIENT_CANCELLATION_REASONS, Backoff, Tries
+from lambda_kit.counters.transact import (
+    LazyClient,
+    cancellation_reasons,
+    explain,
+    raise_unless_transient,
+    reason_code,
+    send,
 )
-from lambda_kit.extras import import_optional
 from lambda_kit.trace import current_trace_id
 
 EventRef = tuple[str, str]
@@ -151,10 +148,6 @@ def _events(groups: _Groups) -> list[_Pending]:
     return [event for group in groups for event in group.events]
 
 
-def _new_token() -> str:
-    return str(uuid.uuid4())
-
-
 def _marker_put(table: str, event: _Pending, stamp: _Stamp) -> dict[str, Any]:
     """The action that puts ``event``'s marker, on condition that it does not exist yet."""
     item: dict[str, Any] = {
@@ -198,7 +191,7 @@ any other code refuses it."""
 def _reason_kind(subject: _Subject, reason: dict[str, Any]) -> str | None:
     """What one action's ``CancellationReasons`` entry says: duplicate, transient, refused, or None
     (no objection to that action)."""
-    code = reason.get("Code") or "None"
+    code = reason_code(reason)
     if code == "ConditionalCheckFailed" and isinstance(subject, _Pending):
         return "duplicate"
     return _KIND_OF_CODE.get(code, "refused")
@@ -213,45 +206,25 @@ def _refusal(subject: _Subject, reason: dict[str, Any]) -> CounterError:
     return CounterError(f"DynamoDB cancelled the increment of counter key {key!r}: {code} {message}")
 
 
-def _denied(table: str, error: Exception) -> CounterError:
-    operation = getattr(error, "operation_name", "") or "the request"
-    needs = f"dynamodb:{operation}"
-    if operation == "TransactWriteItems":  # IAM has no such action: it authorises each item's action
-        needs = "dynamodb:PutItem and dynamodb:UpdateItem, which IAM checks for a transaction's items"
-    return CounterError(
-        f"DynamoDB denied {operation} on table {table!r}: the role needs {needs}"
-        " (Counter reads with BatchGetItem and writes with PutItem and UpdateItem)"
-    )
+WRITES_WITH = "Counter reads with BatchGetItem and writes with PutItem and UpdateItem"
+TRANSACTION_NEEDS = "dynamodb:PutItem and dynamodb:UpdateItem, which IAM checks for a transaction's items"
 
 
-def _rejected(error: Exception, keys: list[str]) -> InvalidKeyError:
+def _rejected(keys: list[str], message: str) -> InvalidKeyError:
     shown = ", ".join(repr(k) for k in dict.fromkeys(keys[:5]))
     more = " ..." if len(set(keys)) > 5 else ""
-    message = getattr(error, "response", {}).get("Error", {}).get("Message", "")
     return InvalidKeyError(f"DynamoDB rejected the request for counter keys {shown}{more}: {message}")
 
 
-def _explain(table: str, error: Exception, keys: list[str]) -> CounterError | None:
+def _explain(table: str, error: Exception, keys: list[str]) -> Exception | None:
     """A one-line :class:`CounterError` for errors a user fixes (table, role, request), else None."""
-    code = error_code(error)
-    if code == "ResourceNotFoundException":
-        return CounterError(f"DynamoDB table {table!r} not found: create it or fix the table name")
-    if code == "AccessDeniedException":
-        return _denied(table, error)
-    if code == "ValidationException":
-        return _rejected(error, keys)
-    return None
-
-
-def _default_client() -> Any:
-    """A DynamoDB client with botocore's own retries off (:class:`Backoff` is the one retry policy)
-    and without botocore's parameter validation: every request is built here from checked keys,
-    ids and amounts, and DynamoDB validates it again. The validation walks each of a transaction's
-    100 actions: about a third of the client's CPU for the call."""
-    boto3 = import_optional("boto3", NEEDS_BOTO3)
-    config = import_optional("botocore.config", NEEDS_BOTO3)
-    return boto3.client(
-        "dynamodb", config=config.Config(retries={"total_max_attempts": 1}, parameter_validation=False)
+    return explain(
+        error,
+        table,
+        kind=CounterError,
+        writes_with=WRITES_WITH,
+        transaction_needs=TRANSACTION_NEEDS,
+        rejected=lambda message: _rejected(keys, message),
     )
 
 
@@ -302,8 +275,7 @@ class Counter:
         self.backoff = backoff or Backoff()
         self.read_first = read_first
         self.duplicate_share = DuplicateShare()
-        self._client = client
-        self._client_lock = threading.Lock()
+        self._client = LazyClient(client, NEEDS_BOTO3)
 
     def __repr__(self) -> str:
         return f"Counter({self.table!r}, shards={self.shards}, marker_ttl={self.marker_ttl!r})"
@@ -311,11 +283,7 @@ class Counter:
     @property
     def client(self) -> Any:
         """The DynamoDB client, created on first use when none was given."""
-        if self._client is None:
-            with self._client_lock:
-                if self._client is None:
-                    self._client = _default_client()
-        return self._client
+        return self._client.get()
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -451,27 +419,8 @@ class Counter:
 
     def _send(self, actions: list[dict[str, Any]], groups: _Groups, tries: Tries) -> Exception | None:
         """Send one transaction until DynamoDB commits it (None) or cancels it (the cancellation)."""
-        token = _new_token()
-        while True:
-            try:
-                # The token makes a resend after a lost response succeed without writing twice
-                # (DynamoDB honours it for 10 minutes; the markers make it safe either way).
-                self.client.transact_write_items(TransactItems=actions, ClientRequestToken=token)
-            except Exception as error:
-                if error_code(error) == "TransactionCanceledException":
-                    return error
-                token = self._resend_token(error, token, groups)
-                tries.failed(error)
-            else:
-                tries.succeeded()
-                return None
-
-    def _resend_token(self, error: Exception, token: str, groups: _Groups) -> str:
-        """The token to send the transaction again with after ``error``; raises what no try gets past."""
-        if error_code(error) == "IdempotentParameterMismatchException":
-            return _new_token()  # the token is spoilt: the markers decide what the last send did
-        self._raise_unless_transient(error, [event.key for event in _events(groups)])
-        return token if outcome_unknown(error) else _new_token()
+        keys = [event.key for event in _events(groups)]
+        return send(self.client, actions, tries, lambda error: _explain(self.table, error, keys))
 
     def _after_cancellation(
         self,
@@ -507,7 +456,7 @@ class Counter:
 
     def _read_cancellation(self, error: Exception, subjects: list[_Subject]) -> tuple[set[_Pending], bool]:
         """From ``CancellationReasons``: the events whose marker existed, and whether to back off."""
-        reasons = getattr(error, "response", {}).get("CancellationReasons") or []
+        reasons = cancellation_reasons(error)
         duplicates: set[_Pending] = set()
         transient = False
         for subject, reason in zip(subjects, reasons, strict=False):
@@ -526,12 +475,7 @@ class Counter:
     def _raise_unless_transient(self, error: Exception, keys: list[str]) -> None:
         """Unless another try may get past ``error``: raise the one-line error a user fixes for it,
         or ``error`` itself."""
-        if is_transient(error):
-            return
-        explained = _explain(self.table, error, keys)
-        if explained is None:
-            raise error
-        raise explained from error
+        raise_unless_transient(error, lambda exc: _explain(self.table, exc, keys))
 
     # -- reading -------------------------------------------------------------------------------
 

@@ -50,15 +50,11 @@ class Invocation:
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
         try:
-            if self.adapter is not None and metrics.enabled(self.options.metrics):
-                outcome = self.outcome
-                metrics.count(
-                    self.function_name,
-                    self.adapter.name,
-                    outcome.processed,
-                    len(outcome.failures),
-                    outcome.retried,
-                )
+            backends = metrics.enabled(self.options.metrics)
+            if self.adapter is not None and backends:
+                counts = metrics.counts_of(self.outcome)
+                metrics.count(self.function_name, self.adapter.name, counts, backends)
+            metrics.flush()  # the user's own metrics of this invocation (``metrics.add``)
             log.flush()
         finally:
             log.leave_invocation(self.token)
@@ -89,6 +85,7 @@ class Invocation:
                 "event_shape": log.clean(log.outline(event)),
             },
         )
-        if metrics.enabled(self.options.metrics):
-            metrics.count(self.function_name, "unsupported", 0, 1, 0)
+        backends = metrics.enabled(self.options.metrics)
+        if backends:
+            metrics.count(self.function_name, "unsupported", metrics.Counts(failed=1, refused=1), backends)
         raise error

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from .. import metrics as metrics_backends
 from ..record import Record
 
 if TYPE_CHECKING:
@@ -23,8 +24,9 @@ class HandlerOptions(TypedDict, total=False):
     """Write the ``record processed`` line, with what the function returned. Default True."""
     logger: Any
     """A Powertools ``Logger``: told each record's trace id as its correlation id."""
-    metrics: bool | None
-    """Send the per-function counts (None: ``LAMBDA_KIT_METRICS`` decides)."""
+    metrics: bool | str | list[str] | None
+    """Send each invocation's counts: ``True``/``"datadog"``, ``"emf"`` (CloudWatch), or both as a
+    list; ``False`` none; None: ``LAMBDA_KIT_METRICS`` decides (``lambda_kit.metrics``)."""
     model: Any
     """A pydantic model, a dataclass or a TypedDict: the function receives the payload validated."""
     log_buffer: bool
@@ -86,7 +88,7 @@ class Options:
         log_event: bool = True,
         log_result: bool = True,
         logger: Any = None,
-        metrics: bool | None = None,
+        metrics: bool | str | list[str] | None = None,
         model: object = None,
         max_concurrency: int = 1,
         deadline_margin_ms: int = DEADLINE_MARGIN_MS,
@@ -101,7 +103,7 @@ class Options:
         self.log_event = log_event
         self.log_result = log_result
         self.logger = logger
-        self.metrics = metrics
+        self.metrics = metrics_backends.checked(decorator, metrics)
         self.commit = commit
         self.model = model
         self.max_concurrency = checked_concurrency(decorator, max_concurrency)

@@ -248,7 +248,7 @@ class RecordPath:
         if self.log_result:
             fields = {
                 "source": record.source,
-                "outcome": "ok",
+                "outcome": record.outcome,
                 "duration_ms": duration,
                 "result": log.clean(result),
             }

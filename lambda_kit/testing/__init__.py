@@ -8,7 +8,8 @@ not ``str``/``bytes`` are JSON-encoded for you.
 
 A counter table: ``CounterTable`` (a context manager) or the pytest fixture ``counter_table``
 (``from lambda_kit.testing import counter_table`` in ``conftest.py``), on DynamoDB Local where Java
-can run it and on moto's DynamoDB otherwise.
+can run it and on moto's DynamoDB otherwise; an idempotency table the same way
+(``IdempotencyTable``, ``idempotency_table``).
 """
 
 from __future__ import annotations
@@ -56,12 +57,16 @@ from ._events import (
 from ._events_batch import firehose_event, firehose_record, s3_batch_event
 from ._events_gateway import AUTHORIZER_SHAPES, authorizer_event, websocket_event
 from ._http import API_VERSIONS, api_event
+from ._idempotency_table import IdempotencyTable, create_idempotency_table
 
 __all__ = [
     "CounterTable",
     "DynamoDBForTests",
+    "IdempotencyTable",
     "counter_table",
     "create_counter_table",
+    "create_idempotency_table",
+    "idempotency_table",
     "ACCOUNT",
     "API_VERSIONS",
     "AUTHORIZER_SHAPES",
@@ -109,12 +114,12 @@ __all__ = [
 
 
 if TYPE_CHECKING:
-    from ._fixture import counter_table
+    from ._fixture import counter_table, idempotency_table
 
 
 def __getattr__(name: str) -> object:
-    if name == "counter_table":
-        from ._fixture import counter_table  # imports pytest: only when a conftest.py asks for the fixture
+    if name in ("counter_table", "idempotency_table"):
+        from . import _fixture  # imports pytest: only when a conftest.py asks for a fixture
 
-        return counter_table
+        return getattr(_fixture, name)
     raise AttributeError(f"module 'lambda_kit.testing' has no attribute {name!r}")

@@ -30,10 +30,12 @@ DEFAULT_REGION = "us-east-1"
 DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
 
 
-def create_counter_table(client: Any, name: str) -> str:
+def create_counter_table(client: Any, name: str, *, stream: bool = True) -> str:
     """Create table ``name`` as :class:`~lambda_kit.counters.Counter` wants it, with ``client`` (a
-    boto3 DynamoDB client): ``PK`` and ``SK`` strings, on-demand, TTL on ``ttl``, and a stream of new
-    and old images (where a consumer reads the markers). Returns ``name``."""
+    boto3 DynamoDB client): ``PK`` and ``SK`` strings, on-demand, TTL on ``ttl``, and (unless
+    ``stream=False``) a stream of new and old images (where a consumer reads the markers). Returns
+    ``name``."""
+    streamed = {"StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}}
     client.create_table(
         TableName=name,
         AttributeDefinitions=[
@@ -42,7 +44,7 @@ def create_counter_table(client: Any, name: str) -> str:
         ],
         KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
         BillingMode="PAY_PER_REQUEST",
-        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+        **(streamed if stream else {}),
     )
     client.update_time_to_live(
         TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": "ttl"}
@@ -129,8 +131,11 @@ class CounterTable:
     enter and stopped on exit. Inside, ``AWS_ENDPOINT_URL_DYNAMODB`` points at it, so
     ``Counter(name)`` reaches it; a table of that name left on that DynamoDB is replaced. ``url``:
     the endpoint; ``backend``: ``"DynamoDB Local"`` or ``"moto"``; ``client``: a boto3 DynamoDB
-    client of it; :meth:`counter`: a ``Counter`` on the table.
+    client of it; :meth:`counter`: a ``Counter`` on the table. ``create`` is how the table is made
+    (:class:`~lambda_kit.testing.IdempotencyTable` makes another kind).
     """
+
+    create = staticmethod(create_counter_table)
 
     def __init__(self, name: str = "counters", *, dynamodb: DynamoDBForTests | None = None) -> None:
         self.name = name
@@ -148,7 +153,7 @@ class CounterTable:
             boto3 = import_optional("boto3", "CounterTable")  # one line naming the extra
             self.client = boto3.client("dynamodb", endpoint_url=self.url)
             _delete_table(self.client, self.name)  # one an earlier run left on this DynamoDB
-            create_counter_table(self.client, self.name)
+            self.create(self.client, self.name)
             opened.callback(_delete_table, self.client, self.name)
             self._close = opened.pop_all()
         return self

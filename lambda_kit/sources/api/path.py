@@ -88,6 +88,8 @@ class RequestPath(RecordPath):
         self.answered(record, None)
         if self.log_result:
             fields = result_fields(self.response, duration_ms(started))
+            if record.outcome != "ok":  # a duplicate answered from an @idempotent function's table
+                fields["outcome"] = record.outcome
             fields["result"] = None if request.method == "HEAD" else log.clean(result_for_log(result))
             log.emit("INFO", self.processed_message, fields=fields)
 
@@ -108,11 +110,13 @@ class RequestPath(RecordPath):
             )
 
     def answered(self, record: Record, error: BaseException | None) -> None:
-        """The request's outcome, by the status it answered: a server error is its failure."""
+        """The request's outcome: the status it answered; a server error the function failed with
+        is its failure (one it returned itself is an answer, processed)."""
         status = self.response.get("statusCode")
         self.status_outcome = outcome_of(status)
-        if self.status_outcome == "server_error":
-            self.outcome.failures.append((record, error or RuntimeError(f"answered {status}")))
+        self.outcome.status = status if type(status) is int else 500
+        if error is not None and self.status_outcome == "server_error":
+            self.outcome.failures.append((record, error))
         else:
             self.outcome.processed += 1
 

@@ -1,7 +1,6 @@
 """Record counts per function and source, sent to Datadog over DogStatsD (UDP).
 
-Off unless a decorator is given ``metrics=True`` or ``LAMBDA_KIT_METRICS=1`` is set; the
-``datadog`` package (~100 ms to import) is loaded on the first send only. The Datadog Lambda
+The ``datadog`` package (~100 ms to import) is loaded on the first send only. The Datadog Lambda
 extension listens on 127.0.0.1:8125; ``DD_AGENT_HOST`` / ``DD_DOGSTATSD_PORT`` override it.
 """
 
@@ -9,10 +8,12 @@ from __future__ import annotations
 
 import os
 from threading import Lock
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import log
-from .extras import import_optional
+from ..extras import import_optional
+
+if TYPE_CHECKING:
+    from . import Counts
 
 PROCESSED = "lambda_kit.records.processed"
 FAILED = "lambda_kit.records.failed"
@@ -21,12 +22,6 @@ RETRIED = "lambda_kit.records.retried"
 _statsd: Any = None
 _statsd_target: tuple[str, int] | None = None
 _lock = Lock()
-
-
-def enabled(option: bool | None) -> bool:
-    if option is not None:
-        return option
-    return os.environ.get("LAMBDA_KIT_METRICS", "").lower() in ("1", "true", "yes", "datadog")
 
 
 def _client() -> Any:
@@ -46,13 +41,10 @@ def _client() -> Any:
         return _statsd
 
 
-def count(function_name: str | None, source: str, processed: int, failed: int, retried: int) -> None:
-    """Send the three counters for one invocation; a metrics failure never fails the function."""
-    try:
-        statsd = _client()
-        tags = [f"function:{function_name or 'unknown'}", f"source:{source}"]
-        statsd.increment(PROCESSED, processed, tags=tags)
-        statsd.increment(FAILED, failed, tags=tags)
-        statsd.increment(RETRIED, retried, tags=tags)
-    except Exception as exc:  # metrics are best-effort by design
-        log.emit("WARN", "could not send metrics", None, {"error": log.clean(log.safe_str(exc))})
+def write_counts(function_name: str | None, source: str, counts: Counts) -> None:
+    """Send the three counters of one invocation (a refused event is one failed record)."""
+    statsd = _client()
+    tags = [f"function:{function_name or 'unknown'}", f"source:{source}"]
+    statsd.increment(PROCESSED, counts.processed, tags=tags)
+    statsd.increment(FAILED, counts.failed, tags=tags)
+    statsd.increment(RETRIED, counts.retried, tags=tags)
