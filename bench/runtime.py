@@ -1,6 +1,6 @@
 """What a record costs under Lambda's runtime: each variant's handler in its own process under AWS's
 runtime interface client (``awslambdaric``), driven through a Runtime API on loopback, its standard
-output a pipe as on Lambda.
+output a pipe as on Lambda: the local stack's execution environment (``lambda_kit.local``).
 
 Per record over a bare handler (which returns at once), for a 100-record SQS batch over warm
 invocations: microseconds (the handler's CPU time, user and system, which is what the targets
@@ -14,18 +14,14 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
+from lambda_kit.local.environments import Launch, Pending, Worker
 from lambda_kit.testing import sqs_event
 
 RECORDS = 100
@@ -176,76 +172,12 @@ def handler(event, context):
 }
 
 
-class RuntimeApi:
-    """The Runtime API of one function on loopback: ``invoke`` hands the waiting runtime an event
-    and returns what it posted back, with the time it took."""
-
-    def __init__(self) -> None:
-        self.events: queue.Queue[tuple[str, bytes]] = queue.Queue()
-        self.results: queue.Queue[tuple[str, bytes, float]] = queue.Queue()
-        self.first_next = threading.Event()
-        self.first_next_at = 0.0
-        self.handed_at = 0.0
-        api = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:  # /runtime/invocation/next
-                if not api.first_next.is_set():
-                    api.first_next_at = time.perf_counter()
-                    api.first_next.set()
-                request_id, body = api.events.get()
-                api.handed_at = time.perf_counter()
-                self.send_response(200)
-                self.send_header("Lambda-Runtime-Aws-Request-Id", request_id)
-                self.send_header("Lambda-Runtime-Deadline-Ms", str(int(time.time() * 1000) + 300_000))
-                self.send_header(
-                    "Lambda-Runtime-Invoked-Function-Arn",
-                    "arn:aws:lambda:us-east-1:123456789012:function:bench",
-                )
-                self.send_header(
-                    "Lambda-Runtime-Trace-Id", "Root=1-5e1b4151-5ac6c58f3875a5b2b8eb4a61;Sampled=0"
-                )
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_POST(self) -> None:  # /invocation/{id}/response, /error, /init/error
-                done = time.perf_counter()
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                self.send_response(202)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                api.results.put((self.path, body, done - api.handed_at))
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.server.server_address[1]}"
-
-    def invoke(self, event: bytes) -> tuple[str, bytes, float]:
-        self.events.put((str(uuid.uuid4()), event))
-        return self.results.get(timeout=120)
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 class Function:
-    """One variant's handler running under ``awslambdaric`` in its own process."""
+    """One variant's handler in its own execution environment: a worker of the local stack
+    (``lambda_kit.local.environments.Worker``: ``awslambdaric`` on a Runtime API of its own, its
+    standard output a pipe read line by line)."""
 
-    def __init__(self, root: Path, name: str, environment: dict[str, str] | None = None) -> None:
-        self.api = RuntimeApi()
+    def __init__(self, root: Path, name: str) -> None:
         self.log_bytes = 0
         env = {
             key: value
@@ -253,7 +185,6 @@ class Function:
             if not key.startswith(("AWS_", "LAMBDA_KIT_", "LOG_LEVEL", "POWERTOOLS_"))
         }
         env.update(
-            AWS_LAMBDA_RUNTIME_API=self.api.address,
             LAMBDA_TASK_ROOT=str(root),
             _HANDLER=f"variant_{name}.handler",
             AWS_LAMBDA_FUNCTION_NAME=name,
@@ -263,34 +194,22 @@ class Function:
             AWS_LAMBDA_LOG_STREAM_NAME="bench",
             AWS_REGION="us-east-1",
             AWS_DEFAULT_REGION="us-east-1",
+            AWS_EXECUTION_ENV=f"AWS_Lambda_python{sys.version_info.major}.{sys.version_info.minor}",
             PYTHONPATH=os.pathsep.join([str(root), *sys.path[1:]]),
             PYTHONDONTWRITEBYTECODE="1",
-            **(environment or {}),
         )
-        self.started = time.perf_counter()
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "awslambdaric", f"variant_{name}.handler"],
-            cwd=root,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-        )
-        threading.Thread(target=self._drain, daemon=True).start()
-        while not self.api.first_next.wait(0.05):
-            if self.process.poll() is not None or time.perf_counter() - self.started > 60:
-                raise RuntimeError(f"{name} did not reach the Runtime API: {self.api.results.queue!r}")
-        self.init_ms = (self.api.first_next_at - self.started) * 1000
+        command = [sys.executable, "-m", "awslambdaric", f"variant_{name}.handler"]
+        self.worker = Worker(Launch(command, env, root, None), self._line)
+        self._invoke(b'{"bench": "spent"}')  # the cold start: INIT, then a first invocation
+        self.init_ms = (self.worker.init_duration or 0.0) * 1000
 
-    def _drain(self) -> None:
-        assert self.process.stdout is not None
-        for chunk in iter(lambda: self.process.stdout.read1(65536), b""):  # type: ignore[union-attr]
-            self.log_bytes += len(chunk)
+    def _line(self, line: str) -> None:
+        self.log_bytes += len(line) + 1
 
     def io(self) -> tuple[int, int]:
         """(write system calls, bytes written) so far, by the kernel's count."""
-        fields = dict(
-            line.split(": ") for line in Path(f"/proc/{self.process.pid}/io").read_text().splitlines()
-        )
+        text = Path(f"/proc/{self.worker.pid}/io").read_text()
+        fields = dict(line.split(": ") for line in text.splitlines())
         return int(fields["syscw"]), int(fields["wchar"])
 
     def measure(self, event: bytes) -> dict[str, float]:
@@ -299,26 +218,26 @@ class Function:
         writes, _ = self.io()
         logged = self.log_bytes
         spent = self.spent()
-        total = sum(self._invoke(event) for _ in range(TIMED))
+        total = 0.0
+        for _ in range(TIMED):
+            started = time.perf_counter()
+            self._invoke(event)
+            total += time.perf_counter() - started
         cpu = self.spent() - spent
-        time.sleep(0.05)  # the pipe drained
         after, _ = self.io()
         return {"seconds": total, "cpu": cpu, "writes": after - writes, "log_bytes": self.log_bytes - logged}
 
     def spent(self) -> float:
-        path, body, _ = self.api.invoke(b'{"bench": "spent"}')
-        return float(body)
+        return float(self._invoke(b'{"bench": "spent"}'))
 
-    def _invoke(self, event: bytes) -> float:
-        path, body, seconds = self.api.invoke(event)
-        if not path.endswith("/response"):
-            raise RuntimeError(f"the function failed: {path} {body[:300]!r}")
-        return seconds
+    def _invoke(self, event: bytes) -> bytes:
+        pending = self.worker.run(Pending(str(uuid.uuid4()), event, {}, timeout=120.0))
+        if pending.error is not None or pending.response is None:
+            raise RuntimeError(f"the function failed: {pending.error}")
+        return pending.response
 
     def close(self) -> None:
-        self.process.kill()
-        self.process.wait()
-        self.api.close()
+        self.worker.close()
 
 
 def batch() -> bytes:
