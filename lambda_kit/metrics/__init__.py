@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
 from importlib import import_module
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import log
 from ..errors import GroupHeldBack
@@ -33,8 +32,7 @@ OFF: Backends = frozenset()
 _ON_WORDS = {"1": "datadog", "true": "datadog", "yes": "datadog", "datadog": "datadog", "emf": "emf"}
 
 
-@dataclass(frozen=True, slots=True)
-class Counts:
+class Counts(NamedTuple):
     """One invocation's counts. A batch: records ``processed``, ``failed`` (``held_back`` among
     them: not run, an earlier record of their group failed), ``retried`` (redeliveries); a
     request: ``status_class`` (``"2xx"``, ``"4xx"``, ``"5xx"``), a 5xx counted failed, any other

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from contextvars import ContextVar
@@ -46,6 +45,8 @@ def stable_id(value: object) -> str:
     characters (``trace.foreign``), so this never raises."""
     if is_valid_id(value):
         return value  # type: ignore[return-value]
+    import hashlib  # OpenSSL's, ~6 ms of a cold start: loaded with the first digest made
+
     text = bounded_repr(value, STABLE_TEXT)
     return "h-" + hashlib.sha1(text.encode("utf-8", "backslashreplace")).hexdigest()
 

@@ -21,7 +21,6 @@ ddtrace writes it when the context was Datadog's.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -332,6 +331,8 @@ def outgoing(context: TraceContext | None, trace_id: str) -> TraceContext:
 def derived_ids(trace_id: str) -> tuple[int, int]:
     """(128-bit trace id, 64-bit span id) for a lambda_kit trace id, never zero: a W3C trace id
     (32 hex digits) or an X-Ray one is itself; any other is digested."""
+    import hashlib  # OpenSSL's, ~6 ms of a cold start: loaded with the first digest made
+
     digest = hashlib.blake2b(trace_id.encode("utf-8", "surrogatepass"), digest_size=24).digest()
     span = int.from_bytes(digest[16:], "big") or 1
     if re.fullmatch(_TRACE_ID, trace_id):
