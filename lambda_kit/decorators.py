@@ -22,7 +22,7 @@ from .sources import get
 from .sources.base import Source
 
 if TYPE_CHECKING:
-    from .loop.invocation import LambdaContext
+    from .context import LambdaContext
     from .sources.api import ApiSource
     from .sources.dynamodb import DynamoDBSource
     from .sources.kafka import KafkaSource
@@ -302,16 +302,11 @@ def api_handler(
     ``model``, ``request.model`` is the JSON body validated into it; a body that does not fit
     answers 422 naming the fields, without calling ``fn``.
     """
-    from .sources.api.path import run_request  # the HTTP package: loaded only for an api_handler
-    from .sources.api.response import checked_trace_header
+    from .sources.api.path import request_runner  # the HTTP package: loaded only for an api_handler
 
-    checked_trace_header(trace_header)
     checked = Options("api_handler", **options)
     adapters = [cast("type[ApiSource]", get("api"))()]
-
-    def run(function: Any, event: Any, context: Any) -> Any:
-        return run_request(adapters, function, checked, trace_header, max_body, event, context)
-
+    run = request_runner(adapters, checked, trace_header, max_body)
     return request_decorator(fn, checked, adapters, run, trace_header=trace_header)
 
 

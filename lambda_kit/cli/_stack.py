@@ -80,19 +80,17 @@ def _labels(config: ServiceConfig, function: FunctionConfig) -> str:
 def _start_stack(args: argparse.Namespace, out: TextIO, **options: Any) -> tuple[Any, Any]:
     """The stack, started and announced (``lambda_kit.local.running``: ``lambda-kit invoke`` finds
     it), and its Lambda Invoke API."""
-    from ..local.endpoint import port_is_free  # the local stack: moto and boto3, the local extra
-    from ..local.lambda_api import LambdaApi  # (the same)
-    from ..local.stack import LocalStack  # (the same)
+    from ..local import endpoint, lambda_api, stack  # the local stack: moto and boto3, the local extra
 
     config = load_service(args.config, stage=args.stage)
     check_endpoint()
-    if args.port and not port_is_free(args.port):
+    if args.port and not endpoint.port_is_free(args.port):
         raise UserError(
             f"port {args.port} on 127.0.0.1 is in use: pass --port with a free port (or --port 0 for any "
             "free port)"
         )
     _say(out, f"lambda-kit · {config.service} (stage {config.stage}) from {shown_path(config.path)}")
-    stack = LocalStack(
+    stack = stack.LocalStack(
         config,
         api_port=args.port,
         log_path=args.logs,
@@ -102,7 +100,7 @@ def _start_stack(args: argparse.Namespace, out: TextIO, **options: Any) -> tuple
     )
     stack.start()
     try:
-        api = LambdaApi(stack).start()
+        api = lambda_api.LambdaApi(stack).start()
         running.announce(stack, api.url, stack.log.run_path if stack.log is not None else None)
     except BaseException:
         stack.stop()

@@ -32,23 +32,22 @@ Depends on the rest of lambda_kit; nothing in the core depends on it. Modules:
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING
 
 __all__ = ["LocalStack", "Timing"]
 
 
+_EXPORTS = {"LocalStack": "stack", "Timing": "poller"}
+
+
 def __getattr__(name: str) -> object:
     # Lazy: the stack loads boto3 and moto (a second or more), which `lambda-kit trace`, reading
     # lambda_kit.local.timeline, does not need.
-    if name == "LocalStack":
-        from .stack import LocalStack
-
-        return LocalStack
-    if name == "Timing":
-        from .poller import Timing
-
-        return Timing
-    raise AttributeError(f"module 'lambda_kit.local' has no attribute {name!r}")
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lambda_kit.local' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)
 
 
 if TYPE_CHECKING:

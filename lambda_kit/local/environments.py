@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .runtime_api import RuntimeApi
+
 LIVE = ("AWS_ENDPOINT_URL_APIGATEWAYMANAGEMENTAPI",)
 """The stack's variables a worker reads when it starts, not when its launch was made: the WebSocket
 gateway's ``@connections`` endpoint, set once the gateway serves, so ``post_to_connection`` reaches it."""
@@ -105,8 +107,6 @@ class Worker:
     """One execution environment (see the module's docstring)."""
 
     def __init__(self, launch: Launch, output: Callable[[str], None]) -> None:
-        from .runtime_api import RuntimeApi
-
         self.launch = launch
         self._output = output
         self._lock = threading.Lock()

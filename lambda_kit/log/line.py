@@ -41,7 +41,7 @@ from ..trace import is_valid_id, record_in_scope
 from .mask import clean, clean_fields, cut, text_of
 
 if TYPE_CHECKING:
-    from ..loop.invocation import LambdaContext
+    from ..context import LambdaContext
     from ..record import Record
 
 MAX_LINE_CHARS = 64 * 1024  # bytes of UTF-8, newline not counted
@@ -58,6 +58,8 @@ LEVELS = {
 """Lambda's level names (and ``logging``'s for the same levels), by number."""
 NAMES = {5: "TRACE", 10: "DEBUG", 20: "INFO", 30: "WARN", 40: "ERROR", 50: "FATAL"}
 """The name a line of each level carries: Lambda's."""
+LAMBDA_NAMES = {"WARNING": "WARN", "CRITICAL": "FATAL"}
+"""``logging``'s names Lambda does not read, as a line writes them."""
 WARN = LEVELS["WARN"]
 BASE_KEYS = ("timestamp", "level", "message", "function_name", "request_id", "trace_id", "record_id")
 _UNCUT = ("timestamp", "level", "trace_id")
@@ -246,7 +248,7 @@ def emit(
         keys = _NO_KEYS if trace_id is None else {"trace_id": trace_id}
     line = {
         "timestamp": stamp,
-        "level": NAMES.get(LEVELS.get(level, 0), level),
+        "level": LAMBDA_NAMES.get(level, level),
         "message": message,
         "function_name": function_name,
         "request_id": request_id,
@@ -254,13 +256,19 @@ def emit(
         **(fields or _NO_KEYS),
     }
     if extra:
-        for key, value in clean_fields(extra).items():
-            taken = key in line or (key == "trace_id" and not is_valid_id(value))
-            line[f"extra_{key}" if taken else key] = value
+        add_extra(line, extra)
     if record is not None and record.buffered is not None and not hold and LEVELS.get(level, 0) < WARN:
         buffer(record, encode(line))
         return
     write(line, hold)
+
+
+def add_extra(line: dict[str, Any], extra: Mapping[str, object]) -> None:
+    """A caller's ``extra`` fields, cleaned, after the line's own: a key the line already has is
+    written as ``extra_<key>``, and so is a ``trace_id`` that is no valid id."""
+    for key, value in clean_fields(extra).items():
+        taken = key in line or (key == "trace_id" and not is_valid_id(value))
+        line[f"extra_{key}" if taken else key] = value
 
 
 def buffer(record: Record, text: str) -> None:

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..context import LambdaContext
 from ..sources.base import Source
-from .invocation import Invocation, LambdaContext
+from .invocation import Invocation
 from .options import Options
 from .path import Function, RecordPath
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from types import TracebackType
-from typing import NoReturn, Protocol, TypeVar
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from .. import log, metrics
 from ..errors import UnsupportedEvent
@@ -20,17 +20,10 @@ from ..sources import describe
 from ..sources.base import Source
 from .options import Options
 
+if TYPE_CHECKING:
+    from ..context import LambdaContext
+
 S = TypeVar("S", bound=Source)
-
-
-class LambdaContext(Protocol):
-    """What Lambda passes as ``context`` (awslambdaric's ``LambdaContext``), as far as lambda_kit
-    reads it; every attribute is read defensively, so a test may pass None or a partial object."""
-
-    function_name: str
-    aws_request_id: str
-
-    def get_remaining_time_in_millis(self) -> int: ...
 
 
 class Invocation:

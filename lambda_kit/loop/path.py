@@ -32,13 +32,12 @@ from ..errors import (
     UndecodableRecord,
 )
 from ..record import Outcome, Record
-from ..trace import reset_current_record, set_current_record
+from ..trace import otel, reset_current_record, set_current_record
 from .options import Options
 
 if TYPE_CHECKING:
+    from ..context import LambdaContext
     from ..sources.base import Source
-    from ..trace.otel import RecordSpans
-    from .invocation import LambdaContext
 
 T = TypeVar("T")
 INFO = log.LEVELS["INFO"]
@@ -56,13 +55,11 @@ def run_now(coroutine: Coroutine[Any, Any, T]) -> T:
     raise RuntimeError("a plain function's record path waited on the event loop")
 
 
-def record_spans() -> RecordSpans | None:
+def record_spans() -> otel.RecordSpans | None:
     """The invocation's span maker (``lambda_kit.trace.otel``), or None without OpenTelemetry
     configured; looked for only in a process that loaded OpenTelemetry's API."""
     if "opentelemetry.trace" not in sys.modules:
         return None
-    from ..trace import otel  # the otel extra's module: loaded only where OpenTelemetry is
-
     return otel.record_spans()
 
 

@@ -36,7 +36,7 @@ from ..record import Outcome, Record
 from ..trace import current_record, stable_id
 
 if TYPE_CHECKING:
-    from ..loop.invocation import LambdaContext
+    from ..context import LambdaContext
 
 STATE_LIMIT = 1024 * 1024
 """Lambda's limit on a window's state, 1 MB per shard: bytes of the state's JSON."""

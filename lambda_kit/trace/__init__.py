@@ -45,10 +45,17 @@ def stable_id(value: object) -> str:
     characters (``trace.foreign``), so this never raises."""
     if is_valid_id(value):
         return value  # type: ignore[return-value]
-    import hashlib  # OpenSSL's, ~6 ms of a cold start: loaded with the first digest made
-
     text = bounded_repr(value, STABLE_TEXT)
-    return "h-" + hashlib.sha1(text.encode("utf-8", "backslashreplace")).hexdigest()
+    return "h-" + digest("sha1", text.encode("utf-8", "backslashreplace")).hex()
+
+
+def digest(algorithm: str, data: bytes, size: int | None = None) -> bytes:
+    """``hashlib``'s digest of ``data`` (``size`` bytes, for blake2b), loaded with the first digest
+    made: OpenSSL's hashlib costs a cold start about 6 ms, and most invocations make none."""
+    import hashlib
+
+    found = hashlib.new(algorithm, data) if size is None else hashlib.blake2b(data, digest_size=size)
+    return found.digest()
 
 
 def current_record() -> Any:

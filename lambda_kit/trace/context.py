@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import codec
+from . import digest
 
 TRACEPARENT = "traceparent"
 TRACESTATE = "tracestate"
@@ -331,16 +332,14 @@ def outgoing(context: TraceContext | None, trace_id: str) -> TraceContext:
 def derived_ids(trace_id: str) -> tuple[int, int]:
     """(128-bit trace id, 64-bit span id) for a lambda_kit trace id, never zero: a W3C trace id
     (32 hex digits) or an X-Ray one is itself; any other is digested."""
-    import hashlib  # OpenSSL's, ~6 ms of a cold start: loaded with the first digest made
-
-    digest = hashlib.blake2b(trace_id.encode("utf-8", "surrogatepass"), digest_size=24).digest()
-    span = int.from_bytes(digest[16:], "big") or 1
+    hashed = digest("blake2b", trace_id.encode("utf-8", "surrogatepass"), 24)
+    span = int.from_bytes(hashed[16:], "big") or 1
     if re.fullmatch(_TRACE_ID, trace_id):
         return int(trace_id, 16), span
     root = re.fullmatch(_XRAY_ROOT, trace_id)
     if root is not None:
         return int(root[1] + root[2], 16) or 1, span
-    return int.from_bytes(digest[:16], "big") or 1, span
+    return int.from_bytes(hashed[:16], "big") or 1, span
 
 
 def traceparent(context: TraceContext) -> str:

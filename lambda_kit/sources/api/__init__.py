@@ -25,7 +25,7 @@ from ..base import Source
 from .request import Request, trace_of
 
 if TYPE_CHECKING:
-    from ...loop.invocation import LambdaContext
+    from ...context import LambdaContext
 
 
 class ApiSource(Source):

@@ -10,11 +10,12 @@ carries the exception's text. Every response carries the trace header.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ... import log
-from ...loop.invocation import Invocation, LambdaContext
+from ...context import LambdaContext
+from ...loop.invocation import Invocation
 from ...loop.options import Options
 from ...loop.path import Function, RecordPath, duration_ms, run_now
 from ...record import Record
@@ -30,7 +31,20 @@ from .fields import (
     result_for_log,
 )
 from .request import Request
-from .response import shape_response
+from .response import checked_trace_header, shape_response
+
+
+def request_runner(
+    adapters: Sequence[ApiSource], options: Options, trace_header: str, max_body: int | None
+) -> Callable[[Function, Any, LambdaContext | None], dict[str, Any]]:
+    """``api_handler``'s invocation, ``run(function, event, context)``, once ``trace_header`` is
+    checked (when the function is decorated: a name that is no HTTP header is refused then)."""
+    checked_trace_header(trace_header)
+
+    def run(function: Function, event: Any, context: LambdaContext | None) -> dict[str, Any]:
+        return run_request(adapters, function, options, trace_header, max_body, event, context)
+
+    return run
 
 
 def run_request(

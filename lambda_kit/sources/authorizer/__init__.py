@@ -21,7 +21,7 @@ from ..base import Source, malformed
 from .request import AuthorizerRequest
 
 if TYPE_CHECKING:
-    from ...loop.invocation import LambdaContext
+    from ...context import LambdaContext
 
 
 class AuthorizerSource(Source):

@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ... import log
+from ...context import LambdaContext
 from ...errors import InvalidPayload, UndecodableRecord
-from ...loop.invocation import Invocation, LambdaContext
+from ...loop.invocation import Invocation
 from ...loop.options import Options
 from ...loop.path import Function, RecordPath, duration_ms, run_now
 from ...record import Record

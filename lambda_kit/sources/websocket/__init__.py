@@ -21,7 +21,7 @@ from ..base import Source, malformed
 from .message import WebSocketMessage
 
 if TYPE_CHECKING:
-    from ...loop.invocation import LambdaContext
+    from ...context import LambdaContext
 
 
 class WebSocketSource(Source):

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ... import codec, log
+from ...context import LambdaContext
 from ...errors import HTTPError, InvalidPayload, UndecodableRecord
-from ...loop.invocation import Invocation, LambdaContext
+from ...loop.invocation import Invocation
 from ...loop.options import Options
 from ...loop.path import Function, RecordPath, duration_ms, run_now
 from ...record import Record
