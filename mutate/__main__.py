@@ -105,6 +105,7 @@ TARGETS: dict[str, list[str]] = {
 # faster tests that reach it (mutmut's first run, which maps tests to functions, runs all of them).
 NARROW: dict[str, list[str]] = {
     "lambda_kit/loop/path.py": [
+        "tests/test_runtime_contract.py",
         "tests/test_sqs.py",
         "tests/test_commit.py",
         "tests/test_decorators.py",
@@ -116,6 +117,7 @@ NARROW: dict[str, list[str]] = {
         "tests/test_hostile_core.py",
     ],
     "lambda_kit/loop/invocation.py": [
+        "tests/test_runtime_contract.py",
         "tests/test_sqs.py",
         "tests/test_decorators.py",
         "tests/test_event_boundary.py",
@@ -137,6 +139,7 @@ NARROW: dict[str, list[str]] = {
         "tests/test_commit.py",
     ],
     "lambda_kit/log/line.py": [
+        "tests/test_runtime_contract.py",
         "tests/test_logging.py",
         "tests/test_log_levels.py",
         "tests/test_log_short_path.py",
@@ -162,6 +165,7 @@ NARROW: dict[str, list[str]] = {
         "tests/test_hostile_trace.py",
     ],
     "lambda_kit/sources/api/path.py": [
+        "tests/test_hostile_responses.py",
         "tests/test_api.py",
         "tests/test_api_source.py",
         "tests/test_hostile_api.py",
