@@ -32,7 +32,11 @@ if TYPE_CHECKING:
     from .sources.window import Window
 
 F = TypeVar("F", bound=Callable[..., Any])
-Wrap = Callable[[Any, bool], Callable[[Any, Any], Any]]
+Wrap = Callable[[Function, bool], Function]
+Handler = Callable[[object, "LambdaContext | None"], object]
+"""A Lambda handler, ``(event, context)``: what every decorator returns."""
+Run = Callable[[Function, object, "LambdaContext | None"], object]
+"""One request's invocation, ``run(function, event, context)``."""
 
 
 CO_GENERATOR, CO_COROUTINE, CO_ASYNC_GENERATOR = 0x20, 0x80, 0x200
@@ -95,7 +99,10 @@ def path_for(options: Options, function: object) -> type[RecordPath]:
     return AsyncRecordPath
 
 
-def marked(handler: Any, function: Any, options: Options, adapters: Sequence[Source], **marks: Any) -> Any:
+def marked(
+    handler: Handler, function: Callable[..., object], options: Options, adapters: Sequence[Source],
+    **marks: object,
+) -> Any:
     """``handler`` with ``function``'s metadata and the ``__lambda_kit__`` marks ``check`` reads."""
     functools.update_wrapper(handler, function)
     handler.__lambda_kit__ = {**options.marks(), "sources": [adapter.name for adapter in adapters], **marks}
@@ -103,7 +110,7 @@ def marked(handler: Any, function: Any, options: Options, adapters: Sequence[Sou
 
 
 def batch_decorator(
-    fn: Any, options: Options, adapters: Sequence[Source], wrap: Wrap | None = None, **marks: Any
+    fn: F | None, options: Options, adapters: Sequence[Source], wrap: Wrap | None = None, **marks: Any
 ) -> Any:
     """``wrap``, when given, wraps the function for the record path (a tumbling window's state);
     it is told whether the function is ``async def``. ``marks``: the source's own options, for
@@ -113,7 +120,7 @@ def batch_decorator(
         path = path_for(options, function)
         call: Function = function if wrap is None else wrap(function, path is not RecordPath)
 
-        def handler(event: Any, context: LambdaContext | None = None) -> Any:
+        def handler(event: object, context: LambdaContext | None = None) -> Any:
             return run_batch(path, adapters, call, options, event, context)
 
         return marked(handler, function, options, adapters, **marks)  # type: ignore[no-any-return]
@@ -156,7 +163,7 @@ def sns_handler(fn: F | None = None, /, *, json: bool = True, **options: Unpack[
 ON_FAILURE = ("stop", "requeue")
 
 
-def _check_stream_options(on_failure: str, max_attempts: int, on_window_end: Any) -> None:
+def _check_stream_options(on_failure: str, max_attempts: int, on_window_end: object) -> None:
     if on_failure not in ON_FAILURE:
         raise ValueError(f"stream_handler: on_failure must be one of {ON_FAILURE}, not {on_failure!r}")
     if type(max_attempts) is not int or max_attempts < 1:
@@ -311,7 +318,7 @@ def api_handler(
 
 
 def request_decorator(
-    fn: Any, options: Options, adapters: Sequence[Source], run: Callable[[Any, Any, Any], Any], **marks: Any
+    fn: F | None, options: Options, adapters: Sequence[Source], run: Run, **marks: Any
 ) -> Any:
     """A decorator of a source with one request per invocation (HTTP, authorizers, WebSocket
     routes): ``run(function, event, context)`` is the invocation; ``marks``, the source's own
@@ -320,7 +327,7 @@ def request_decorator(
     def decorate(function: F) -> F:
         is_async(options.decorator, function)  # refuses generator functions
 
-        def handler(event: Any, context: LambdaContext | None = None) -> Any:
+        def handler(event: object, context: LambdaContext | None = None) -> Any:
             return run(function, event, context)
 
         return marked(handler, function, options, adapters, **marks)  # type: ignore[no-any-return]
@@ -354,7 +361,7 @@ def authorizer_handler(
     checked = Options("authorizer_handler", **options)
     adapters = [get("authorizer")()]
 
-    def run(function: Any, event: Any, context: Any) -> Any:
+    def run(function: Function, event: object, context: LambdaContext | None) -> object:
         return run_authorization(adapters, function, checked, trace_header, simple_responses, event, context)
 
     return request_decorator(
@@ -382,7 +389,7 @@ def websocket_handler(
     checked = Options("websocket_handler", **options)
     adapters = [get("websocket")()]
 
-    def run(function: Any, event: Any, context: Any) -> Any:
+    def run(function: Function, event: object, context: LambdaContext | None) -> object:
         return run_route(adapters, function, checked, trace_header, event, context)
 
     return request_decorator(fn, checked, adapters, run, trace_header=trace_header)

@@ -24,7 +24,7 @@ def run_batch(
     adapters: Sequence[Source],
     function: Function,
     options: Options,
-    event: Any,
+    event: object,
     context: LambdaContext | None,
 ) -> Any:
     """One invocation: recognize, read, run, respond (the value Lambda gets back)."""

@@ -12,12 +12,15 @@ decorator names another), then a tracer's context in the headers (``traceparent`
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._data import dig, is_text, mapping
 from ..trace import is_valid_id, new_id, stable_id
 from ..trace.context import TraceContext, has_context, text
 from .base import as_text, pick_trace
+
+if TYPE_CHECKING:
+    from ..context import LambdaContext
 
 
 class Headers(dict[str, str]):
@@ -94,7 +97,7 @@ def header_trace(
     return (new_id() if fallback is None else stable_id(fallback)), found, None
 
 
-def request_id(event: Any, context: Any) -> str:
+def request_id(event: object, context: LambdaContext | None) -> str:
     """The request's id: API Gateway's ``requestContext.requestId``, else Lambda's request id."""
     found = dig(event, "requestContext", "requestId")
     if is_text(found):

@@ -6,9 +6,12 @@ alone, with its ERROR line (never the whole response, after the fact)."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import BatchResponseReturned
+
+if TYPE_CHECKING:
+    from ..context import LambdaContext
 
 Convert = Callable[[Any], Any]
 
@@ -27,7 +30,7 @@ def converting(
     through ``convert`` (``checked``)."""
     if is_async:
 
-        async def call_async(payload: Any, context: Any) -> Any:
+        async def call_async(payload: Any, context: LambdaContext | None) -> Any:
             return checked(convert, await function(payload, context))
 
         return call_async
@@ -35,7 +38,7 @@ def converting(
     async def awaited(result: Awaitable[Any]) -> Any:
         return checked(convert, await result)
 
-    def call(payload: Any, context: Any) -> Any:
+    def call(payload: Any, context: LambdaContext | None) -> Any:
         result = function(payload, context)
         if result is not None and isinstance(result, Awaitable):
             return awaited(result)

@@ -8,6 +8,7 @@ ran: Lambda retries the whole event, then its on-failure destination (or DLQ) ke
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ..record import Record
@@ -29,7 +30,7 @@ class CloudWatchLogsSource(Source):
         subscription = event.get("awslogs") if type(event) is dict else None
         return type(subscription) is dict and "data" in subscription
 
-    def records(self, event: Any) -> list[Record]:
+    def records(self, event: Mapping[str, Any]) -> list[Record]:
         return read_alone(self.name, event["awslogs"], self.read)
 
     def read(self, subscription: object) -> list[Record]:

@@ -9,6 +9,7 @@ not hand to Lambda at all (function missing, permission denied)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from .._data import dig, is_text
@@ -30,7 +31,7 @@ class EventBridgeSource(Source):
     def recognizes(cls, event: object) -> bool:
         return type(event) is dict and "detail-type" in event and "source" in event and "detail" in event
 
-    def records(self, event: Any) -> list[Record]:
+    def records(self, event: Mapping[str, Any]) -> list[Record]:
         """One event, one record."""
         return read_alone(self.name, event, self.read)
 

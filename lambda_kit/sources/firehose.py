@@ -26,7 +26,7 @@ The trace id is the data's ``trace_id`` field (a JSON object's; then a tracer's 
 from __future__ import annotations
 
 import binascii
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,7 +105,7 @@ class FirehoseSource(Source):
         self.json = json
 
     @classmethod
-    def recognizes(cls, event: Any) -> bool:
+    def recognizes(cls, event: object) -> bool:
         """An ``invocationId`` and ``records``, with the delivery stream's ARN (``deliverySteamArn``,
         as the AWS SAM CLI's sample spells it, too) or records with a ``recordId`` (the SAM CLI's
         samples without an ARN); not Kinesis Data Analytics' preprocessing (``applicationArn``)."""
@@ -118,7 +118,7 @@ class FirehoseSource(Source):
             return True
         return any(type(raw) is dict and "recordId" in raw for raw in records)
 
-    def records(self, event: Any) -> list[Record]:
+    def records(self, event: Mapping[str, Any]) -> list[Record]:
         return [record for raw in event["records"] for record in read_alone(self.name, raw, self.read)]
 
     def read(self, raw: Any) -> list[Record]:
@@ -152,7 +152,7 @@ class FirehoseSource(Source):
         so a result Firehose cannot take fails that record, with its ERROR line."""
         return converting(function, is_async, transformed)
 
-    def response(self, event: Any, outcome: Outcome) -> dict[str, Any]:
+    def response(self, event: Mapping[str, Any], outcome: Outcome) -> dict[str, Any]:
         """Every record back, in the event's order, within ``MAX_RESPONSE`` (``fitted``)."""
         done = {id(record.raw): (record, result) for record, result in outcome.results}
         for record, error in outcome.failures:

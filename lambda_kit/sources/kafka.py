@@ -25,6 +25,7 @@ Failures, as Lambda's Kafka event source mapping handles them:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -68,7 +69,7 @@ class KafkaSource(Source):
     def recognizes(cls, event: object) -> bool:
         return type(event) is dict and event.get("eventSource") in EVENT_SOURCES and "records" in event
 
-    def records(self, event: Any) -> list[Record]:
+    def records(self, event: Mapping[str, Any]) -> list[Record]:
         partitions = event["records"]
         if type(partitions) is not dict:
             return [malformed("kafka", partitions, "records is not an object of topic-partition lists")]
@@ -141,7 +142,7 @@ class KafkaSource(Source):
         """With ``model=`` the message's ``value`` is validated; the rest of the message stays."""
         return {**payload, "value": validate(payload["value"])}
 
-    def response(self, event: Any, outcome: Outcome) -> Any:
+    def response(self, event: Mapping[str, Any], outcome: Outcome) -> Any:
         if not self.reporting or any(not record.id for record, _ in outcome.failures):
             raise_first_failure(outcome)
             return None

@@ -183,7 +183,7 @@ class S3Source(Source):
 
     # --- records ------------------------------------------------------------------------------
 
-    def records(self, event: Any) -> list[Record]:
+    def records(self, event: Mapping[str, Any]) -> list[Record]:
         """Each raw record read alone (``read_alone``): an S3 record, an SQS or SNS message and
         the notification it holds, or the EventBridge event."""
         kind = carrier(event)
@@ -288,7 +288,7 @@ class S3Source(Source):
 
     # --- the response -------------------------------------------------------------------------
 
-    def response(self, event: Any, outcome: Outcome) -> Any:
+    def response(self, event: Mapping[str, Any], outcome: Outcome) -> Any:
         """In SQS messages: each failed message once in ``batchItemFailures``; otherwise the
         invocation was asynchronous: the first failure is raised."""
         if carrier(event) == "sqs":

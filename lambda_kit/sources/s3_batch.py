@@ -21,7 +21,7 @@ one), else the job id, so every task of a job is under one trace id.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote_plus
@@ -140,7 +140,7 @@ class S3BatchSource(Source):
         self.treat_missing_keys_as = treat_missing_keys_as
 
     @classmethod
-    def recognizes(cls, event: Any) -> bool:
+    def recognizes(cls, event: object) -> bool:
         return (
             type(event) is dict
             and isinstance(event.get("invocationSchemaVersion"), str)
@@ -148,7 +148,7 @@ class S3BatchSource(Source):
             and type(event.get("tasks")) is list
         )
 
-    def records(self, event: Any) -> list[Record]:
+    def records(self, event: Mapping[str, Any]) -> list[Record]:
         """One record per task (one, as S3 Batch Operations sends them), each read with the job and
         schema it belongs to: the raw record is ``{"task": ..., "job": ..., "invocationSchemaVersion":
         ..., "invocationId": ...}``."""
@@ -199,7 +199,7 @@ class S3BatchSource(Source):
         """With ``model=``: the task's fields (``task_id``, ``bucket``, ``key`` ...) validated."""
         return validate(dataclasses.asdict(payload))
 
-    def response(self, event: Any, outcome: Outcome) -> dict[str, Any]:
+    def response(self, event: Mapping[str, Any], outcome: Outcome) -> dict[str, Any]:
         """One result per task, in the event's order."""
         results = [
             {"taskId": record.id, "resultCode": "Succeeded", "resultString": result}

@@ -53,7 +53,7 @@ class ApiSource(Source):
         return type(http) is dict and isinstance(http.get("method"), str)
 
     def record(
-        self, event: Any, context: LambdaContext | None = None, trace_header: str = "X-Trace-Id"
+        self, event: dict[str, Any], context: LambdaContext | None = None, trace_header: str = "X-Trace-Id"
     ) -> Record:
         """The request as the one record of its invocation (its ``payload`` the ``Request``)."""
         request = Request(event)

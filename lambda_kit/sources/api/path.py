@@ -41,7 +41,7 @@ def request_runner(
     checked (when the function is decorated: a name that is no HTTP header is refused then)."""
     checked_trace_header(trace_header)
 
-    def run(function: Function, event: Any, context: LambdaContext | None) -> dict[str, Any]:
+    def run(function: Function, event: object, context: LambdaContext | None) -> dict[str, Any]:
         return run_request(adapters, function, options, trace_header, max_body, event, context)
 
     return run
@@ -53,7 +53,7 @@ def run_request(
     options: Options,
     trace_header: str,
     max_body: int | None,
-    event: Any,
+    event: object,
     context: LambdaContext | None,
 ) -> dict[str, Any]:
     """One request: the path runs here; an ``async def``'s coroutine runs on this thread's loop

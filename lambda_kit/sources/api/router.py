@@ -28,12 +28,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from ...errors import HTTPError
 from ...validation import Validator
 from .request import Request, validated
+
+if TYPE_CHECKING:
+    from ...context import LambdaContext
 
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 _PARAMETER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(\+?)\}")
@@ -213,7 +216,7 @@ class Router:
         self._by_head, self._any_head = by_head, any_head
         self._indexed = True  # last: a request on another thread reads the index whole, or makes its own
 
-    def __call__(self, request: Request, context: Any) -> Any:
+    def __call__(self, request: Request, context: LambdaContext | None) -> Any:
         """The route of the most specific resource that matches the path and takes the method."""
         path, method = _trimmed(request.path), request.method
         static = self._static.get(path)
@@ -247,7 +250,7 @@ class Router:
         return f"Router({routes})"
 
 
-def _run(route: Route, matched: Any, request: Request, context: Any) -> Any:
+def _run(route: Route, matched: Any, request: Request, context: LambdaContext | None) -> Any:
     """``route``'s function called, its template's parameters (percent-decoded) put in
     ``request.path_params``, the body validated into ``request.model`` when the route has a model."""
     if matched is not None:
@@ -260,7 +263,7 @@ def _run(route: Route, matched: Any, request: Request, context: Any) -> Any:
     return route.function(request, context)
 
 
-def _unrouted(seen: list[tuple[Resource, Any]], request: Request, context: Any) -> Any:
+def _unrouted(seen: list[tuple[Resource, Any]], request: Request, context: LambdaContext | None) -> Any:
     """No route for the method on the resources that match (``seen``): 404 when none does; HEAD as
     the first GET without the body; OPTIONS 204; else 405. ``Allow`` names every method they take."""
     if not seen:

@@ -31,7 +31,7 @@ class AuthorizerSource(Source):
     arn_service = "execute-api"
 
     @classmethod
-    def recognizes(cls, event: Any) -> bool:
+    def recognizes(cls, event: object) -> bool:
         if type(event) is not dict:
             return False
         kind = event.get("type")

@@ -161,7 +161,7 @@ def _resources(resources: Any) -> list[str]:
     return found
 
 
-def _check_context(context: Any) -> None:
+def _check_context(context: object) -> None:
     """API Gateway takes a context of string keys and string, number or boolean values only: an
     object, a list or null as a value makes it answer 500."""
     if type(context) is not dict:

@@ -31,7 +31,7 @@ def run_authorization(
     options: Options,
     trace_header: str,
     simple: bool,
-    event: Any,
+    event: object,
     context: LambdaContext | None,
 ) -> dict[str, Any]:
     """One authorization: the answer API Gateway reads, or (a REST or WebSocket API's request

@@ -33,7 +33,7 @@ class WebSocketSource(Source):
     delivery = "websocket"
 
     @classmethod
-    def recognizes(cls, event: Any) -> bool:
+    def recognizes(cls, event: object) -> bool:
         if type(event) is not dict or "methodArn" in event:  # a $connect authorizer's event
             return False
         context = event.get("requestContext")

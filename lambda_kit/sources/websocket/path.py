@@ -32,7 +32,7 @@ def run_route(
     function: Function,
     options: Options,
     trace_header: str,
-    event: Any,
+    event: object,
     context: LambdaContext | None,
 ) -> dict[str, Any]:
     """One route event: the integration response API Gateway reads."""

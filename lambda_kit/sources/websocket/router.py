@@ -20,7 +20,10 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from ...context import LambdaContext
 
 F = TypeVar("F", bound=Callable[..., Any])
 NEVER_DEFAULT = ("$connect", "$disconnect")
@@ -46,7 +49,7 @@ class WebSocketRouter:
 
         return register
 
-    def __call__(self, message: Any, context: Any) -> Any:
+    def __call__(self, message: Any, context: LambdaContext | None) -> Any:
         key = message.route_key
         function = self.routes.get(key)
         if function is None and key not in NEVER_DEFAULT:
