@@ -42,13 +42,20 @@ def answered_failure(response: Any) -> str | None:
     """The failures a response answers instead of raising: Firehose records ``ProcessingFailed``, an
     S3 Batch Operations task not ``Succeeded``; None for any other response."""
     found = mapping(response)
-    records = found.get("records")
+    records, results = found.get("records"), found.get("results")
     if isinstance(records, list) and records and all("recordId" in mapping(r) for r in records):
-        failed = sum(mapping(record).get("result") == "ProcessingFailed" for record in records)
-        return f"{failed} of {len(records)} records ProcessingFailed" if failed else None
-    results = found.get("results")
+        return _firehose_failures(records)
     if "invocationSchemaVersion" in found and isinstance(results, list):
-        codes = [str(mapping(result).get("resultCode")) for result in results]
-        failed = [code for code in codes if code != "Succeeded"]
-        return f"the task answered {', '.join(failed)}" if failed else None
+        return _s3_batch_failures(results)
     return None
+
+
+def _firehose_failures(records: list[Any]) -> str | None:
+    failed = sum(mapping(record).get("result") == "ProcessingFailed" for record in records)
+    return f"{failed} of {len(records)} records ProcessingFailed" if failed else None
+
+
+def _s3_batch_failures(results: list[Any]) -> str | None:
+    codes = [str(mapping(result).get("resultCode")) for result in results]
+    failed = [code for code in codes if code != "Succeeded"]
+    return f"the task answered {', '.join(failed)}" if failed else None

@@ -185,6 +185,7 @@ def _reads_window(module: Any) -> bool:
 @dataclass
 class _Handler:
     marks: dict[str, Any] = field(default_factory=dict)  # its __lambda_kit__ ({}: no decorator)
+    decorator: str | None = None  # the decorator's name, as its marks give it
     uses_counters: bool = False
     reads_window: bool = False
     returns: tuple[str, ...] = ()  # what the function's return statements return that is a mistake
@@ -287,8 +288,10 @@ def _import_handler(
         marks = getattr(fn, "__lambda_kit__", None)
         wrapped = getattr(fn, "__wrapped__", None)
         findings.extend(Finding(*found) for found in check_idempotency.findings(function, config, module))
+        marks = marks if isinstance(marks, dict) else {}
         return _Handler(
-            marks if isinstance(marks, dict) else {},
+            marks,
+            marks.get("decorator"),
             _uses_counters(module),
             _reads_window(module),
             _returns(fn),
@@ -333,28 +336,8 @@ class _Subject:
     zip: check_requirements.Zip | None = None
     seen: set[str] = field(default_factory=set)  # messages of the service already given (a module shared)
 
-    @property
-    def name(self) -> str:
-        return self.function.key
-
-    @property
-    def marks(self) -> dict[str, Any]:
-        return self.handler.marks
-
-    @property
-    def decorator(self) -> str | None:
-        return self.marks.get("decorator")
-
-    @property
-    def counts(self) -> bool:
-        return self.handler.uses_counters
-
-    @property
-    def reads_window(self) -> bool:
-        return self.handler.reads_window
-
     def add(self, level: str, message: str, subject: str | None = None) -> None:
-        self.findings.append(Finding(level, subject or self.name, message))
+        self.findings.append(Finding(level, subject or self.function.key, message))
 
 
 Check = Callable[[_Subject, EventSource], None]
@@ -371,7 +354,7 @@ class Rule:
 
     def __call__(self, subject: _Subject, event: EventSource) -> None:
         if self.broken(subject, event):
-            subject.add(self.level, self.message.format(kind=event.kind, decorator=subject.decorator))
+            subject.add(self.level, self.message.format(kind=event.kind, decorator=subject.handler.decorator))
 
 
 def _check_function(subject: _Subject) -> None:
@@ -421,7 +404,7 @@ def http_events(subject: _Subject) -> list[check_routes.HttpEvent]:
 def _check_http(subject: _Subject) -> None:
     events = http_events(subject)
     routes = subject.handler.routes
-    if not isinstance(subject.handler.wrapped, Router) or subject.decorator != "api_handler":
+    if not isinstance(subject.handler.wrapped, Router) or subject.handler.decorator != "api_handler":
         return
     catch_all = any(event.kind in check_routes.CATCH_ALL_KINDS for event in subject.function.events)
     where = lambda function: _where(subject, function)  # noqa: E731
@@ -435,15 +418,16 @@ CALLED_WITH = {"api_handler": "(request, context)"}
 
 def _check_signature(subject: _Subject) -> None:
     wrapped = subject.handler.wrapped
-    if not subject.decorator or wrapped is None or isinstance(wrapped, Router):
+    if not subject.handler.decorator or wrapped is None or isinstance(wrapped, Router):
         return
     written = check_routes.cannot_take_two(wrapped)
     if written is not None:
-        called = CALLED_WITH.get(subject.decorator, "(payload, context)")
-        fails = "request answers 500" if subject.decorator == "api_handler" else "record fails"
+        called = CALLED_WITH.get(subject.handler.decorator, "(payload, context)")
+        fails = "request answers 500" if subject.handler.decorator == "api_handler" else "record fails"
         subject.add(
             "error",
-            f"{written} ({_where(subject, wrapped)}) cannot be called as {subject.decorator} calls it, with "
+            f"{written} ({_where(subject, wrapped)}) cannot be called as {subject.handler.decorator} calls "
+            "it, with "
             f"{called}: every {fails}; "
             f"write def {getattr(wrapped, '__name__', 'handler')}{called.replace('payload', 'message')}",
         )
@@ -452,9 +436,9 @@ def _check_signature(subject: _Subject) -> None:
 def _models(subject: _Subject) -> list[str]:
     """Each ``model=`` the function's code gives, and where."""
     found = []
-    if subject.marks.get("model"):
+    if subject.handler.marks.get("model"):
         where = _where(subject, subject.handler.wrapped)
-        found.append(f"model={subject.marks['model']} on {subject.decorator} ({where})")
+        found.append(f"model={subject.handler.marks['model']} on {subject.handler.decorator} ({where})")
     for route in subject.handler.routes:
         if route.model is not None:
             name = getattr(route.model, "__name__", None) or repr(route.model)
@@ -491,18 +475,18 @@ RETURN_MISTAKES = {
 
 
 def _check_returns(subject: _Subject) -> None:
-    if not subject.decorator:  # a handler that does not import has no decorator either
+    if not subject.handler.decorator:  # a handler that does not import has no decorator either
         return
-    api = subject.decorator == "api_handler"
+    api = subject.handler.decorator == "api_handler"
     for mistake in subject.handler.returns:
         if (mistake == "status first") == api:
-            subject.add("error", RETURN_MISTAKES[mistake].format(decorator=subject.decorator))
+            subject.add("error", RETURN_MISTAKES[mistake].format(decorator=subject.handler.decorator))
 
 
 def _processed(subject: _Subject, delivered: dict[str, list[Any]]) -> dict[str, set[str]]:
     """What the handler processes of each event: the sources it delivers, or carries (S3
     notifications in SQS messages); the delivering source's traits apply to both."""
-    handled = set(subject.marks.get("sources") or ())
+    handled = set(subject.handler.marks.get("sources") or ())
     return {
         kind: handled & {s.name for s in [*found, *sources.carried_by(kind)]}
         for kind, found in delivered.items()
@@ -510,7 +494,7 @@ def _processed(subject: _Subject, delivered: dict[str, list[Any]]) -> dict[str, 
 
 
 def _check_marks(subject: _Subject, delivered: dict[str, list[Any]]) -> None:
-    if subject.handler.imported and not subject.marks and any(delivered.values()):
+    if subject.handler.imported and not subject.handler.marks and any(delivered.values()):
         fits = " or ".join(dict.fromkeys(s.decorator for found in delivered.values() for s in found))
         subject.add(
             "error",
@@ -528,14 +512,15 @@ def _check_fit(subject: _Subject, delivered: dict[str, list[Any]], processed: di
     """The decorator processes every kind of event the function has."""
     unfit = (
         sorted(kind for kind, found in delivered.items() if found and not processed[kind])
-        if subject.decorator
+        if subject.handler.decorator
         else []
     )
     for kind in unfit:
         fits = " or ".join(dict.fromkeys(s.decorator for s in delivered[kind]))
         what, fix = WHAT_DELIVERS.get(kind, (f"{kind} events", "move the event"))
         subject.add(
-            "error", f"handler is a {subject.decorator} but the function has {what}: use {fits} or {fix}"
+            "error",
+            f"handler is a {subject.handler.decorator} but the function has {what}: use {fits} or {fix}",
         )
 
 
@@ -546,7 +531,7 @@ def _check_reporting(subject: _Subject, event: EventSource, found: list[Any], pr
             "error",
             f"add functionResponseType: {RBIF} to its {event.kind} event: without it Lambda ignores the "
             "failures "
-            f"the {subject.decorator} reports and treats failed records as processed",
+            f"the {subject.handler.decorator} reports and treats failed records as processed",
         )
 
 
@@ -569,13 +554,13 @@ def _latest(subject: _Subject, event: EventSource) -> bool:
 STARTING_POSITION = (
     Rule(
         "error",
-        lambda subject, event: _latest(subject, event) and subject.counts,
+        lambda subject, event: _latest(subject, event) and subject.handler.uses_counters,
         "its {kind} event starts at LATEST but the handler counts with lambda_kit.counters: records "
         "written before the mapping starts are never counted; use TRIM_HORIZON",
     ),
     Rule(
         "warning",
-        lambda subject, event: _latest(subject, event) and not subject.counts,
+        lambda subject, event: _latest(subject, event) and not subject.handler.uses_counters,
         "its {kind} event starts at LATEST: records written before the mapping starts are skipped; use "
         "TRIM_HORIZON unless that is intended",
     ),
@@ -591,7 +576,7 @@ def _unlimited_retries(spec: dict[str, Any]) -> bool:
 
 def _requeues_dynamodb(subject: _Subject, event: EventSource) -> bool:
     names = [source.name for source in subject.config.sources_of(event)]
-    return subject.marks.get("on_failure") == "requeue" and names == ["dynamodb"]
+    return subject.handler.marks.get("on_failure") == "requeue" and names == ["dynamodb"]
 
 
 STREAM_RULES = (
@@ -628,7 +613,7 @@ def _kafka_extension(subject: _Subject, event: EventSource) -> tuple[str, dict[s
     """An ``msk`` / ``kafka`` event's ``resources.extensions.<its event source mapping>.Properties``
     (the framework has no setting for FunctionResponseTypes, and none for an msk event's on-failure
     destination): where it is, what it adds."""
-    logical_id = _kafka_mapping_id(subject.name, event.kind, event.spec)
+    logical_id = _kafka_mapping_id(subject.function.key, event.kind, event.spec)
     extension = mapping(subject.config.extensions.get(logical_id or "", {}).get("Properties"))
     return f"resources.extensions.{logical_id or '<its event source mapping>'}.Properties", extension
 
@@ -646,7 +631,8 @@ def _check_kafka_destination(subject: _Subject, event: EventSource) -> None:
 
 def _check_kafka_reporting(subject: _Subject, event: EventSource) -> None:
     where, extension = _kafka_extension(subject, event)
-    if subject.marks.get("on_failure") == "report" and not _provisioned_reporting(event.spec, extension):
+    reports = subject.handler.marks.get("on_failure") == "report"
+    if reports and not _provisioned_reporting(event.spec, extension):
         subject.add(
             "error",
             "kafka_handler(on_failure='report') returns batchItemFailures, which Lambda reads only in "
@@ -708,11 +694,12 @@ def _check_transformation(subject: _Subject, event: EventSource) -> None:
     """An EventBridge rule with an input transformation hands the function something else than
     the EventBridge event, which its decorator refuses."""
     changed = [key for key in TRANSFORMATIONS if event.spec.get(key) is not None]
-    if changed and subject.decorator in ("eventbridge_handler", "s3_handler"):
+    if changed and subject.handler.decorator in ("eventbridge_handler", "s3_handler"):
         subject.add(
             "error",
             f"its eventBridge event sets {changed[0]}, so the function receives that instead of the "
-            f"EventBridge event and the {subject.decorator} refuses every invocation: remove {changed[0]}",
+            f"EventBridge event and the {subject.handler.decorator} refuses every invocation: "
+            f"remove {changed[0]}",
         )
 
 
@@ -720,7 +707,7 @@ def _wider_than_s3_objects(subject: _Subject, event: EventSource) -> bool:
     pattern = mapping(event.spec.get("pattern"))
     detail_type = pattern.get("detail-type")
     narrow = isinstance(detail_type, list) and bool(detail_type) and set(detail_type) <= S3_OBJECT_EVENTS
-    return subject.decorator == "s3_handler" and not (pattern.get("source") == ["aws.s3"] and narrow)
+    return subject.handler.decorator == "s3_handler" and not (pattern.get("source") == ["aws.s3"] and narrow)
 
 
 EVENTBRIDGE_RULES: tuple[Check, ...] = (
@@ -756,14 +743,15 @@ def _check_visibility(subject: _Subject, event: EventSource) -> None:
     if visibility < timeout:
         subject.add(
             "error",
-            f"VisibilityTimeout {visibility} s is shorter than the {subject.name} timeout ({timeout:g} "
-            f"s): Lambda rejects the event source; set it to at least {6 * timeout:g}",
+            f"VisibilityTimeout {visibility} s is shorter than the {subject.function.key} timeout "
+            f"({timeout:g} s): Lambda rejects the event source; set it to at least {6 * timeout:g}",
             queue,
         )
     else:
         subject.add(
             "warning",
-            f"VisibilityTimeout {visibility} s is under 6 x the {subject.name} timeout ({timeout:g} s): "
+            f"VisibilityTimeout {visibility} s is under 6 x the {subject.function.key} timeout "
+            f"({timeout:g} s): "
             "throttled batches may be received again while still in flight; set it to at least "
             f"{6 * timeout:g}",
             queue,
@@ -804,11 +792,11 @@ def _check_window(subject: _Subject, event: EventSource) -> None:
 
 
 def _state_without_end(subject: _Subject, event: EventSource) -> bool:
-    marks = subject.marks
+    marks = subject.handler.marks
     return (
         _windowed(event)
-        and subject.reads_window
-        and subject.decorator == "stream_handler"
+        and subject.handler.reads_window
+        and subject.handler.decorator == "stream_handler"
         and not marks.get("on_window_end")
     )
 
@@ -816,7 +804,7 @@ def _state_without_end(subject: _Subject, event: EventSource) -> bool:
 WINDOW_RULES = (
     Rule(
         "warning",
-        lambda subject, event: _windowed(event) and subject.marks.get("on_failure") == "requeue",
+        lambda subject, event: _windowed(event) and subject.handler.marks.get("on_failure") == "requeue",
         "on_failure='requeue' with a tumbling window: a requeued record comes back in a later window and "
         "is counted there; use on_failure='stop' to keep each record in its own window",
     ),
@@ -831,7 +819,8 @@ WINDOW_RULES = (
 
 
 def _check_window_use(subject: _Subject) -> None:
-    if subject.reads_window and not any(_window_seconds(event.spec) for event in subject.function.events):
+    windowed = any(_window_seconds(event.spec) for event in subject.function.events)
+    if subject.handler.reads_window and not windowed:
         subject.add(
             "error",
             "the handler reads current_window() but no stream event of the function sets "
@@ -844,7 +833,7 @@ def _check_log_stream(subject: _Subject, event: EventSource) -> None:
     """A stream a subscription filter fills holds gzip-compressed log data: ``json=False`` hands
     the function those bytes instead of one call per log event."""
     stream = target(event.spec.get("arn"))
-    raw = subject.decorator == "stream_handler" and not subject.marks.get("json", True)
+    raw = subject.handler.decorator == "stream_handler" and not subject.handler.marks.get("json", True)
     if (
         raw
         and stream

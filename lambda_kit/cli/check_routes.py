@@ -162,16 +162,8 @@ def _string_route(kind: str, raw: str) -> tuple[str, str | None, str | None]:
 
 def _mapping_route(kind: str, raw: dict[str, Any]) -> tuple[str, str | None, str | None]:
     method, path = raw.get("method"), raw.get("path")
-    if kind == "httpApi" and path == "*":
-        if method not in (None, "*"):
-            return (
-                "",
-                None,
-                "path '*' (the $default route) takes every method: drop method or write method: '*'",
-            )
-        return "ANY", None, None
-    if kind == "http" and path == "*":
-        return "", None, f"{REST_CATCH_ALL}; API Gateway refuses the path part '*' at deploy"
+    if path == "*":
+        return _catch_all(kind, method)
     if not isinstance(path, str) or not path:
         crash = f" ({TYPE_ERROR})" if kind == "http" else ""
         return "", None, f"no path{crash}: add path: /orders/{{id}}"
@@ -179,6 +171,15 @@ def _mapping_route(kind: str, raw: dict[str, Any]) -> tuple[str, str | None, str
     if problem is not None:
         return "", None, problem
     return upper, path if path.startswith("/") or kind == "httpApi" else "/" + path, None
+
+
+def _catch_all(kind: str, method: object) -> tuple[str, str | None, str | None]:
+    """The route of ``path: '*'``: an HTTP API's $default route (every method), refused by a REST API."""
+    if kind == "http":
+        return "", None, f"{REST_CATCH_ALL}; API Gateway refuses the path part '*' at deploy"
+    if method not in (None, "*"):
+        return "", None, "path '*' (the $default route) takes every method: drop method or write method: '*'"
+    return "ANY", None, None
 
 
 def _mapping_method(kind: str, method: Any) -> tuple[str, str | None]:

@@ -347,13 +347,9 @@ class WorkerPool:
             while True:
                 if self._closed:
                     raise RuntimeError("the stack is stopping")
-                while self._idle:
-                    worker = self._idle.pop()
-                    if worker.alive and worker.generation == self._generation:
-                        self._running += 1
-                        worker.taken_at = time.monotonic()
-                        return worker, False
-                    self._retire(worker)
+                warm = self._warm()
+                if warm is not None:
+                    return warm, False
                 room = self._running < self.limit and not self._starting
                 if room and (self._running == 0 or time.monotonic() >= patience):
                     self._running += 1
@@ -375,6 +371,17 @@ class WorkerPool:
             self.workers.append(worker)
         worker.taken_at = time.monotonic()
         return worker, True
+
+    def _warm(self) -> Worker | None:
+        """An idle worker of this generation, taken (under the condition); the others are retired."""
+        while self._idle:
+            worker = self._idle.pop()
+            if worker.alive and worker.generation == self._generation:
+                self._running += 1
+                worker.taken_at = time.monotonic()
+                return worker
+            self._retire(worker)
+        return None
 
     def release(self, worker: Worker) -> None:
         with self._condition:

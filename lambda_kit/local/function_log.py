@@ -64,14 +64,19 @@ def _text_line(line: str, function_name: str, request_id: str | None) -> dict[st
     matched = _TEXT_LINE.fullmatch(line)
     if matched is None:
         return {**found, "message": line, "origin": "print"}
-    level, rest = matched.groups()
-    found["origin"] = "runtime"
+    return {**found, **_runtime_text(*matched.groups())}
+
+
+def _runtime_text(level: str, rest: str) -> dict[str, Any]:
+    """The fields of a line the runtime wrote in its text format: ``[LEVEL]``, then the time, the
+    request id and the message between tabs (or the message alone), a stack after a carriage return."""
+    found: dict[str, Any] = {"origin": "runtime", "level": "WARN" if level == "WARNING" else level}
     head, _, trace = rest.partition("\r")
     fields = head.split("\t")
-    if len(fields) == 3:  # the runtime's text format: time, request id, message
-        found["request_id"] = fields[1] or found.get("request_id")
+    if len(fields) == 3:
+        if fields[1]:
+            found["request_id"] = fields[1]
         head = fields[2]
-    found["level"] = "WARN" if level == "WARNING" else level
     error = _ERROR_HEAD.fullmatch(head) if level == "ERROR" and "\t" not in rest else None
     if error is not None:
         found["error_type"], head = error.group(1), error.group(2)
@@ -79,7 +84,7 @@ def _text_line(line: str, function_name: str, request_id: str | None) -> dict[st
     found["message"] = head.rstrip("\n")
     if trace:
         found["stack"] = trace.replace("\r", "\n").replace("\u00a0", " ").rstrip("\n")
-    return {k: v for k, v in found.items() if v is not None}
+    return found
 
 
 @dataclass

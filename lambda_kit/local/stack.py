@@ -47,7 +47,7 @@ from .dynamodb_local import DynamoDBLocal, DynamoDBLocalUnavailable, find_instal
 from .endpoint import aws_environment
 from .eventbridge_source import EventBridgeEventSource
 from .gateway import HttpGateway, Route, routes_for
-from .iam_policy import Role, Roles
+from .iam_policy import Roles
 from .logfile import DEFAULT_PATH, LogFile
 from .moto_process import EndpointProcess
 from .poller import Journal, Poller, Timing
@@ -152,90 +152,84 @@ class LocalStack:
         return self
 
     def _start(self) -> None:
+        """Each part made from the ones before it, and handed to what needs it."""
         self._started = True
-        self._start_endpoints()
-        self.resources = Resources(self.config, self._clients())
-        self.resources.create_all()
-        selected = [f for f in self.config.functions.values() if self.only is None or f.key in self.only]
-        self._resolve_destinations()
-        self.log = LogFile(
+        clients = self._start_endpoints()
+        resources = self.resources = Resources(self.config, clients)
+        resources.create_all()
+        self._resolve_destinations(resources)
+        log = self.log = LogFile(
             self.log_path, echo=self.echo, prefix=f"{self.config.service}-{self.config.stage}-"
         )
-        own = [Path(self.log_path)] if self.log_path is not None else []
         if self.log_path is not None:  # a run kept: check reads its denied calls
             denied = DeniedCalls(self.config.path)
             self.calls.on_denied = lambda call: denied.record(call.function, call.action, call.resource)
-        self.workspace = Workspace(self.config, self.timing, own)
-        self._start_functions(selected)
-        self.destinations = Destinations(self._clients())
+        own = [Path(self.log_path)] if self.log_path is not None else []
+        workspace = self.workspace = Workspace(self.config, self.timing, own)
+        self._start_functions(workspace, resources, log)
+        self.destinations = Destinations(clients)
         self.invoker = AsyncInvoker(self.destinations, self.timing, self.journal)
+        self._start_deliveries(resources, clients)
+        if self.reload:
+            project = self.config.project_dir
+            watched = watched_paths(project, workspace.files)
+            self.reloader = Reloader(project, watched, lambda changed: self._reload(workspace, changed))
+            self.reloader.start()
+
+    def _start_deliveries(self, resources: Resources, clients: Clients) -> None:
+        """What feeds the functions their events: each event's delivery, the HTTP gateway, TTL."""
         for runtime in self.runtimes.values():
             for event in runtime.function.events:
-                self._wire(runtime, event)
+                self._wire(runtime, event, resources)
         if self.routes and self.api_port is not None:
             self.gateway = HttpGateway(self.routes, self.api_port, stage="$default").start()
         for delivery in self.deliveries:
             delivery.start()
-        self._start_ttl()
-        if self.reload:
-            self._start_reloader()
+        self._start_ttl(resources, clients)
 
-    def _start_functions(self, selected: list[FunctionConfig]) -> None:
+    def _start_functions(self, workspace: Workspace, resources: Resources, log: LogFile) -> None:
         """Each function's runtime; its workers start at its first invocation (a handler that does
         not import fails its invocations with the init error, as on Lambda, not the start)."""
-        workspace = _started(self.workspace)
-        self.aws_proxy = AwsProxy(
+        selected = [f for f in self.config.functions.values() if self.only is None or f.key in self.only]
+        proxy = self.aws_proxy = AwsProxy(
             self._function_endpoint_url or self.endpoint_url,
             self.dynamodb_url,
             self.region,
             self.calls,
             self.iam,
         ).start()
-        resources = self._resources()
         roles = Roles(self.config, lambda value: canonical(resources.resolve(value), self.region))
         for function in selected:
             role = roles.of(function)
             if not role.known:
                 self.journal.record("iam.unknown", function=function.key, why=role.why_unknown)
             environment = {
-                k: _env_text(v) for k, v in self._resources().resolve(function.environment).items()
+                k: _env_text(v) for k, v in resources.resolve(function.environment).items()
             }
-            aws = self._function_aws_environment(function, role)
+            aws = {
+                **aws_environment(proxy.url, self.region, proxy.url),
+                **proxy.credentials(function.key, function.name, role),
+            }
             self._launches[function.key] = (environment, aws)
             self.runtimes[function.key] = FunctionRuntime(
                 function,
                 workspace.launch(function, environment, aws),
                 self.region,
                 hooks=self.hooks,
-                write=_started(self.log).write,
+                write=log.write,
                 concurrency=workspace.concurrency(function),
                 system_log_level=workspace.logging(function).get("systemLogLevel"),
             )
 
-    def _start_reloader(self) -> None:
-        workspace = _started(self.workspace)
-        project = self.config.project_dir
-        self.reloader = Reloader(project, watched_paths(project, workspace.files), self._reload).start()
-
-    def _reload(self, changed: set[str]) -> None:
+    def _reload(self, workspace: Workspace, changed: set[str]) -> None:
         """Files changed: the functions whose task roots hold one run from a rebuilt one."""
-        workspace = _started(self.workspace)
         for key, runtime in self.runtimes.items():
             if workspace.holds(runtime.function, changed):
                 environment, aws = self._launches[key]
                 runtime.renew(workspace.launch(runtime.function, environment, aws, fresh=True))
                 self.journal.record("function.reloaded", function=key, changed=sorted(changed))
 
-    def _function_aws_environment(self, function: FunctionConfig, role: Role) -> dict[str, str]:
-        """The endpoints (the stack's proxy, for every service) and the credentials a function's
-        workers get: an access key the proxy knows as the function's."""
-        proxy = _started(self.aws_proxy)
-        return {
-            **aws_environment(proxy.url, self.region, proxy.url),
-            **proxy.credentials(function.key, function.name, role),
-        }
-
-    def _start_endpoints(self) -> None:
+    def _start_endpoints(self) -> Clients:
         """moto (unless ``endpoint_url`` is given) and the DynamoDB, started side by side; the
         clients and the environment the functions see."""
         dynamodb_url = (self._dynamodb_endpoint_url or "").rstrip("/")
@@ -246,22 +240,22 @@ class LocalStack:
             dynamodb_url = dynamodb_url or self._start_dynamodb_local()
             self.endpoint_url = self.endpoint.wait_ready().url
             if self.dynamodb_local is not None:
-                dynamodb_url = self._wait_dynamodb_local()
+                dynamodb_url = self._wait_dynamodb_local(self.dynamodb_local)
         self.dynamodb_url = dynamodb_url or self.endpoint_url
         remember_user_agents()
         self.clients = Clients(self.endpoint_url, self.region, self.dynamodb_url)
         # this process's boto3 (the service's load, tests, hooks): the endpoints themselves
         self._set_env(aws_environment(self.endpoint_url, self.region, self.dynamodb_url))
+        return self.clients
 
-    def _resolve_destinations(self) -> None:
+    def _resolve_destinations(self, resources: Resources) -> None:
         """Function-level destinations (asynchronous invocations) name resources with intrinsics."""
-        resources = self._resources()
         for function in self.config.functions.values():
             for key in ("destinations", "onError"):
                 if function.raw.get(key) is not None:
                     function.raw = {**function.raw, key: resources.resolve(function.raw[key])}
 
-    def _wire(self, runtime: FunctionRuntime, event: EventSource) -> None:
+    def _wire(self, runtime: FunctionRuntime, event: EventSource, resources: Resources) -> None:
         """Deliver one event of a function as its source says (``Source.delivery``), or note that it
         is not emulated. Without ``event_sources``, only the HTTP routes."""
         found = self.config.sources_of(event)
@@ -269,20 +263,20 @@ class LocalStack:
         if not self.event_sources and delivery not in PASSIVE:
             return
         deliver = DELIVERIES.get(delivery, _not_emulated)
-        started = deliver(self, runtime, event, self._resources().resolve(event.spec))
+        started = deliver(self, runtime, event, resources.resolve(event.spec))
         if started is not None:
             self.deliveries.append(started)
 
-    def _start_ttl(self) -> None:
+    def _start_ttl(self, resources: Resources, clients: Clients) -> None:
         """The TTL sweeper, where moto serves DynamoDB (DynamoDB Local expires items itself)."""
-        tables = self._resources().of_type("AWS::DynamoDB::Table")
+        tables = resources.of_type("AWS::DynamoDB::Table")
         expiring = {
             r.attributes["Ref"]: r.attributes["TtlAttribute"]
             for r in tables
             if r.attributes.get("TtlAttribute")
         }
         if expiring and self.ttl_enabled and self.event_sources and self.dynamodb_local is None:
-            self.ttl = TtlSweeper(expiring, self._clients(), self.ttl_deletions, self.timing, self.journal)
+            self.ttl = TtlSweeper(expiring, clients, self.ttl_deletions, self.timing, self.journal)
             self.ttl.start()
 
     def _start_dynamodb_local(self) -> str:
@@ -296,8 +290,7 @@ class LocalStack:
         self.dynamodb_local = local
         return local.url
 
-    def _wait_dynamodb_local(self) -> str:
-        local = _started(self.dynamodb_local)
+    def _wait_dynamodb_local(self, local: DynamoDBLocal) -> str:
         try:
             return local.wait_ready().url
         except DynamoDBLocalUnavailable as reason:

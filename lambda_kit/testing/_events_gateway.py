@@ -65,14 +65,12 @@ def authorizer_event(
     sent = {"Authorization": token, "User-Agent": USER_AGENT, **(headers or {})}
     if trace_id is not None:
         sent["X-Trace-Id"] = trace_id
-    now = time.time()
+    asked, now = dict(query or {}), time.time()
     if shape == "http-2.0":
-        return _http_v2_authorizer(
-            sent, dict(query or {}), method, path, route_key, api_id, stage, token, now
-        )
+        return _http_v2_authorizer(sent, asked, method, path, route_key, api_id, stage, token, now)
     if shape == "websocket":
-        return _websocket_authorizer(sent, dict(query or {}), api_id, stage, connection_id, now)
-    built = _rest_authorizer(sent, dict(query or {}), method, path, api_id, stage, now)
+        return _websocket_authorizer(sent, asked, api_id, stage, connection_id, now)
+    built = _rest_authorizer(sent, asked, method, path, api_id, stage, now)
     if shape == "http-1.0":
         return {"version": "1.0", **built, "identitySource": token, "authorizationToken": token}
     return built
@@ -244,13 +242,7 @@ def websocket_event(
         context.update(disconnectStatusCode=1005, disconnectReason="Client-side close frame status not set")
     event: dict[str, Any] = {"requestContext": context, "isBase64Encoded": False}
     if event_type == "CONNECT":
-        sent = {"Host": context["domainName"], "Sec-WebSocket-Version": "13", **(headers or {})}
-        if trace_id is not None:
-            sent["X-Trace-Id"] = trace_id
-        event.update(headers=sent, multiValueHeaders=_multi(sent))
-        if query:
-            event.update(queryStringParameters=query, multiValueQueryStringParameters=_multi(query))
-        return event
+        return {**event, **_handshake(context["domainName"], headers, query, trace_id)}
     if event_type == "MESSAGE":
         context["messageId"] = _request_id()
         if trace_id is not None:
@@ -259,6 +251,19 @@ def websocket_event(
             body = {**body, "trace_id": trace_id}
         event["body"] = payload_text(body if body is not None else "")
     return event
+
+
+def _handshake(
+    host: str, headers: dict[str, str] | None, query: dict[str, str] | None, trace_id: str | None
+) -> dict[str, Any]:
+    """What a ``$connect`` event holds of the client's handshake: its headers and query string."""
+    sent = {"Host": host, "Sec-WebSocket-Version": "13", **(headers or {})}
+    if trace_id is not None:
+        sent["X-Trace-Id"] = trace_id
+    found: dict[str, Any] = {"headers": sent, "multiValueHeaders": _multi(sent)}
+    if query:
+        found.update(queryStringParameters=query, multiValueQueryStringParameters=_multi(query))
+    return found
 
 
 @example("websocket")

@@ -207,19 +207,22 @@ def _checked_policy(found: dict[str, Any]) -> dict[str, Any]:
     principal = found.get("principalId")
     if not isinstance(principal, str) or not principal:
         raise MalformedAnswer("an IAM policy needs principalId, non-empty text")
-    document = found.get("policyDocument")
-    statements = document.get("Statement") if type(document) is dict else None
-    if type(document) is not dict or not isinstance(document.get("Version"), str):
-        raise MalformedAnswer("an IAM policy needs policyDocument with Version and Statement")
-    if type(statements) is not list or not statements:
-        raise MalformedAnswer("policyDocument.Statement must be a non-empty list of statements")
-    for statement in statements:
-        _check_statement(statement)
+    _check_document(found.get("policyDocument"))
     if "context" in found:
         _check_context(found["context"])
     if "usageIdentifierKey" in found and not isinstance(found["usageIdentifierKey"], str):
         raise MalformedAnswer("usageIdentifierKey must be text")
     return found
+
+
+def _check_document(document: object) -> None:
+    if type(document) is not dict or not isinstance(document.get("Version"), str):
+        raise MalformedAnswer("an IAM policy needs policyDocument with Version and Statement")
+    statements = document.get("Statement")
+    if type(statements) is not list or not statements:
+        raise MalformedAnswer("policyDocument.Statement must be a non-empty list of statements")
+    for statement in statements:
+        _check_statement(statement)
 
 
 def _check_statement(statement: Any) -> None:

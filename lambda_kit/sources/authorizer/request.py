@@ -101,22 +101,17 @@ class AuthorizerRequest:
 
     def _route(self, event: dict[str, Any], route: list[str]) -> tuple[str, str, str, str]:
         """(HTTP method, path, resource, route key) of the request, from the event where it says
-        them, else from the ARN (a TOKEN event says nothing else)."""
+        them, else from the ARN's route (a TOKEN event says nothing else)."""
         context = self.request_context
-        if self.shape == "http-2.0":
-            method = str(dig(context, "http", "method") or (route[0] if route else ""))
-            raw_path = event.get("rawPath")
-            return (
-                method,
-                str(raw_path or dig(context, "http", "path") or ""),
-                "",
-                str(event.get("routeKey") or ""),
-            )
         if self.shape == "websocket":
             return "", "", "", str(context.get("routeKey") or "/".join(route))
-        method = str(event.get("httpMethod") or (route[0] if route else ""))
-        resource = str(event.get("resource") or ("/" + "/".join(route[1:]) if route else ""))
-        return method, str(event.get("path") or resource), resource, ""
+        arn_method, arn_resource = (route[0], "/" + "/".join(route[1:])) if route else ("", "")
+        if self.shape == "http-2.0":
+            method = dig(context, "http", "method") or arn_method
+            path = event.get("rawPath") or dig(context, "http", "path") or ""
+            return str(method), str(path), "", str(event.get("routeKey") or "")
+        resource = str(event.get("resource") or arn_resource)
+        return str(event.get("httpMethod") or arn_method), str(event.get("path") or resource), resource, ""
 
     def arn_for(self, method: str = "*", resource: str = "*") -> str:
         """The ARN of another route of this API and stage: ``arn_for("GET", "orders/*")``,
