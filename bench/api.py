@@ -19,7 +19,7 @@ from collections.abc import Callable
 from time import perf_counter
 from typing import Any
 
-from bench.core import ROUNDS, stdout_to_devnull, table, time_per_record
+from bench.core import LONGEST, ROUNDS, stdout_to_devnull, table, time_per_record
 
 REQUESTS = int(os.environ.get("BENCH_REQUESTS", "3000"))  # per variant, per round
 TARGET_RATIO = 5.0  # Powertools / lambda_kit at least
@@ -122,7 +122,7 @@ def run() -> list[Target]:
 def _compare(case: str, routes: int) -> Target:
     from lambda_kit.testing import lambda_context
 
-    event, context = _event(), lambda_context("articles")
+    event, context = _event(), lambda_context("articles", timeout=LONGEST)
     samples: dict[str, list[float]] = {"lambda_kit": [], "powertools": []}
     with stdout_to_devnull() as devnull:
         variants = {"lambda_kit": _lambda_kit(routes), "powertools": _powertools(devnull, routes)}

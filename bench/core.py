@@ -48,6 +48,12 @@ FAST_PATH_SHARE = 0.20  # a fast path stays only if it is worth more than this s
 
 Target = tuple[str, bool, str]
 
+LONGEST = 900.0
+"""The timeout of the contexts the sections pass: Lambda's longest (15 min). One context serves a
+section's many invocations here, where Lambda gives each its own deadline; with a shorter one the
+deadline would pass mid-section and each batch would run only its first record (the others
+returned unstarted, as ``deadline_margin_ms`` promises)."""
+
 
 # --- helpers --------------------------------------------------------------------------------
 
@@ -288,7 +294,7 @@ def _speed() -> tuple[list[Target], dict[tuple[str, str | None, int, int], float
     from lambda_kit import codec
     from lambda_kit.testing import lambda_context, sqs_event
 
-    context = lambda_context("view-counter")
+    context = lambda_context("view-counter", timeout=LONGEST)
     events = {
         size: sqs_event(*[BODY] * size, trace_id=[f"trace-{size}-{i}" for i in range(size)]) for size in SIZES
     }
@@ -647,7 +653,7 @@ def _tracing() -> list[Target]:
     from lambda_kit import codec
     from lambda_kit.testing import lambda_context, sqs_event
 
-    context = lambda_context("view-counter")
+    context = lambda_context("view-counter", timeout=LONGEST)
     size = 100
     calls = max(1, RECORDS_PER_RUN // size)
     plain = sqs_event(*[BODY] * size, trace_id=[f"trace-{i}" for i in range(size)])
@@ -712,7 +718,7 @@ def _direct_path() -> list[Target]:
     from lambda_kit import get_logger, sqs_handler
     from lambda_kit.testing import lambda_context, sqs_event
 
-    context = lambda_context("view-counter")
+    context = lambda_context("view-counter", timeout=LONGEST)
     size = 100
     event = sqs_event(*[BODY] * size, trace_id=[f"trace-{i}" for i in range(size)])
     calls = max(1, RECORDS_PER_RUN // size)

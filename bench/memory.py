@@ -37,7 +37,7 @@ def handler(message, context):
 
 BODY = {"url": "myblog.com/article-17", "time": "2022-03-28T13:17:23+00:00", \
 "clientId": "adidOIkenODSksi92LHd6"}
-context = lambda_context("view-counter")
+context = lambda_context("view-counter", timeout=900)
 
 def status(key):
     with open("/proc/self/status") as f:

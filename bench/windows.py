@@ -41,9 +41,9 @@ def _guard_overhead() -> list[list[str]]:
         return len(view["url"])
 
     adapters = [get("kinesis")(), get("dynamodb")()]
-    options = Options(decorator="stream_handler")
-    plain = batch_decorator(count, adapters, options, {})
-    wrapped = batch_decorator(count, adapters, options, {}, wrap=adapters[0].wrap)
+    options = Options("stream_handler")
+    plain = batch_decorator(count, options, adapters)
+    wrapped = batch_decorator(count, options, adapters, wrap=adapters[0].wrap)
     event = kinesis_event(*({"url": f"/a/{i}"} for i in range(RECORDS)))
     rows = []
     for name, handler in (

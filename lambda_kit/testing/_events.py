@@ -103,6 +103,10 @@ class LambdaContext:
 
 
 def lambda_context(function_name: str = "test-function", timeout: float = 30.0) -> LambdaContext:
+    """A context as Lambda gives one invocation: its deadline is ``timeout`` seconds after it is
+    made. Make one per invocation, as Lambda does: a context kept across a test session runs out,
+    and a batch handler then starts only the first record of each batch (the others are reported
+    unstarted, ``deadline_margin_ms``)."""
     return LambdaContext(function_name, timeout)
 
 
