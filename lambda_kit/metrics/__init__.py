@@ -97,7 +97,8 @@ def enabled(option: Any) -> Backends:
     """The backends an invocation's counts go to (empty: none): ``option`` as ``checked`` made it
     (or a bare bool), else ``LAMBDA_KIT_METRICS``."""
     if option is None:
-        return from_environment(os.environ.get("LAMBDA_KIT_METRICS", ""))
+        value = os.environ.get("LAMBDA_KIT_METRICS")
+        return from_environment(value) if value else OFF
     if option is True or option is False:
         return frozenset(["datadog"]) if option else OFF
     return option  # type: ignore[no-any-return]
