@@ -239,7 +239,7 @@ def _cells(line: dict[str, Any], start: float, prefix: str) -> list[str]:
         short_function(line.get("function_name"), prefix),
         _record(line.get("record_id")),
         printable(line.get("level", "")),
-        _cut(printable(line.get("message", "")), MESSAGE_WIDTH),
+        _cut(printable(str(line.get("message", "")).replace("\t", " ")), MESSAGE_WIDTH),  # REPORT's tabs
         f"{duration:.1f} ms" if isinstance(duration, (int, float)) and not isinstance(duration, bool) else "",
         _outcome(line),
     ]
