@@ -165,6 +165,8 @@ NARROW: dict[str, list[str]] = {
         "tests/test_hostile_trace.py",
     ],
     "lambda_kit/sources/api/path.py": [
+        "tests/test_metrics_emf.py",
+        "tests/test_idempotency.py",
         "tests/test_hostile_responses.py",
         "tests/test_api.py",
         "tests/test_api_source.py",

@@ -595,3 +595,24 @@ def test_the_function_is_given_the_invocations_own_context(capfd):
     context = lambda_context("orders")
     assert handler(api_event(), context)["statusCode"] == 200
     assert seen == [context]
+
+
+def test_each_request_line_says_its_status_outcome_and_duration(capfd):
+    @api_handler
+    def api(request, context):
+        if request.path == "/missing":
+            raise HTTPError(404, "no such thing")
+        if request.path == "/broken":
+            raise RuntimeError("boom")
+        return {"ok": True}
+
+    for path in ("/ok", "/missing", "/broken"):
+        api(api_event(path=path), lambda_context("web"))
+    answered = [line for line in read_lines(capfd) if line["message"] != "request received"]
+    assert [(line["level"], line["message"], line["status"], line["outcome"]) for line in answered] == [
+        ("INFO", "request processed", 200, "ok"),
+        ("WARN", "request failed", 404, "client_error"),
+        ("ERROR", "request failed", 500, "server_error"),
+    ]
+    durations = [line["duration_ms"] for line in answered]
+    assert all(type(duration) is float and 0 <= duration < 5_000 for duration in durations), durations

@@ -255,6 +255,17 @@ def test_head_on_a_plain_function_that_fails_carries_no_body(shape):
     assert [line["message"] for line in lines if line["level"] == "WARN"] == ["request failed"]
 
 
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_head_requests_processed_line_logs_no_result_where_a_get_logs_it(shape):
+    def article(request: Any, context: Any) -> Any:
+        return {"title": "a", "views": 3}
+
+    lines = {method: answered(shape, article, method)[1] for method in ("GET", "HEAD")}
+    [get] = [line for line in lines["GET"] if line["message"] == "request processed"]
+    [head] = [line for line in lines["HEAD"] if line["message"] == "request processed"]
+    assert (get["result"], head["result"]) == ({"title": "a", "views": 3}, None)
+
+
 # --- tuples and dicts by what they are, on the response and in the log ---------------------------
 
 

@@ -537,6 +537,23 @@ def test_an_api_keyed_by_its_idempotency_key_header(table, dynamodb):
     assert len(runs) == 2
 
 
+def test_an_api_duplicate_says_so_on_its_processed_line(table, dynamodb, capfd):
+    @api_handler
+    @idempotent(key=header(), table=table, client=dynamodb)
+    def create(request, context):
+        return {"order": 1}, 201
+
+    headers = {"content-type": "application/json", "idempotency-key": "k-1"}
+    read_lines(capfd)
+    for _ in range(2):
+        create(api_event("POST", "/orders", body="{}", headers=headers), lambda_context())
+    processed = with_message(read_lines(capfd), "request processed")
+    assert [(line["status"], line["outcome"], line["result"]) for line in processed] == [
+        (201, "ok", {"order": 1}),
+        (201, "duplicate", {"order": 1}),
+    ]
+
+
 def test_a_plain_function_keyed_by_a_named_argument(table, dynamodb):
     sent = []
 

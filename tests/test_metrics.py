@@ -103,13 +103,20 @@ def test_stream_sources_and_api_are_tagged_by_source(statsd):
     stream(kinesis_event({"a": 1}, {"b": 2}), lambda_context("archive"))
     stream(dynamodb_stream_event(dynamodb_record("INSERT", new_image={"PK": "a"})), lambda_context("archive"))
     api(api_event(path="/ok"), lambda_context("web"))
-    api(api_event(path="/fail"), lambda_context("web"))
-    assert api(api_event(path="/missing"), lambda_context("web"))["statusCode"] == 404
+    api(api_event(path="/ok"), lambda_context("web"))
+    api(api_event(path="/fail"), lambda_context("web-fail"))
+    assert api(api_event(path="/missing"), lambda_context("web-missing"))["statusCode"] == 404
     metrics = statsd()
     assert metrics[("lambda_kit.records.processed", tags("archive", "kinesis"))] == 2
     assert metrics[("lambda_kit.records.processed", tags("archive", "dynamodb"))] == 1
-    assert metrics[("lambda_kit.records.processed", tags("web", "api"))] == 2
-    assert metrics[("lambda_kit.records.failed", tags("web", "api"))] == 1
+    counted = {
+        name: (
+            metrics[("lambda_kit.records.processed", tags(name, "api"))],
+            metrics[("lambda_kit.records.failed", tags(name, "api"))],
+        )
+        for name in ("web", "web-fail", "web-missing")
+    }
+    assert counted == {"web": (2, 0), "web-fail": (0, 1), "web-missing": (1, 0)}
 
 
 def test_environment_turns_metrics_on(statsd, monkeypatch):

@@ -65,11 +65,10 @@ def counts_of(outcome: Any) -> Counts:
     return batch_counts(outcome)
 
 
-def request_counts(status: Any, failed: bool) -> Counts:
-    """The counts of one request answered with ``status`` (none: 500); ``failed``: the function
-    failed with a server error (a 5xx it returned itself is an answer, processed)."""
-    code = status if type(status) is int else 500
-    return Counts(processed=int(not failed), failed=int(failed), status_class=f"{code // 100}xx")
+def request_counts(status: int, failed: bool) -> Counts:
+    """The counts of one request answered with ``status``; ``failed``: the function failed with a
+    server error (a 5xx it returned itself is an answer, processed)."""
+    return Counts(processed=int(not failed), failed=int(failed), status_class=f"{status // 100}xx")
 
 
 def checked(decorator: str, option: Any) -> Backends | None:

@@ -124,15 +124,13 @@ class RequestPath(RecordPath):
             )
 
     def answered(self, record: Record, error: BaseException | None) -> None:
-        """The request's outcome: the status it answered; a server error the function failed with
-        is its failure (one it returned itself is an answer, processed)."""
+        """The request's outcome, what its metrics count: the status it answered; a server error
+        the function failed with is its failure (one it returned itself is an answer)."""
         status = self.response.get("statusCode")
         self.status_outcome = outcome_of(status)
         self.outcome.status = status if type(status) is int else 500
         if error is not None and self.status_outcome == "server_error":
             self.outcome.failures.append((record, error))
-        else:
-            self.outcome.processed += 1
 
     def span_outcome(self, error: BaseException | None) -> str | None:
         return self.status_outcome
