@@ -604,13 +604,16 @@ def test_each_request_line_says_its_status_outcome_and_duration(capfd):
             raise HTTPError(404, "no such thing")
         if request.path == "/broken":
             raise RuntimeError("boom")
+        if request.path == "/gone":
+            return {"gone": True}, 410  # an answer the function gave: processed, a client error
         return {"ok": True}
 
-    for path in ("/ok", "/missing", "/broken"):
+    for path in ("/ok", "/gone", "/missing", "/broken"):
         api(api_event(path=path), lambda_context("web"))
     answered = [line for line in read_lines(capfd) if line["message"] != "request received"]
     assert [(line["level"], line["message"], line["status"], line["outcome"]) for line in answered] == [
         ("INFO", "request processed", 200, "ok"),
+        ("INFO", "request processed", 410, "client_error"),
         ("WARN", "request failed", 404, "client_error"),
         ("ERROR", "request failed", 500, "server_error"),
     ]

@@ -126,9 +126,9 @@ class RequestPath(RecordPath):
     def answered(self, record: Record, error: BaseException | None) -> None:
         """The request's outcome, what its metrics count: the status it answered; a server error
         the function failed with is its failure (one it returned itself is an answer)."""
-        status = self.response.get("statusCode")
+        status = self.response["statusCode"]  # an int: shape_response and error_response make it one
         self.status_outcome = outcome_of(status)
-        self.outcome.status = status if type(status) is int else 500
+        self.outcome.status = status
         if error is not None and self.status_outcome == "server_error":
             self.outcome.failures.append((record, error))
 
