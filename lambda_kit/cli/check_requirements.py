@@ -36,25 +36,12 @@ from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel
 from .._data import mapping
 from ..extras import DISTRIBUTION
 from ..local.config import FunctionConfig, ServiceConfig
+from ..local.runtime_libraries import PROVIDED
 from ..serverless_config import ConfigError, load
 
 PLUGIN = "serverless-python-requirements"
-RUNTIME_DISTRIBUTIONS = frozenset(
-    {
-        "boto3",
-        "botocore",
-        "s3transfer",
-        "jmespath",
-        "python-dateutil",
-        "urllib3",
-        "six",
-        "awslambdaric",
-        "simplejson",
-        "snapshot-restore-py",
-    }
-)
-"""What the Lambda Python runtime has beside the standard library (awslambdaric's own
-dependencies: simplejson, snapshot-restore-py)."""
+RUNTIME_DISTRIBUTIONS = frozenset(PROVIDED)
+"""What the Lambda Python runtime has beside the standard library (the local stack links the same)."""
 RUNTIME_MODULES = frozenset(
     {
         "boto3",

@@ -37,6 +37,9 @@ if TYPE_CHECKING:
     from ..trace.context import Read
     from ..validation import Validator
 
+Event = Mapping[str, Any] | list[Any]
+"""An event a source recognized: a JSON object, or the list of records EventBridge Pipes sends."""
+
 
 class Source:
     """One event source. Subclasses set the class attributes and implement ``read`` (and, where
@@ -125,7 +128,7 @@ class Source:
             return f"an EventBridge Pipes batch of {cls.pipes}"
         return cls.label
 
-    def records(self, event: Mapping[str, Any]) -> list[Record]:
+    def records(self, event: Event) -> list[Record]:
         """The event's records, each raw record read alone (``read_alone``): whatever goes wrong
         reading one is that record's failure. The records of a Pipes batch are ``piped``. A
         source whose events are not ``Records`` batches overrides this to split its own, reading
@@ -149,7 +152,7 @@ class Source:
             record.report_id = found if isinstance(found, str) else ""
         return record
 
-    def response(self, event: Mapping[str, Any], outcome: Outcome) -> Any:
+    def response(self, event: Event, outcome: Outcome) -> Any:
         """By default: the partial batch response, or for an asynchronous source the first
         failure raised."""
         if self.asynchronous:
@@ -174,7 +177,7 @@ class Source:
         payload, validated. ``validate`` raises ``InvalidPayload`` for a payload that does not fit."""
         return validate(payload)
 
-    def scope(self, event: Mapping[str, Any]) -> Any:
+    def scope(self, event: Event) -> Any:
         """A context manager held while the batch is read, run and answered: how an adapter keeps
         something of the event current (``lambda_kit.sources.window``); by default nothing."""
         return UNSCOPED

@@ -25,7 +25,7 @@ function with ``guarded`` (one record's changes kept or undone). The record loop
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from time import perf_counter
@@ -37,6 +37,7 @@ from ..trace import current_record, stable_id
 
 if TYPE_CHECKING:
     from ..context import LambdaContext
+    from .base import Event
 
 STATE_LIMIT = 1024 * 1024
 """Lambda's limit on a window's state, 1 MB per shard: bytes of the state's JSON."""
@@ -209,7 +210,7 @@ class Window:
 
     def respond(
         self,
-        event: Mapping[str, Any],
+        event: Event,
         outcome: Outcome,
         reported: dict[str, Any],
         on_window_end: Callable[[Window], Any] | None,
@@ -224,7 +225,7 @@ class Window:
             self._end(on_window_end)
         return {"state": self._state, **reported}
 
-    def _check_failed(self, event: Mapping[str, Any], outcome: Outcome) -> None:
+    def _check_failed(self, event: Event, outcome: Outcome) -> None:
         """With failures: the window's last invocation raises the first (Lambda retries it, and
         ``on_window_end`` does not run); any other fails when the state counts a failed record."""
         if self.ends:
@@ -237,7 +238,7 @@ class Window:
         if not self._consistent(event, outcome):
             self._fail("records after the failed one changed the window state")
 
-    def _consistent(self, event: Mapping[str, Any], outcome: Outcome) -> bool:
+    def _consistent(self, event: Event, outcome: Outcome) -> bool:
         """Whether every change to the state comes from a record before the first reported
         failure: Lambda resumes from that record, so the state must not count it or later ones."""
         if self._changed_outside:
@@ -358,7 +359,7 @@ class Windowed:
 
     on_window_end: Callable[[Window], Any] | None = None
 
-    def scope(self, event: Mapping[str, Any]) -> Any:
+    def scope(self, event: Event) -> Any:
         if "window" in event:
             return Scope(event)
         return super().scope(event)  # type: ignore[misc]
@@ -373,7 +374,7 @@ class Windowed:
         or undone (``guarded``)."""
         return guarded(function, asynchronous)
 
-    def response(self, event: Mapping[str, Any], outcome: Outcome) -> Any:
+    def response(self, event: Event, outcome: Outcome) -> Any:
         reported = super().response(event, outcome)  # type: ignore[misc]
         window = _window.get()
         if window is None:

@@ -23,7 +23,8 @@ from typing import Any, ClassVar
 from urllib.parse import parse_qsl, unquote_plus
 
 from ..._data import mapping
-from .. import _gateway
+from .._gateway import lowered as lowered_headers
+from .._gateway import multi_valued
 from ..base import as_text
 
 UNKNOWN_PHRASE = "Unknown Status"
@@ -40,7 +41,7 @@ def status_description(status: int) -> str:
 
 def _with_cookies(event: dict[str, Any]) -> dict[str, str]:
     """Payload 2.0 headers: ``headers``, and the ``cookies`` list as one ``cookie`` header."""
-    found = _gateway.lowered(event.get("headers"))
+    found = lowered_headers(event.get("headers"))
     cookies = event.get("cookies")
     if cookies and type(cookies) is list and "cookie" not in found:
         found["cookie"] = "; ".join(str(cookie) for cookie in cookies)
@@ -130,7 +131,7 @@ class Shape:
     name: ClassVar[str] = ""
     """What ``Request.shape`` says: ``"v1"``, ``"v2"``, ``"url"`` or ``"alb"``."""
 
-    headers = staticmethod(_gateway.multi_valued)
+    headers = staticmethod(multi_valued)
     """The request's headers, one value per lower-case name."""
 
     query_all = staticmethod(_query_v1)
